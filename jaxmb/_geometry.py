@@ -1,0 +1,94 @@
+"""Planar kinematics helpers: rotation matrices, body poses, body handles."""
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+
+GROUND_INDEX = -1
+
+
+@dataclasses.dataclass(frozen=True)
+class Body:
+    """Handle of a body in a `Mechanism` (or of its ground).
+
+    Hashable and static: elements keep it as a static field, the numbers live in the model.
+
+    **Fields:** `name`; `index` (position in q divided by 3; -1 for ground); `owner` (a token
+    identifying the mechanism that issued the handle, so a foreign handle is caught at build time).
+    """
+
+    name: str
+    index: int
+    owner: int
+
+    @property
+    def is_ground(self) -> bool:
+        return self.index == GROUND_INDEX
+
+    def coordinates(self) -> tuple[int, ...]:
+        """Indices of (x, y, phi) of this body in q; empty for ground."""
+        if self.is_ground:
+            return ()
+        return (3 * self.index, 3 * self.index + 1, 3 * self.index + 2)
+
+    def __repr__(self):
+        return f"Body({self.name!r})"
+
+
+def A(phi):
+    """Rotation matrix A(phi) = [[cos, -sin], [sin, cos]] (body frame -> global frame)."""
+    c, s = jnp.cos(phi), jnp.sin(phi)
+    return jnp.array([[c, -s], [s, c]])
+
+
+def rot90(v):
+    """Counter-clockwise rotation by 90 degrees, Omega v with Omega = [[0, -1], [1, 0]]."""
+    return jnp.array([-v[1], v[0]])
+
+
+def cross2(a, b):
+    """Scalar planar cross product a_x b_y - a_y b_x = (Omega a)^T b ... with sign a x b."""
+    return a[0] * b[1] - a[1] * b[0]
+
+
+def pose(q, body: Body):
+    """Position r and angle phi of `body` in the stacked coordinates q (ground: origin, 0)."""
+    if body.is_ground:
+        return jnp.zeros(2, dtype=q.dtype), jnp.zeros((), dtype=q.dtype)
+    k = 3 * body.index
+    return q[k : k + 2], q[k + 2]
+
+
+def point(q, body: Body, s):
+    """Global position of the body-frame point s: r + A(phi) s (seed 001, eq. 40)."""
+    r, phi = pose(q, body)
+    return r + A(phi) @ s
+
+
+def direction(q, body: Body, v):
+    """Global components of the body-frame vector v: A(phi) v."""
+    _, phi = pose(q, body)
+    return A(phi) @ v
+
+
+def as_vector(x, name="vector"):
+    """Convert to a float64 array of shape (2,)."""
+    arr = jnp.asarray(x, dtype=jnp.float64)
+    if arr.shape != (2,):
+        raise ValueError(f"{name} must be a 2-vector, got shape {arr.shape}")
+    return arr
+
+
+def is_concrete(x) -> bool:
+    """True when x holds values (not a tracer), so build-time value checks can run."""
+    try:
+        np.asarray(x)
+    except Exception:
+        return False
+    return True
+
+
+def as_f64(x):
+    """Field converter: a float64 array (keeps tracers traced)."""
+    return jnp.asarray(x, dtype=jnp.float64)

@@ -1,0 +1,69 @@
+"""Velocity and acceleration analysis: consistent velocities, driven kinematics."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from ._assemble import assemble
+from ._linalg import pinv_solve
+
+VELOCITY_TOL = 1e-9
+
+
+def consistent_velocity(model, q, qd, t=0.0, *, throw=True):
+    """Projection of qd onto C(q, t) qd + b(q, t) = 0 (seed 001, eq. 4):
+
+        qd* = qd - C^+ (C qd + b),
+
+    the velocity closest to qd (Euclidean norm) that satisfies every velocity constraint.
+    Raises when the constraints admit no velocity (b not in the range of C).
+    """
+    q = jnp.asarray(q, jnp.float64)
+    qd = jnp.asarray(qd, jnp.float64)
+    if model.num_rows == 0:
+        return qd
+    C = model.C(q, t)
+    g = model.velocity_residual(q, qd, t)
+    qd_star = qd - pinv_solve(C, g)
+    if throw:
+        residual = jax.lax.stop_gradient(C @ qd_star + model.b(q, t))
+        scale = 1.0 + jnp.max(jnp.abs(jax.lax.stop_gradient(qd)))
+        qd_star = eqx.error_if(
+            qd_star,
+            jnp.max(jnp.abs(residual)) > VELOCITY_TOL * scale,
+            "consistent_velocity: the velocity constraints C qd + b = 0 have no solution "
+            "(contradictory drivers or a singular configuration); check the drivers' rates.",
+        )
+    return qd_star
+
+
+class KinematicsResult(eqx.Module):
+    """q, qd, qdd of a kinematically driven mechanism at the times ts."""
+
+    ts: jnp.ndarray
+    q: jnp.ndarray
+    qd: jnp.ndarray
+    qdd: jnp.ndarray
+
+
+def kinematics(model, ts, q=None, *, tol=1e-12):
+    """Kinematic analysis of a driven mechanism (dof = 0): at each t in ts,
+
+        Phi(q, t) = 0 (assemble, warm-started from the previous instant),
+        C qd = -b,   C qdd = gamma   (seed 001, eq. 4 and 8; min-norm for redundant rows).
+
+    **Returns:** `KinematicsResult(ts, q, qd, qdd)`, each with a leading time axis. Jitted by the
+    caller (`jax.jit(mb.kinematics)` or inside any jitted function).
+    """
+    ts = jnp.asarray(ts, jnp.float64)
+    q_start = jnp.asarray(model.q0 if q is None else q, jnp.float64)
+
+    def step(q_prev, t):
+        q_t = assemble(model, q_prev, t, tol=tol)
+        C = model.C(q_t, t)
+        qd_t = pinv_solve(C, -model.b(q_t, t))
+        qdd_t = pinv_solve(C, model.gamma(q_t, qd_t, t))
+        return q_t, (q_t, qd_t, qdd_t)
+
+    _, (qs, qds, qdds) = jax.lax.scan(step, q_start, ts)
+    return KinematicsResult(ts, qs, qds, qdds)

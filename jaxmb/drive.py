@@ -1,0 +1,162 @@
+"""Drive functions f(t) for drivers and applied loads.
+
+Each is an equinox Module whose parameters are differentiable array leaves; derivatives in t
+(needed for the velocity term b and for gamma) come from automatic differentiation.
+"""
+
+import abc
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from ._geometry import is_concrete
+
+
+def _f64(x):
+    return jnp.asarray(x, dtype=jnp.float64)
+
+
+class AbstractDrive(eqx.Module):
+    """A function of time t -> value (scalar, or a 2-vector for `Force`)."""
+
+    @abc.abstractmethod
+    def __call__(self, t):
+        """Value at time t."""
+
+
+class Constant(AbstractDrive):
+    """f(t) = value."""
+
+    value: jnp.ndarray = eqx.field(converter=_f64)
+
+    def __call__(self, t):
+        return self.value + 0.0 * t
+
+
+class Linear(AbstractDrive):
+    """f(t) = offset + slope t."""
+
+    slope: jnp.ndarray = eqx.field(converter=_f64)
+    offset: jnp.ndarray = eqx.field(converter=_f64, default=0.0)
+
+    def __call__(self, t):
+        return self.offset + self.slope * t
+
+
+class Harmonic(AbstractDrive):
+    """f(t) = offset + amplitude cos(omega t + phase)."""
+
+    amplitude: jnp.ndarray = eqx.field(converter=_f64)
+    omega: jnp.ndarray = eqx.field(converter=_f64)
+    phase: jnp.ndarray = eqx.field(converter=_f64, default=0.0)
+    offset: jnp.ndarray = eqx.field(converter=_f64, default=0.0)
+
+    def __call__(self, t):
+        return self.offset + self.amplitude * jnp.cos(self.omega * t + self.phase)
+
+
+class Polynomial(AbstractDrive):
+    """f(t) = sum_k c_k t^k, coefficients lowest order first."""
+
+    coefficients: jnp.ndarray = eqx.field(converter=_f64)
+
+    def __check_init__(self):
+        if jnp.ndim(self.coefficients) != 1 or jnp.shape(self.coefficients)[0] == 0:
+            raise ValueError("Polynomial: coefficients must be a non-empty 1-D sequence")
+
+    def __call__(self, t):
+        return jnp.polyval(self.coefficients[::-1], t)
+
+
+class Spline(AbstractDrive):
+    """Natural C2 cubic spline through (t_k, values_k); constant outside the knots.
+
+    The second derivatives at the knots solve the tridiagonal system
+    h_{k-1} M_{k-1} + 2 (h_{k-1} + h_k) M_k + h_k M_{k+1} = 6 (d_k - d_{k-1}), M_0 = M_N = 0,
+    with h_k = t_{k+1} - t_k and d_k = (y_{k+1} - y_k) / h_k, so the spline is differentiable in
+    the knot values (and knot times).
+    """
+
+    t: jnp.ndarray = eqx.field(converter=_f64)
+    values: jnp.ndarray = eqx.field(converter=_f64)
+
+    def __check_init__(self):
+        if jnp.ndim(self.t) != 1 or jnp.shape(self.t)[0] < 2:
+            raise ValueError("Spline: t must be a 1-D sequence of at least 2 knots")
+        if jnp.shape(self.values) != jnp.shape(self.t):
+            raise ValueError(
+                f"Spline: values has shape {jnp.shape(self.values)}, t has {jnp.shape(self.t)}"
+            )
+        if is_concrete(self.t) and not np.all(np.diff(np.asarray(self.t)) > 0):
+            raise ValueError("Spline: knot times t must be strictly increasing")
+
+    def _second_derivatives(self):
+        t, y = self.t, self.values
+        n = t.shape[0]
+        h = jnp.diff(t)
+        d = jnp.diff(y) / h
+        if n == 2:
+            return jnp.zeros_like(y)
+        main = 2.0 * (h[:-1] + h[1:])
+        rhs = 6.0 * jnp.diff(d)
+        A = jnp.diag(main) + jnp.diag(h[1:-1], 1) + jnp.diag(h[1:-1], -1)
+        inner = jnp.linalg.solve(A, rhs)
+        return jnp.concatenate([jnp.zeros(1), inner, jnp.zeros(1)])
+
+    def __call__(self, t):
+        knots, y = self.t, self.values
+        M = self._second_derivatives()
+        tc = jnp.clip(t, knots[0], knots[-1])
+        k = jnp.clip(jnp.searchsorted(knots, tc, side="right") - 1, 0, knots.shape[0] - 2)
+        h = knots[k + 1] - knots[k]
+        a = (knots[k + 1] - tc) / h
+        b = (tc - knots[k]) / h
+        return (
+            a * y[k]
+            + b * y[k + 1]
+            + ((a**3 - a) * M[k] + (b**3 - b) * M[k + 1]) * h**2 / 6.0
+        )
+
+
+class SmoothSteps(AbstractDrive):
+    """Piecewise-constant levels joined by C2 quintic transitions (zero rate and acceleration at
+    both ends of every transition):
+
+        f(t) = initial + sum_k (levels_k - levels_{k-1}) S((t - starts_k) / (ends_k - starts_k)),
+        S(x) = 10 x^3 - 15 x^4 + 6 x^5 on [0, 1], 0 before, 1 after.
+    """
+
+    starts: jnp.ndarray = eqx.field(converter=_f64)
+    ends: jnp.ndarray = eqx.field(converter=_f64)
+    levels: jnp.ndarray = eqx.field(converter=_f64)
+    initial: jnp.ndarray = eqx.field(converter=_f64, default=0.0)
+
+    def __check_init__(self):
+        shapes = {jnp.shape(self.starts), jnp.shape(self.ends), jnp.shape(self.levels)}
+        if len(shapes) != 1 or jnp.ndim(self.starts) != 1:
+            raise ValueError("SmoothSteps: starts, ends and levels must be 1-D of equal length")
+        if is_concrete(self.starts) and is_concrete(self.ends):
+            if not np.all(np.asarray(self.ends) > np.asarray(self.starts)):
+                raise ValueError("SmoothSteps: every transition must end after it starts")
+
+    def __call__(self, t):
+        x = jnp.clip((t - self.starts) / (self.ends - self.starts), 0.0, 1.0)
+        S = x**3 * (10.0 - 15.0 * x + 6.0 * x**2)
+        jumps = jnp.diff(jnp.concatenate([jnp.reshape(self.initial, (1,)), self.levels]))
+        return self.initial + jnp.sum(jumps * S)
+
+
+def as_drive(value, *, shape=()):
+    """A drive function from a constant or an `AbstractDrive`."""
+    if isinstance(value, AbstractDrive):
+        return value
+    if callable(value):
+        raise TypeError(
+            "drive functions must be jaxmb.drive modules (Constant, Linear, Harmonic, Polynomial, "
+            "Spline, or a subclass of AbstractDrive), not plain callables"
+        )
+    value = _f64(value)
+    if value.shape != shape:
+        raise ValueError(f"a constant drive must have shape {shape}, got {value.shape}")
+    return Constant(value)

@@ -1,0 +1,111 @@
+"""Abstract element types: holonomic and Pfaffian constraint pairs, force elements.
+
+A constraint pair defines only a residual. The model obtains everything else by
+forward-mode automatic differentiation (see `jaxmb._model`):
+
+- holonomic pair: Phi(q, t); its velocity residual is g = d/dt Phi = Phi_q qd + Phi_t;
+- Pfaffian pair: the velocity residual g = Psi(q) qd directly (seed 001, eq. 3).
+
+Both then give C = dg/dqd, b = g(q, 0, t) and gamma = -(dg/dq qd + dg/dt) (seed 001, eq. 4-9).
+"""
+
+import abc
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._geometry import Body, is_concrete, point
+
+
+def _describe(element) -> str:
+    return f"{type(element).__name__} {element.name!r}"
+
+
+class AbstractElement(eqx.Module):
+    """Anything added to a `Mechanism`: a constraint pair, a driver or a force element."""
+
+    name: eqx.AbstractVar[str]
+
+    @abc.abstractmethod
+    def bodies(self) -> tuple[Body, ...]:
+        """The bodies this element acts on (ground included where it takes part)."""
+
+    def fail(self, problem: str):
+        """Raise a ValueError naming this element and the problem."""
+        raise ValueError(f"{_describe(self)}: {problem}")
+
+    def check_vector(self, value, label: str, *, nonzero: bool = False):
+        """Build-time check of a local 2-vector: shape, finiteness, optionally non-zero length."""
+        if jnp.shape(value) != (2,):
+            self.fail(f"{label} must be a 2-vector, got shape {jnp.shape(value)}")
+        if is_concrete(value):
+            arr = np.asarray(value)
+            if not np.all(np.isfinite(arr)):
+                self.fail(f"{label} = {arr.tolist()} is not finite")
+            if nonzero and np.linalg.norm(arr) == 0.0:
+                self.fail(f"{label} has zero length; a direction must be non-zero")
+
+    def check_scalar(self, value, label: str, *, positive: bool = False):
+        """Build-time check of a scalar parameter: shape, finiteness, optionally positivity."""
+        if jnp.shape(value) != ():
+            self.fail(f"{label} must be a scalar, got shape {jnp.shape(value)}")
+        if is_concrete(value):
+            v = float(np.asarray(value))
+            if not np.isfinite(v):
+                self.fail(f"{label} = {v} is not finite")
+            if positive and v <= 0.0:
+                self.fail(f"{label} = {v} must be positive")
+
+    def check_distinct(self, *bodies: Body):
+        """Build-time check that a pair does not join a body to itself."""
+        if len(set(bodies)) != len(bodies):
+            self.fail(f"joins body {bodies[0].name!r} to itself; the bodies must differ")
+
+
+class AbstractPair(AbstractElement):
+    """A kinematic pair (or driver): `num_rows` scalar constraint equations."""
+
+    num_rows: eqx.AbstractClassVar[int]
+    holonomic: eqx.AbstractClassVar[bool]
+
+    @abc.abstractmethod
+    def velocity_residual(self, q, qd, t):
+        """g(q, qd, t) = C(q, t) qd + b(q, t), shape (num_rows,)."""
+
+
+class AbstractHolonomicPair(AbstractPair):
+    """Holonomic (possibly rheonomic) pair: Phi(q, t) = 0 (seed 001, eq. 1)."""
+
+    holonomic: ClassVar[bool] = True
+
+    @abc.abstractmethod
+    def residual(self, q, t):
+        """Phi(q, t), shape (num_rows,)."""
+
+    def velocity_residual(self, q, qd, t):
+        """g = Phi_q qd + Phi_t (seed 001, eq. 2), by a JVP along (qd, 1)."""
+        t = jnp.asarray(t, dtype=q.dtype)
+        return jax.jvp(self.residual, (q, t), (qd, jnp.ones_like(t)))[1]
+
+
+class AbstractNonholonomicPair(AbstractPair):
+    """Pfaffian pair: Psi(q) qd = 0, linear in the velocities (seed 001, eq. 3)."""
+
+    holonomic: ClassVar[bool] = False
+
+
+class AbstractForceElement(AbstractElement):
+    """An applied force; contributes its generalized force to F(q, qd, t)."""
+
+    @abc.abstractmethod
+    def generalized_force(self, model, q, qd, t):
+        """Generalized force vector Q (shape (n,)) with Q^T delta q the virtual work."""
+
+
+def point_force(q, body: Body, s, f):
+    """Generalized force of the global force f applied at body point s: (dr_P/dq)^T f."""
+    _, vjp = jax.vjp(lambda q_: point(q_, body, s), q)
+    return vjp(f)[0]

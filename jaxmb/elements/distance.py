@@ -1,0 +1,38 @@
+"""Distance (revolute-revolute, rev-rev) pair."""
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .._geometry import Body, as_f64, point
+from ._base import AbstractHolonomicPair
+
+
+class Distance(AbstractHolonomicPair):
+    """Points s_i and s_j stay `length` apart (a massless link with a revolute at each end).
+
+    Phi = d^T d - L^2 with d = r_j^P - r_i^P (seed 003, "Double revolute"); the force on body i
+    is 2 d lambda at P_i.
+    """
+
+    name: str = eqx.field(static=True)
+    i: Body = eqx.field(static=True)
+    j: Body = eqx.field(static=True)
+    s_i: jnp.ndarray = eqx.field(converter=as_f64)
+    s_j: jnp.ndarray = eqx.field(converter=as_f64)
+    length: jnp.ndarray = eqx.field(converter=as_f64)
+    num_rows: ClassVar[int] = 1
+
+    def __check_init__(self):
+        self.check_distinct(self.i, self.j)
+        self.check_vector(self.s_i, "s_i")
+        self.check_vector(self.s_j, "s_j")
+        self.check_scalar(self.length, "length", positive=True)
+
+    def bodies(self):
+        return (self.i, self.j)
+
+    def residual(self, q, t):
+        d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
+        return jnp.reshape(d @ d - self.length**2, (1,))

@@ -1,0 +1,90 @@
+"""Drivers: holonomic rheonomic pairs whose multipliers are driving forces and torques."""
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .._geometry import Body, as_f64, direction, point, pose
+from ..drive import AbstractDrive, as_drive
+from ._base import AbstractHolonomicPair
+
+
+class TranslationalDriver(AbstractHolonomicPair):
+    """Distance from point s_i of body i to point s_j of body j along body-j unit vector u is d(t).
+
+    Phi = (r_j + A_j s_j - r_i - A_i s_i)^T A_j u - d(t) = 0 (seed 001, eq. 43).
+    """
+
+    name: str = eqx.field(static=True)
+    i: Body = eqx.field(static=True)
+    j: Body = eqx.field(static=True)
+    s_i: jnp.ndarray = eqx.field(converter=as_f64)
+    s_j: jnp.ndarray = eqx.field(converter=as_f64)
+    u: jnp.ndarray = eqx.field(converter=as_f64)
+    d: AbstractDrive = eqx.field(converter=as_drive)
+    num_rows: ClassVar[int] = 1
+
+    def __check_init__(self):
+        self.check_distinct(self.i, self.j)
+        self.check_vector(self.s_i, "s_i")
+        self.check_vector(self.s_j, "s_j")
+        self.check_vector(self.u, "u", nonzero=True)
+
+    def bodies(self):
+        return (self.i, self.j)
+
+    def residual(self, q, t):
+        d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
+        u = direction(q, self.j, self.u / jnp.linalg.norm(self.u))
+        return jnp.reshape(d @ u - self.d(t), (1,))
+
+
+class RelativeAngleDriver(AbstractHolonomicPair):
+    """phi_j - phi_i - offset = f(t) (seed 003, "Relative angle driver").
+
+    Torque on i: lambda, on j: -lambda.
+    """
+
+    name: str = eqx.field(static=True)
+    i: Body = eqx.field(static=True)
+    j: Body = eqx.field(static=True)
+    f: AbstractDrive = eqx.field(converter=as_drive)
+    offset: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+    num_rows: ClassVar[int] = 1
+
+    def __check_init__(self):
+        self.check_distinct(self.i, self.j)
+        self.check_scalar(self.offset, "offset")
+
+    def bodies(self):
+        return (self.i, self.j)
+
+    def residual(self, q, t):
+        _, phi_i = pose(q, self.i)
+        _, phi_j = pose(q, self.j)
+        return jnp.reshape(phi_j - phi_i - self.offset - self.f(t), (1,))
+
+
+class AbsoluteDriver(AbstractHolonomicPair):
+    """Coordinate `coordinate` (0: x, 1: y, 2: phi) of `body` equals f(t)."""
+
+    name: str = eqx.field(static=True)
+    body: Body = eqx.field(static=True)
+    coordinate: int = eqx.field(static=True)
+    f: AbstractDrive = eqx.field(converter=as_drive)
+    num_rows: ClassVar[int] = 1
+
+    def __check_init__(self):
+        if self.coordinate not in (0, 1, 2):
+            self.fail(f"coordinate must be 0 (x), 1 (y) or 2 (phi), got {self.coordinate!r}")
+        if self.body.is_ground:
+            self.fail("cannot drive a coordinate of the ground")
+
+    def bodies(self):
+        return (self.body,)
+
+    def residual(self, q, t):
+        r, phi = pose(q, self.body)
+        value = jnp.concatenate([r, phi[None]])[self.coordinate]
+        return jnp.reshape(value - self.f(t), (1,))

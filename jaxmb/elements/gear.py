@@ -1,0 +1,68 @@
+"""Gear pairs (also chain/sprocket and belt/pulley)."""
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .._geometry import Body, as_f64, pose
+from ._base import AbstractHolonomicPair
+
+
+class Gear(AbstractHolonomicPair):
+    """phi_j - K phi_i - C = 0 with K = `ratio`, C = `offset` (seed 003, "Gear pair").
+
+    External gears K = -rho_i / rho_j, internal K = +rho_i / rho_j. Torque on i: K lambda,
+    on j: -lambda.
+    """
+
+    name: str = eqx.field(static=True)
+    i: Body = eqx.field(static=True)
+    j: Body = eqx.field(static=True)
+    ratio: jnp.ndarray = eqx.field(converter=as_f64)
+    offset: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+    num_rows: ClassVar[int] = 1
+
+    def __check_init__(self):
+        self.check_distinct(self.i, self.j)
+        self.check_scalar(self.ratio, "ratio")
+        self.check_scalar(self.offset, "offset")
+
+    def bodies(self):
+        return (self.i, self.j)
+
+    def residual(self, q, t):
+        _, phi_i = pose(q, self.i)
+        _, phi_j = pose(q, self.j)
+        return jnp.reshape(phi_j - self.ratio * phi_i - self.offset, (1,))
+
+
+class GearOnLink(AbstractHolonomicPair):
+    """Gears i and j carried by a rotating link k (planet carrier).
+
+    (phi_j - phi_k) - K (phi_i - phi_k) - C = 0 (seed 003, "Gear pair on rotating link k");
+    torques: K lambda on i, -lambda on j, (1 - K) lambda on k.
+    """
+
+    name: str = eqx.field(static=True)
+    i: Body = eqx.field(static=True)
+    j: Body = eqx.field(static=True)
+    k: Body = eqx.field(static=True)
+    ratio: jnp.ndarray = eqx.field(converter=as_f64)
+    offset: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+    num_rows: ClassVar[int] = 1
+
+    def __check_init__(self):
+        self.check_distinct(self.i, self.j, self.k)
+        self.check_scalar(self.ratio, "ratio")
+        self.check_scalar(self.offset, "offset")
+
+    def bodies(self):
+        return (self.i, self.j, self.k)
+
+    def residual(self, q, t):
+        _, phi_i = pose(q, self.i)
+        _, phi_j = pose(q, self.j)
+        _, phi_k = pose(q, self.k)
+        rel = (phi_j - phi_k) - self.ratio * (phi_i - phi_k) - self.offset
+        return jnp.reshape(rel, (1,))

@@ -1,0 +1,38 @@
+"""Knife edge: the nonholonomic (Pfaffian) pair of a rolling wheel."""
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._geometry import Body, as_f64, direction, point
+from ._base import AbstractNonholonomicPair
+
+
+class KnifeEdge(AbstractNonholonomicPair):
+    """The velocity of body point s has no component along the body-frame unit normal n.
+
+    Psi qd = (A n)^T v_K = (A n)^T (rd + phid Omega A s) = 0 (seed 001, eq. 30). n is normalised,
+    so the multiplier is the lateral contact force.
+    """
+
+    name: str = eqx.field(static=True)
+    body: Body = eqx.field(static=True)
+    s: jnp.ndarray = eqx.field(converter=as_f64)
+    n: jnp.ndarray = eqx.field(converter=as_f64)
+    num_rows: ClassVar[int] = 1
+
+    def __check_init__(self):
+        if self.body.is_ground:
+            self.fail("a knife edge must be attached to a moving body, not the ground")
+        self.check_vector(self.s, "s")
+        self.check_vector(self.n, "n", nonzero=True)
+
+    def bodies(self):
+        return (self.body,)
+
+    def velocity_residual(self, q, qd, t):
+        v_K = jax.jvp(lambda q_: point(q_, self.body, self.s), (q,), (qd,))[1]
+        normal = direction(q, self.body, self.n / jnp.linalg.norm(self.n))
+        return jnp.reshape(normal @ v_K, (1,))

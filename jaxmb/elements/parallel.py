@@ -1,0 +1,37 @@
+"""Parallel-vectors pair (planar parallel-1)."""
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .._geometry import Body, as_f64, cross2, direction
+from ._base import AbstractHolonomicPair
+
+
+class Parallel(AbstractHolonomicPair):
+    """Body-i vector a_i stays parallel to body-j vector a_j.
+
+    Phi = a_i^T Omega^T a_j = a_i x a_j (global components; seed 003, "Parallel vectors");
+    the torque on body i is |a_i| |a_j| lambda.
+    """
+
+    name: str = eqx.field(static=True)
+    i: Body = eqx.field(static=True)
+    j: Body = eqx.field(static=True)
+    a_i: jnp.ndarray = eqx.field(converter=as_f64)
+    a_j: jnp.ndarray = eqx.field(converter=as_f64)
+    num_rows: ClassVar[int] = 1
+
+    def __check_init__(self):
+        self.check_distinct(self.i, self.j)
+        self.check_vector(self.a_i, "a_i", nonzero=True)
+        self.check_vector(self.a_j, "a_j", nonzero=True)
+
+    def bodies(self):
+        return (self.i, self.j)
+
+    def residual(self, q, t):
+        a_i = direction(q, self.i, self.a_i)
+        a_j = direction(q, self.j, self.a_j)
+        return jnp.reshape(cross2(a_i, a_j), (1,))

@@ -1,0 +1,39 @@
+"""Pin-in-slot pair (planar parallel-2)."""
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .._geometry import Body, as_f64, cross2, direction, point
+from ._base import AbstractHolonomicPair
+
+
+class PinInSlot(AbstractHolonomicPair):
+    """Pin s_j of body j moves in the slot of body i through s_i along body-i vector a_i.
+
+    Phi = a_i^T Omega^T d_ij = a_i x d_ij with d_ij = r_j^P - r_i^P (seed 003, "Pin-in-slot");
+    the force on body i is Omega a_i lambda at the pin.
+    """
+
+    name: str = eqx.field(static=True)
+    i: Body = eqx.field(static=True)
+    j: Body = eqx.field(static=True)
+    s_i: jnp.ndarray = eqx.field(converter=as_f64)
+    s_j: jnp.ndarray = eqx.field(converter=as_f64)
+    a_i: jnp.ndarray = eqx.field(converter=as_f64)
+    num_rows: ClassVar[int] = 1
+
+    def __check_init__(self):
+        self.check_distinct(self.i, self.j)
+        self.check_vector(self.s_i, "s_i")
+        self.check_vector(self.s_j, "s_j")
+        self.check_vector(self.a_i, "a_i", nonzero=True)
+
+    def bodies(self):
+        return (self.i, self.j)
+
+    def residual(self, q, t):
+        a_i = direction(q, self.i, self.a_i)
+        d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
+        return jnp.reshape(cross2(a_i, d), (1,))

@@ -1,0 +1,35 @@
+"""Revolute pair."""
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .._geometry import Body, as_f64, point
+from ._base import AbstractHolonomicPair
+
+
+class Revolute(AbstractHolonomicPair):
+    """Point s_i of body i coincides with point s_j of body j.
+
+    Phi = r_i + A_i s_i - r_j - A_j s_j = 0 (seed 001, eq. 40). The multipliers are the force
+    on body j at the joint (the force on body i is -lambda).
+    """
+
+    name: str = eqx.field(static=True)
+    i: Body = eqx.field(static=True)
+    j: Body = eqx.field(static=True)
+    s_i: jnp.ndarray = eqx.field(converter=as_f64)
+    s_j: jnp.ndarray = eqx.field(converter=as_f64)
+    num_rows: ClassVar[int] = 2
+
+    def __check_init__(self):
+        self.check_distinct(self.i, self.j)
+        self.check_vector(self.s_i, "s_i")
+        self.check_vector(self.s_j, "s_j")
+
+    def bodies(self):
+        return (self.i, self.j)
+
+    def residual(self, q, t):
+        return point(q, self.i, self.s_i) - point(q, self.j, self.s_j)

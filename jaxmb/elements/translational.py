@@ -1,0 +1,44 @@
+"""Translational (prismatic) pair."""
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .._geometry import Body, as_f64, direction, point, pose
+from ._base import AbstractHolonomicPair
+
+
+class Translational(AbstractHolonomicPair):
+    """Body i slides along body j without relative rotation.
+
+    Phi = [(r_j + A_j s_j - r_i - A_i s_i)^T A_j v; phi_i - phi_j - angle] (seed 001, eq. 42),
+    with v a body-j vector perpendicular to the sliding axis (normalised, so the first
+    multiplier is a force) and `angle` the constant relative angle (default 0).
+    """
+
+    name: str = eqx.field(static=True)
+    i: Body = eqx.field(static=True)
+    j: Body = eqx.field(static=True)
+    s_i: jnp.ndarray = eqx.field(converter=as_f64)
+    s_j: jnp.ndarray = eqx.field(converter=as_f64)
+    v: jnp.ndarray = eqx.field(converter=as_f64)
+    angle: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+    num_rows: ClassVar[int] = 2
+
+    def __check_init__(self):
+        self.check_distinct(self.i, self.j)
+        self.check_vector(self.s_i, "s_i")
+        self.check_vector(self.s_j, "s_j")
+        self.check_vector(self.v, "v", nonzero=True)
+        self.check_scalar(self.angle, "angle")
+
+    def bodies(self):
+        return (self.i, self.j)
+
+    def residual(self, q, t):
+        _, phi_i = pose(q, self.i)
+        _, phi_j = pose(q, self.j)
+        d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
+        v = direction(q, self.j, self.v / jnp.linalg.norm(self.v))
+        return jnp.stack([d @ v, phi_i - phi_j - self.angle])

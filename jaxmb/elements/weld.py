@@ -1,0 +1,40 @@
+"""Weld (fixed) pair."""
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .._geometry import Body, as_f64, point, pose
+from ._base import AbstractHolonomicPair
+
+
+class Weld(AbstractHolonomicPair):
+    """Bodies i and j rigidly joined: point s_i coincides with s_j and phi_j - phi_i = angle.
+
+    Phi = [r_i + A_i s_i - r_j - A_j s_j; phi_j - phi_i - angle] (seed 001, eq. 40 plus the
+    rotation row of eq. 42).
+    """
+
+    name: str = eqx.field(static=True)
+    i: Body = eqx.field(static=True)
+    j: Body = eqx.field(static=True)
+    s_i: jnp.ndarray = eqx.field(converter=as_f64, default=(0.0, 0.0))
+    s_j: jnp.ndarray = eqx.field(converter=as_f64, default=(0.0, 0.0))
+    angle: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+    num_rows: ClassVar[int] = 3
+
+    def __check_init__(self):
+        self.check_distinct(self.i, self.j)
+        self.check_vector(self.s_i, "s_i")
+        self.check_vector(self.s_j, "s_j")
+        self.check_scalar(self.angle, "angle")
+
+    def bodies(self):
+        return (self.i, self.j)
+
+    def residual(self, q, t):
+        _, phi_i = pose(q, self.i)
+        _, phi_j = pose(q, self.j)
+        d = point(q, self.i, self.s_i) - point(q, self.j, self.s_j)
+        return jnp.concatenate([d, jnp.reshape(phi_j - phi_i - self.angle, (1,))])

@@ -1,0 +1,52 @@
+"""A crank-rocker four-bar: ground pivots O2 = (0, 0) and O4 = (d, 0), crank a, coupler b,
+rocker c, optional coupler point (u, v) in the coupler frame. Links are slender rods."""
+
+import jax.numpy as jnp
+
+from .. import drive
+from .._mechanism import Mechanism
+from ..elements import Gravity, RelativeAngleDriver, Revolute
+
+
+def configuration(theta, a, b, c, d, branch=1.0):
+    """Closed-form link poses for crank angle theta: A = a(cos, sin); B is the intersection of
+    the circles |B - A| = b and |B - O4| = c on the side selected by `branch` (+1: open)."""
+    A = jnp.stack([a * jnp.cos(theta), a * jnp.sin(theta)])
+    O4 = jnp.stack([d, 0.0 * d])
+    e = O4 - A
+    L = jnp.sqrt(e @ e)
+    x = (b**2 - c**2 + L**2) / (2 * L)
+    y = jnp.sqrt(jnp.maximum(b**2 - x**2, 0.0))  # 0 when the links cannot close
+    ex = e / L
+    ey = jnp.stack([-ex[1], ex[0]])
+    B = A + x * ex + branch * y * ey
+    phi3 = jnp.arctan2(B[1] - A[1], B[0] - A[0])
+    phi4 = jnp.arctan2(B[1] - O4[1], B[0] - O4[0])
+    crank = jnp.stack([A[0] / 2, A[1] / 2, theta])
+    coupler = jnp.stack([(A[0] + B[0]) / 2, (A[1] + B[1]) / 2, phi3])
+    rocker = jnp.stack([(O4[0] + B[0]) / 2, (O4[1] + B[1]) / 2, phi4])
+    return crank, coupler, rocker
+
+
+def build(a=0.1, b=0.35, c=0.3, d=0.35, *, masses=(1.0, 2.0, 1.5), theta0=0.5,
+          omega=None, gravity=(0.0, -9.81)):
+    """Build the four-bar (Grashof crank-rocker with the defaults). With `omega` the crank is
+    driven at constant speed (dof = 0)."""
+    m = Mechanism()
+    lengths = (a, b, c)
+    q_links = configuration(jnp.asarray(theta0, jnp.float64), a, b, c, d)
+    names = ("crank", "coupler", "rocker")
+    crank, coupler, rocker = (
+        m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)
+        for nm, mm, ll, qq in zip(names, masses, lengths, q_links)
+    )
+    z = 0.0 * a
+    m.add(Revolute("O2", m.ground, crank, s_i=(0.0, 0.0), s_j=jnp.stack([-a / 2, z])))
+    m.add(Revolute("A", crank, coupler, s_i=jnp.stack([a / 2, z]), s_j=jnp.stack([-b / 2, z])))
+    m.add(Revolute("B", coupler, rocker, s_i=jnp.stack([b / 2, z]), s_j=jnp.stack([c / 2, z])))
+    m.add(Revolute("O4", rocker, m.ground, s_i=jnp.stack([-c / 2, z]), s_j=jnp.stack([d, z])))
+    if omega is not None:
+        m.add(RelativeAngleDriver("motor", m.ground, crank, f=drive.Linear(omega, theta0)))
+    if gravity is not None:
+        m.add(Gravity(gravity))
+    return m.build()
