@@ -12,6 +12,10 @@ from ._assemble import assemble as assemble  # noqa: E402
 from ._geometry import Body as Body  # noqa: E402
 from ._mechanism import Mechanism as Mechanism  # noqa: E402
 from ._model import Model as Model  # noqa: E402
+from ._solvability import (  # noqa: E402
+    SolvabilityReport as SolvabilityReport,
+    solvability as solvability,
+)
 from ._velocity import (  # noqa: E402
     KinematicsResult as KinematicsResult,
     consistent_velocity as consistent_velocity,

@@ -1,0 +1,285 @@
+"""Solvability of joint reactions in redundantly constrained systems (seed 001, section 3).
+
+With C = [C_X; C_Y] split into the rows of a pair X and the rest, the generalized reaction
+f_X = C_X^T lambda_X is unique iff span(C_X^T) and span(C_Y^T) form a direct sum (section 3.2).
+Three numerical tests:
+
+- "qr"  (section 3.3, eq. 21-27): pivoted QR C E = Q R; the last p columns Q~ of Q span the left
+  null space of C; B_X = C_X^T Q~_X (rows of Q~ belonging to X); solvable iff B_X = 0.
+- "svd": the same criterion with Q~ replaced by the left singular vectors of the zero singular
+  values of C (any orthonormal basis of null(C^T) gives the same |B_X|_F).
+- "rank": rank(C_X) + rank(C_Y) = rank(C).
+
+Everything has fixed shapes: the rank is data and bases are masked, never sliced, so the
+analysis runs under jit and vmap over configurations and model parameters.
+
+Rank decisions: a singular value (or |R_kk| of pivoted QR) counts when it exceeds
+`rtol` times the largest one (default 1e-9). The margin is the smallest kept over the largest
+dropped value (floored at machine epsilon times the largest); a margin under 1e6 sets `warning`:
+the configuration is close to a change of rank (singular) and the decisions are fragile.
+B_X is judged zero when |B_X|_F <= `btol` |C_X|_F (default 1e-8).
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+
+from ._linalg import RANK_RTOL
+
+B_RTOL = 1e-8
+MARGIN_WARNING = 1e6
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _margin(values, mask):
+    """Smallest kept value over the largest dropped one (dropped floored at eps * max)."""
+    vmax = jnp.max(values, initial=0.0)
+    kept = jnp.min(jnp.where(mask, values, jnp.inf), initial=jnp.inf)
+    dropped = jnp.max(jnp.where(mask, -jnp.inf, values), initial=-jnp.inf)
+    dropped = jnp.maximum(dropped, _EPS * vmax)
+    return jnp.where(jnp.any(mask), kept / jnp.maximum(dropped, 1e-300), jnp.inf)
+
+
+def _rank_svd(A, rtol):
+    s = jnp.linalg.svd(A, compute_uv=False)
+    mask = s > rtol * jnp.max(s, initial=0.0)
+    return jnp.sum(mask), s, mask
+
+
+def pivoted_qr(C):
+    """Column-pivoted QR, C[:, perm] = Q R (seed 001, eq. 21), jit/vmap-able (LAPACK geqp3)."""
+    return jsl.qr(C, mode="full", pivoting=True)
+
+
+def _left_null_qr(C, rtol):
+    """Q~ of eq. 27 with fixed shape: columns k >= rank of the pivoted-QR Q, others zeroed."""
+    rows = C.shape[0]
+    Q, R, _ = pivoted_qr(C)
+    d = jnp.zeros(rows, C.dtype).at[: min(R.shape)].set(jnp.abs(jnp.diagonal(R)))
+    kept = d > rtol * jnp.max(d, initial=0.0)
+    # pivoted QR orders |R_kk| non-increasingly, so the kept values are a leading block
+    return Q * (~kept)[None, :], jnp.sum(kept), _margin(d, kept)
+
+
+def _left_null_svd(C, rtol):
+    rows = C.shape[0]
+    U, s, _ = jnp.linalg.svd(C, full_matrices=True)
+    s_full = jnp.zeros(rows, C.dtype).at[: s.shape[0]].set(s)
+    kept = s_full > rtol * jnp.max(s_full, initial=0.0)
+    return U * (~kept)[None, :], jnp.sum(kept), _margin(s_full, kept)
+
+
+def _b_matrix(C, Qt, row_mask):
+    """B_X = C_X^T Q~_X (seed 001, eq. 27), shape (n, m + h)."""
+    w = row_mask.astype(C.dtype)
+    return (C * w[:, None]).T @ (Qt * w[:, None])
+
+
+def _unique_directions(C, B, row_mask, rtol):
+    """Orthonormal directions e in range(C_X^T), orthogonal to range(B_X): e^T f_X is unique.
+
+    Returns (E, mask) with E of shape (n, m + h); columns outside the subspace are zero.
+    """
+    w = row_mask.astype(C.dtype)
+    CX_T = (C * w[:, None]).T
+    scale = jnp.max(jnp.abs(C), initial=0.0)
+    Ub, sb, _ = jnp.linalg.svd(B, full_matrices=False)
+    b_mask = sb > jnp.maximum(rtol * scale, B_RTOL * scale)
+    Ub = Ub * b_mask[None, :]
+    W = CX_T - Ub @ (Ub.T @ CX_T)
+    Uw, sw, _ = jnp.linalg.svd(W, full_matrices=False)
+    w_mask = sw > rtol * jnp.maximum(scale, 1e-300)
+    return Uw * w_mask[None, :], w_mask
+
+
+class SolvabilityReport(eqx.Module):
+    """Result of `solvability`. Array fields carry a leading batch axis under vmap.
+
+    **Fields:** `method`; `rank`, `rank_holonomic`, `rank_nonholonomic`, `redundancy` (p = m + h
+    - r), `dof` (n - r); `pair_names` and `solvable`, `b_norm` (|B_X|_F per pair, independent of
+    the null-space basis), `b_relative` (|B_X|_F / |C_X|_F); `margin` and `warning`;
+    `row_order` (pivot order of the rows of C from pivoted QR of C^T: the first `rank` rows are
+    independent, the others redundant); `unique_directions` / `unique_count` per pair (directions
+    in generalized-force space along which an unsolvable pair's reaction is still unique); the
+    same per group in `group_names`, `group_solvable`, `group_b_norm`, ... .
+    """
+
+    method: str = eqx.field(static=True)
+    pair_names: tuple[str, ...] = eqx.field(static=True)
+    group_names: tuple[str, ...] = eqx.field(static=True)
+    group_members: tuple[tuple[str, ...], ...] = eqx.field(static=True)
+    n: int = eqx.field(static=True)
+    num_rows: int = eqx.field(static=True)
+    rank: jnp.ndarray
+    rank_holonomic: jnp.ndarray
+    rank_nonholonomic: jnp.ndarray
+    solvable: jnp.ndarray
+    b_norm: jnp.ndarray
+    b_relative: jnp.ndarray
+    unique_directions: jnp.ndarray
+    unique_count: jnp.ndarray
+    group_solvable: jnp.ndarray
+    group_b_norm: jnp.ndarray
+    group_unique_count: jnp.ndarray
+    margin: jnp.ndarray
+    warning: jnp.ndarray
+    row_order: jnp.ndarray
+
+    @property
+    def redundancy(self):
+        """p = m + h - r (seed 001, eq. 7)."""
+        return self.num_rows - self.rank
+
+    @property
+    def dof(self):
+        """n - r: degrees of freedom of the velocities."""
+        return self.n - self.rank
+
+    @property
+    def redundant_rows(self) -> tuple[int, ...]:
+        """A set of p rows of C whose removal leaves an independent set (from pivoted QR of C^T)."""
+        order = np.asarray(self.row_order)
+        if order.ndim != 1:
+            raise ValueError("redundant_rows is defined for a single configuration, not a batch")
+        return tuple(sorted(int(k) for k in order[int(self.rank):]))
+
+    def solvable_dict(self) -> dict[str, bool]:
+        """Pair name -> solvable."""
+        return {nm: bool(v) for nm, v in zip(self.pair_names, np.asarray(self.solvable))}
+
+    def to_dict(self) -> dict:
+        """Plain-Python summary (single configuration)."""
+        out = {
+            "method": self.method,
+            "rank": int(self.rank),
+            "rank_holonomic": int(self.rank_holonomic),
+            "rank_nonholonomic": int(self.rank_nonholonomic),
+            "redundancy": int(self.redundancy),
+            "dof": int(self.dof),
+            "margin": float(self.margin),
+            "warning": bool(self.warning),
+            "redundant_rows": list(self.redundant_rows),
+            "pairs": {
+                nm: {
+                    "solvable": bool(s),
+                    "b_norm": float(b),
+                    "unique_components": int(u),
+                }
+                for nm, s, b, u in zip(
+                    self.pair_names,
+                    np.asarray(self.solvable),
+                    np.asarray(self.b_norm),
+                    np.asarray(self.unique_count),
+                )
+            },
+        }
+        if self.group_names:
+            out["groups"] = {
+                nm: {"members": list(mem), "solvable": bool(s), "b_norm": float(b)}
+                for nm, mem, s, b in zip(
+                    self.group_names,
+                    self.group_members,
+                    np.asarray(self.group_solvable),
+                    np.asarray(self.group_b_norm),
+                )
+            }
+        return out
+
+    def __str__(self):
+        from ._report import format_report
+
+        return format_report(self)
+
+
+def _row_masks(model, names_per_set):
+    owner = model.row_pair_index
+    index = {nm: k for k, nm in enumerate(model.pair_names)}
+    masks = []
+    for names in names_per_set:
+        for nm in names:
+            if nm not in index:
+                raise KeyError(f"solvability: no pair named {nm!r}; pairs: {list(index)}")
+        ks = [index[nm] for nm in names]
+        masks.append(np.isin(owner, ks))
+    return jnp.asarray(np.stack(masks)) if masks else jnp.zeros((0, model.num_rows), bool)
+
+
+def solvability(model, q, t=0.0, method="qr", *, groups=None, rtol=RANK_RTOL, btol=B_RTOL):
+    """Which pairs' reactions are uniquely determined at (q, t) (seed 001, section 3).
+
+    **Arguments:**
+    - `model`, `q`, `t`: the configuration.
+    - `method`: "qr" (pivoted QR, eq. 21-27), "svd" or "rank" (the three tests of seed 001).
+    - `groups`: optional {name: (pair names)}; a group's combined reaction is tested against the
+      rest (direct sum of the group's rows against all other rows).
+    - `rtol`: relative rank tolerance; `btol`: B_X is zero when |B_X|_F <= btol |C_X|_F.
+
+    **Returns:** a `SolvabilityReport`. jit and vmap work (over q or over model parameters).
+
+    ```python
+    report = mb.solvability(model, model.q0)
+    print(report)
+    ```
+    """
+    if method not in ("qr", "svd", "rank"):
+        raise ValueError(f"solvability: method must be 'qr', 'svd' or 'rank', got {method!r}")
+    groups = dict(groups or {})
+    q = jnp.asarray(q, jnp.float64)
+    C = model.C(q, t)
+    hol = np.asarray(model.holonomic_rows)
+    pair_masks = _row_masks(model, [(nm,) for nm in model.pair_names])
+    group_masks = _row_masks(model, list(groups.values()))
+
+    rank_h, _, _ = _rank_svd(C[hol], rtol) if hol.any() else (jnp.asarray(0), None, None)
+    rank_n, _, _ = _rank_svd(C[~hol], rtol) if (~hol).any() else (jnp.asarray(0), None, None)
+    if method == "qr":
+        Qt, rank, margin = _left_null_qr(C, rtol)
+    else:
+        Qt, rank, margin = _left_null_svd(C, rtol)
+
+    def analyse(mask):
+        B = _b_matrix(C, Qt, mask)
+        c_norm = jnp.linalg.norm(C * mask[:, None])
+        b_norm = jnp.linalg.norm(B)
+        b_rel = b_norm / jnp.maximum(c_norm, 1e-300)
+        if method == "rank":
+            r_x, _, _ = _rank_svd(C * mask[:, None], rtol)
+            r_y, _, _ = _rank_svd(C * (~mask)[:, None], rtol)
+            ok = r_x + r_y == rank
+        else:
+            ok = b_rel <= btol
+        E, e_mask = _unique_directions(C, B, mask, rtol)
+        return ok, b_norm, b_rel, E, jnp.sum(e_mask)
+
+    ok, b_norm, b_rel, E, e_count = jax.vmap(analyse)(pair_masks)
+    if groups:
+        g_ok, g_b, _, _, g_count = jax.vmap(analyse)(group_masks)
+    else:
+        g_ok = jnp.zeros(0, bool)
+        g_b = jnp.zeros(0, C.dtype)
+        g_count = jnp.zeros(0, jnp.int32)
+    _, _, row_order = pivoted_qr(C.T)
+    return SolvabilityReport(
+        method=method,
+        pair_names=model.pair_names,
+        group_names=tuple(groups),
+        group_members=tuple(tuple(v) for v in groups.values()),
+        n=model.n,
+        num_rows=model.num_rows,
+        rank=rank,
+        rank_holonomic=rank_h,
+        rank_nonholonomic=rank_n,
+        solvable=ok,
+        b_norm=b_norm,
+        b_relative=b_rel,
+        unique_directions=E,
+        unique_count=e_count,
+        group_solvable=g_ok,
+        group_b_norm=g_b,
+        group_unique_count=g_count,
+        margin=margin,
+        warning=margin < MARGIN_WARNING,
+        row_order=row_order,
+    )
