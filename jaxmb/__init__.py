@@ -1,17 +1,46 @@
 """jaxmb: differentiable dynamics of planar rigid multibody systems with redundant constraints.
 
 Importing jaxmb switches on float64 (`jax_enable_x64`).
+
+It also adds `--xla_cpu_multi_thread_eigen=false --xla_cpu_enable_concurrency_optimized_scheduler=false`
+to XLA_FLAGS (unless XLA_FLAGS already mentions them, or JAXMB_KEEP_XLA_FLAGS=1): with the
+defaults, XLA's CPU runtime deadlocks on vmapped graphs that run several LAPACK calls and
+equinox error checks concurrently (reproduced here with vmapped reactions along a trajectory;
+the same wedge is reported upstream, e.g. PyAutoFit issue #1528). The flags take effect only if
+jaxmb is imported before JAX starts its CPU backend. Our matrices are small, so the lost
+intra-op parallelism costs little; GPU backends are unaffected.
 """
 
-import jax as _jax
+import os as _os
+
+_SAFE_CPU_FLAGS = (
+    "--xla_cpu_multi_thread_eigen=false",
+    "--xla_cpu_enable_concurrency_optimized_scheduler=false",
+)
+if _os.environ.get("JAXMB_KEEP_XLA_FLAGS") != "1":
+    _flags = _os.environ.get("XLA_FLAGS", "")
+    for _flag in _SAFE_CPU_FLAGS:
+        if _flag.split("=")[0] not in _flags:
+            _flags = f"{_flags} {_flag}".strip()
+    _os.environ["XLA_FLAGS"] = _flags
+
+import jax as _jax  # noqa: E402
 
 _jax.config.update("jax_enable_x64", True)
 
 from . import drive as drive  # noqa: E402
 from ._assemble import assemble as assemble  # noqa: E402
+from ._dynamics import Eliminate as Eliminate, accelerations as accelerations  # noqa: E402
 from ._geometry import Body as Body  # noqa: E402
 from ._mechanism import Mechanism as Mechanism  # noqa: E402
 from ._model import Model as Model  # noqa: E402
+from ._reactions import (  # noqa: E402
+    Reactions as Reactions,
+    inverse_dynamics as inverse_dynamics,
+    reactions as reactions,
+    statics as statics,
+)
+from ._simulate import Baumgarte as Baumgarte, Trajectory as Trajectory, simulate as simulate  # noqa: E402
 from ._solvability import (  # noqa: E402
     SolvabilityReport as SolvabilityReport,
     solvability as solvability,

@@ -35,13 +35,14 @@ def geometry(a=A_UNIT):
 def steering_profile(amplitude=0.02, t_end=T_END):
     """Steering offset delta(t) relative to the q0 slider distance (seed 001, Fig. 2).
 
-    Zero (with zero rate, so eq. 39's initial velocity is consistent) for 1 s, a C2 ramp to
+    Zero (with zero rate, so eq. 39's initial velocity is consistent) at t = 0, a C2 ramp from
+    0.5 s to 2.5 s to
     +amplitude (turn right), back to 0 (straight run), to -amplitude (turn left) and back to 0,
     so the robot ends moving parallel to x0. The amplitude is a differentiable parameter.
     """
     f = t_end / 20.0
-    starts = jnp.array([1.0, 5.0, 11.0, 15.0]) * f
-    ends = jnp.array([3.0, 7.0, 13.0, 17.0]) * f
+    starts = jnp.array([0.5, 5.0, 11.0, 15.0]) * f
+    ends = jnp.array([2.5, 7.0, 13.0, 17.0]) * f
     levels = jnp.array([1.0, 0.0, -1.0, 0.0])
     return drive.SmoothSteps(starts, ends, amplitude * levels)
 

@@ -1,0 +1,139 @@
+"""Forward dynamics by the null-space formulation (seed 001, eq. 10-13).
+
+    [V^T M; C] qdd = [V^T F; gamma],   C V = 0, V orthonormal,
+
+is solved as qdd = C^+ gamma + V z with (V^T M V) z = V^T (F - M C^+ gamma). qdd is unique
+even when C is rank-deficient (redundant constraints), the multipliers are not.
+
+The derivative rule does not differentiate the SVD (undefined at the repeated zero singular
+values of a redundant C). Differentiating M qdd + C^T lambda = F, C qdd = gamma gives
+
+    [V^T M; C] dqdd = [V^T (dF - dM qdd - dC^T lambda); dgamma - dC qdd]
+
+with any multiplier solution lambda (V^T dC^T eta = 0 for eta in null(C^T) when the rank is
+locally constant), i.e. the same solve with new right-hand sides.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._linalg import RANK_RTOL, null_space, pinv_solve
+from ._solvability import pivoted_qr
+
+ELIMINATED_COND_LIMIT = 1e12
+"""Largest condition number accepted for the reduced augmented system of `Eliminate`."""
+
+
+class Eliminate(eqx.Module):
+    """Redundant-constraint elimination (seed 001, section 3.1): drop the rows `rows` (0-based
+    rows of C), solve the reduced, nonsingular augmented system (eq. 11) and give the dropped
+    rows zero multipliers. The rows must be a removable set of exactly p = redundancy rows,
+    e.g. `mb.solvability(...).redundant_rows` or the paper's (5, 20)."""
+
+    rows: tuple[int, ...] = eqx.field(static=True, converter=lambda r: tuple(int(k) for k in r))
+
+
+@jax.custom_jvp
+def null_space_solve(M, F, C, gamma):
+    """qdd with [V^T M; C] qdd = [V^T F; gamma] (seed 001, eq. 13)."""
+    V, mask = null_space(C)
+    qp = pinv_solve(C, gamma)
+    K = V.T @ M @ V + jnp.diag(~mask).astype(M.dtype)
+    z = jnp.linalg.solve(K, V.T @ (F - M @ qp))
+    return qp + V @ z
+
+
+@null_space_solve.defjvp
+def _null_space_solve_jvp(primals, tangents):
+    M, F, C, gamma = primals
+    dM, dF, dC, dgamma = tangents
+    qdd = null_space_solve(M, F, C, gamma)
+    lam = min_norm_multipliers(C, F - M @ qdd)
+    rhs_f = dF - dM @ qdd - dC.T @ lam
+    rhs_g = dgamma - dC @ qdd
+    return qdd, null_space_solve(M, rhs_f, C, rhs_g)
+
+
+def min_norm_multipliers(C, f):
+    """Minimum-norm lambda with C^T lambda = f (seed 001, eq. 15), via the pseudo-inverse, whose
+    JAX derivative rule holds where the rank is locally constant."""
+    return jnp.linalg.pinv(C.T, rtol=RANK_RTOL) @ f
+
+
+def eliminated_solve(M, F, C, gamma, keep):
+    """Augmented system (seed 001, eq. 11)
+
+        [M  C_k^T] [qdd   ]   [F      ]
+        [C_k  0  ] [lambda] = [gamma_k]
+
+    with the rows outside `keep` removed; fixed shapes: their rows are zeroed and their
+    multipliers pinned to 0 by an identity block. Raises when the reduced system is singular."""
+    n, rows = M.shape[0], C.shape[0]
+    w = keep.astype(C.dtype)
+    Ck = C * w[:, None]
+    K = jnp.block([[M, Ck.T], [Ck, jnp.diag(1.0 - w)]])
+    sol = jnp.linalg.solve(K, jnp.concatenate([F, gamma * w]))
+    cond = jax.lax.stop_gradient(jnp.linalg.cond(K))
+    bad = ~jnp.all(jnp.isfinite(sol)) | ~(cond < ELIMINATED_COND_LIMIT)
+    sol = eqx.error_if(
+        sol,
+        bad,
+        "Eliminate: the remaining rows leave a singular augmented system (condition number "
+        f"above {ELIMINATED_COND_LIMIT:g}): they are still dependent, or too many rows were "
+        "dropped; eliminate exactly p rows that form a removable set "
+        "(see mb.solvability(model, q).redundant_rows).",
+    )
+    return sol[:n], sol[n:]
+
+
+def keep_mask(model, method, C):
+    """Rows kept by `Eliminate(rows)` or by "auto" (the rows that pivoted QR of C^T ranks
+    after the numerical rank are the dependent ones, seed 001 section 3.3)."""
+    rows = model.num_rows
+    if isinstance(method, Eliminate):
+        for k in method.rows:
+            if not 0 <= k < rows:
+                raise ValueError(
+                    f"Eliminate: row {k} is out of range; C has {rows} rows (0..{rows - 1})"
+                )
+        keep = np.ones(rows, bool)
+        keep[list(method.rows)] = False
+        return jnp.asarray(keep)
+    if method != "auto":
+        raise ValueError(f"expected 'auto' or mb.Eliminate(rows), got {method!r}")
+    _, R, order = pivoted_qr(jax.lax.stop_gradient(C).T)
+    d = jnp.zeros(rows, C.dtype).at[: min(R.shape)].set(jnp.abs(jnp.diagonal(R)))
+    kept_pivots = d > RANK_RTOL * jnp.max(d, initial=0.0)
+    return jnp.zeros(rows, bool).at[order].set(kept_pivots)
+
+
+def accelerations(model, q, qd, t=0.0, *, gamma=None):
+    """Accelerations qdd from the null-space formulation (seed 001, eq. 13).
+
+    **Arguments:** `model`, state `q`, `qd`, time `t`; `gamma` optionally replaces the
+    acceleration right-hand side (e.g. with constraint stabilization terms).
+
+    **Returns:** qdd, unique even when C is rank-deficient. jit, vmap and grad work.
+    """
+    q = jnp.asarray(q, jnp.float64)
+    qd = jnp.asarray(qd, jnp.float64)
+    t = jnp.asarray(t, jnp.float64)
+    M = model.mass_matrix()
+    F = model.forces(q, qd, t)
+    if model.num_rows == 0:
+        return F / model.mass_diagonal()
+    C = model.C(q, t)
+    g = model.gamma(q, qd, t) if gamma is None else gamma
+    return null_space_solve(M, F, C, g)
+
+
+__all__ = [
+    "Eliminate",
+    "accelerations",
+    "eliminated_solve",
+    "keep_mask",
+    "min_norm_multipliers",
+    "null_space_solve",
+]

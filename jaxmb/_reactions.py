@@ -1,0 +1,173 @@
+"""Constraint reactions: multipliers, generalized reactions per pair, forces on bodies.
+
+M qdd + C^T lambda = F (seed 001, eq. 10); the generalized reaction that pair X applies to the
+system is -C_X^T lambda_X (eq. 16, sign of API.md), and their sum is M qdd - F (eq. 15).
+With redundant constraints lambda is not unique; three ways to pick one:
+
+- "min_norm": the minimum-norm lambda (pseudo-inverse);
+- `Eliminate(rows)`: drop those rows, solve the reduced nonsingular augmented system (eq. 11)
+  and set their multipliers to zero (seed 001, section 3.1 and 4.4);
+- "auto": eliminate the rows that pivoted QR of C^T marks dependent.
+
+Only the reactions of solvable pairs (see `solvability`) are the same whichever is used.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from ._dynamics import (
+    Eliminate,
+    accelerations,
+    eliminated_solve,
+    keep_mask,
+    min_norm_multipliers,
+)
+from ._simulate import Trajectory
+from ._solvability import solvability
+from ._velocity import kinematics
+
+
+class Reactions(eqx.Module):
+    """Reactions at one state (or, from a Trajectory, with a leading time axis).
+
+    **Fields:** `lam` (multipliers, row order of C), `qdd`, `generalized_array` (pairs x n: the
+    generalized force -C_X^T lambda_X of each pair), `solvable_array`; the dict views
+    `generalized` and `solvable` are keyed by pair name; `on_body(pair, body)` gives the
+    force (global fx, fy) and torque about the body's centre of mass.
+    """
+
+    pair_names: tuple[str, ...] = eqx.field(static=True)
+    body_names: tuple[str, ...] = eqx.field(static=True)
+    method: str = eqx.field(static=True)
+    lam: jnp.ndarray
+    qdd: jnp.ndarray
+    generalized_array: jnp.ndarray
+    solvable_array: jnp.ndarray
+
+    @property
+    def generalized(self) -> dict:
+        return {nm: self.generalized_array[..., k, :] for k, nm in enumerate(self.pair_names)}
+
+    @property
+    def solvable(self) -> dict:
+        return {nm: self.solvable_array[..., k] for k, nm in enumerate(self.pair_names)}
+
+    def on_body(self, pair_name: str, body_name: str):
+        """(fx, fy, torque) that pair `pair_name` applies to body `body_name` (global force,
+        counter-clockwise torque about the centre of mass)."""
+        if pair_name not in self.pair_names:
+            raise KeyError(f"no pair named {pair_name!r}; pairs: {list(self.pair_names)}")
+        if body_name not in self.body_names:
+            raise KeyError(f"no body named {body_name!r}; bodies: {list(self.body_names)}")
+        f = self.generalized[pair_name]
+        k = 3 * self.body_names.index(body_name)
+        return f[..., k], f[..., k + 1], f[..., k + 2]
+
+
+def _method_name(method):
+    return method if isinstance(method, str) else f"eliminate{tuple(method.rows)}"
+
+
+def _reactions_at(model, q, qd, t, method, qdd=None):
+    q = jnp.asarray(q, jnp.float64)
+    qd = jnp.asarray(qd, jnp.float64)
+    t = jnp.asarray(t, jnp.float64)
+    M = model.mass_matrix()
+    F = model.forces(q, qd, t)
+    C = model.C(q, t)
+    gamma = model.gamma(q, qd, t)
+    if method == "min_norm":
+        if qdd is None:
+            qdd = accelerations(model, q, qd, t)
+        lam = min_norm_multipliers(C, F - M @ qdd)
+    elif method == "auto" or isinstance(method, Eliminate):
+        qdd_e, lam = eliminated_solve(M, F, C, gamma, keep_mask(model, method, C))
+        qdd = qdd_e if qdd is None else qdd
+    else:
+        raise ValueError(
+            f"reactions: method must be 'min_norm', 'auto' or mb.Eliminate(rows), got {method!r}"
+        )
+    gen = []
+    start = 0
+    for p in model.pairs:
+        sl = slice(start, start + p.num_rows)
+        gen.append(-C[sl].T @ lam[sl])
+        start += p.num_rows
+    report = solvability(model, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t))
+    return Reactions(
+        pair_names=model.pair_names,
+        body_names=model.body_names,
+        method=_method_name(method),
+        lam=lam,
+        qdd=qdd,
+        generalized_array=jnp.stack(gen) if gen else jnp.zeros((0, model.n)),
+        solvable_array=report.solvable,
+    )
+
+
+def reactions(model, q, qd=None, t=0.0, method="min_norm"):
+    """Constraint reactions at a state, or along a `Trajectory` (vmapped over time).
+
+    **Arguments:** `model`; `q`, `qd`, `t` (or a `Trajectory` as `q`); `method`: "min_norm",
+    "auto" or `mb.Eliminate(rows=(...))`.
+
+    **Returns:** `Reactions`. Only the pairs flagged in `Reactions.solvable` have reactions
+    that do not depend on `method`.
+    """
+    if isinstance(q, Trajectory):
+        traj = q
+        return jax.vmap(lambda q_, qd_, t_: _reactions_at(model, q_, qd_, t_, method))(
+            traj.q, traj.qd, traj.ts
+        )
+    if qd is None:
+        raise TypeError("reactions: pass qd (or a Trajectory)")
+    return _reactions_at(model, q, qd, t, method)
+
+
+def inverse_dynamics(model, ts, q=None, method="min_norm"):
+    """Inverse dynamics of a kinematically driven model (dof = 0; seed 003): kinematics at the
+    times `ts` (see `kinematics`), then the multipliers of M qdd + C^T lambda = F, with
+    redundancy handled by `method` as in `reactions`.
+
+    **Returns:** `(Trajectory, Reactions)` with a leading time axis.
+    """
+    kin = kinematics(model, ts, q)
+    n_t = kin.ts.shape[0]
+    traj = Trajectory(
+        ts=kin.ts,
+        q=kin.q,
+        qd=kin.qd,
+        result=_success_codes(n_t),
+        num_steps=jnp.asarray(n_t),
+    )
+    rx = jax.vmap(lambda q_, qd_, t_, a_: _reactions_at(model, q_, qd_, t_, method, qdd=a_))(
+        kin.q, kin.qd, kin.ts, kin.qdd
+    )
+    return traj, rx
+
+
+def _success_codes(n_t):
+    import diffrax
+
+    return jax.vmap(lambda _: diffrax.RESULTS.successful)(jnp.arange(n_t))
+
+
+def statics(model, q, t=0.0, method="min_norm"):
+    """Static reactions: qd = 0, qdd = 0, C^T lambda = F (seed 003, "Statics").
+
+    Raises when F is not balanced by the constraints (the configuration is not an equilibrium).
+    """
+    q = jnp.asarray(q, jnp.float64)
+    zeros = jnp.zeros_like(q)
+    rx = _reactions_at(model, q, zeros, t, method, qdd=zeros)
+    F = model.forces(q, zeros, t)
+    unbalanced = F + jnp.sum(rx.generalized_array, axis=0)
+    scale = 1.0 + jnp.max(jnp.abs(F))
+    lam = eqx.error_if(
+        rx.lam,
+        jnp.max(jnp.abs(unbalanced)) > 1e-9 * scale,
+        "statics: the applied forces are not balanced by the constraints at this configuration "
+        "(it is not an equilibrium: add a driver or a support, or use mb.simulate)",
+    )
+    return eqx.tree_at(lambda r: r.lam, rx, lam)
