@@ -32,6 +32,10 @@ from . import drive as drive  # noqa: E402
 from ._assemble import assemble as assemble  # noqa: E402
 from ._dynamics import Eliminate as Eliminate, accelerations as accelerations  # noqa: E402
 from ._geometry import Body as Body  # noqa: E402
+from ._independent import (  # noqa: E402
+    IndependentCoordinates as IndependentCoordinates,
+    multipliers as reaction_matrix_multipliers,
+)
 from ._mechanism import Mechanism as Mechanism  # noqa: E402
 from ._model import Model as Model  # noqa: E402
 from ._reactions import (  # noqa: E402

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from ._dynamics import Eliminate, accelerations, eliminated_solve, keep_mask
+from ._independent import IndependentCoordinates, simulate_independent
 
 POSITION_TOL = 1e-8
 VELOCITY_TOL = 1e-8
@@ -38,13 +39,16 @@ class Baumgarte(eqx.Module):
 
 class Trajectory(eqx.Module):
     """Saved states of a simulation: `ts` (T,), `q` and `qd` (T, n); `result` is diffrax's
-    result code (`success` True when the integration reached t1)."""
+    result code (`success` True when the integration reached t1); `repartitioned` (T,) marks
+    the saved instants where the independent-coordinate formulation changed its partition
+    (None for the other formulations)."""
 
     ts: jnp.ndarray
     q: jnp.ndarray
     qd: jnp.ndarray
     result: diffrax.RESULTS
     num_steps: jnp.ndarray
+    repartitioned: jnp.ndarray | None = None
 
     @property
     def success(self):
@@ -108,7 +112,10 @@ def simulate(
       `diffrax.ConstantStepSize()` with `dt0` for a fixed step sequence.
     - `formulation`: "null_space" (seed 001 eq. 13, default), or `mb.Eliminate(rows)` / "auto":
       the augmented system (eq. 11) with those redundant rows removed (section 3.1); all give
-      the same motion, which the tests check.
+      the same motion, which the tests check; "independent" or `mb.IndependentCoordinates()`:
+      seed 002's minimal-order equations in independent coordinates with automatic
+      re-partitioning (holonomic models; no stabilization needed: the dependent coordinates
+      are solved by Newton, so Phi stays at round-off).
 
     **Returns:** `Trajectory(ts, q, qd, result, num_steps)`.
 
@@ -122,10 +129,21 @@ def simulate(
     ts = jnp.linspace(t0, t1, 201) if ts is None else jnp.asarray(ts, jnp.float64)
     q0, qd0 = _check_initial_state(model, q0, qd0, t0)
 
+    if formulation == "independent":
+        formulation = IndependentCoordinates()
+    if isinstance(formulation, IndependentCoordinates):
+        ts_full = jnp.concatenate([t0[None], ts])
+        q, qd, result, steps, switched = simulate_independent(
+            model, q0, qd0, ts_full, option=formulation,
+            solver=diffrax.Tsit5() if solver is None else solver, rtol=rtol, atol=atol,
+            max_steps=max_steps, throw=throw,
+        )
+        return Trajectory(ts=ts, q=q[1:], qd=qd[1:], result=result, num_steps=steps,
+                          repartitioned=switched[1:])
     if not (formulation in ("null_space", "auto") or isinstance(formulation, Eliminate)):
         raise ValueError(
-            "simulate: formulation must be 'null_space', 'auto' or mb.Eliminate(rows), "
-            f"got {formulation!r}"
+            "simulate: formulation must be 'null_space', 'auto', 'independent', "
+            f"mb.Eliminate(rows) or mb.IndependentCoordinates(), got {formulation!r}"
         )
     if isinstance(formulation, Eliminate):
         keep_mask(model, formulation, None)  # range check of the rows at trace time
