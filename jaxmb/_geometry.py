@@ -15,12 +15,13 @@ class Body:
     Hashable and static: elements keep it as a static field, the numbers live in the model.
 
     **Fields:** `name`; `index` (position in q divided by 3; -1 for ground); `owner` (a token
-    identifying the mechanism that issued the handle, so a foreign handle is caught at build time).
+    identifying the mechanism that issued the handle, so a foreign handle is caught at build time;
+    left out of equality and hashing so that identical builds share one jit compilation).
     """
 
     name: str
     index: int
-    owner: int
+    owner: int = dataclasses.field(compare=False)
 
     @property
     def is_ground(self) -> bool:

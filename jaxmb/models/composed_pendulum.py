@@ -4,15 +4,22 @@ l1 = 0.5 m, l2 = 0.75 m, m1 = 0.25 kg, m2 = 1 kg, g = 9.81 m/s^2. Absolute angle
 measured from the downward vertical: phi_body = -pi/2 + angle. Driven by the relative angles
 phi10(t) = (pi/12)(1 - cos(pi t / 6)) (motor M1, ground -> rod 1) and
 phi21(t) = (pi/6)(1 - cos(pi t / 6)) (motor M2, rod 1 -> rod 2), for 0 <= t <= 6 s.
+
+The paper's fixed frame has x pointing DOWN (along gravity: its force function is
+U = m g u1^T r, eq. 5.5) and y to the right; jaxmb's global frame has X to the right and Y up,
+so paper (x, y) = (-Y, X). `build_fictitious` adds the paper's fictitious mobility of the
+support O1 (section 4 and eq. 5.8); `closed_form` evaluates the closed forms (5.7), (5.8).
 """
 
 import jax.numpy as jnp
+import numpy as np
 
 from .. import drive
 from .._mechanism import Mechanism
-from ..elements import Gravity, RelativeAngleDriver, Revolute
+from ..elements import Gravity, RelativeAngleDriver, Revolute, Translational, TranslationalDriver
 
 L1, L2, M1, M2, G = 0.5, 0.75, 0.25, 1.0, 9.81
+AMP10, AMP21, OMEGA = np.pi / 12, np.pi / 6, np.pi / 6
 
 
 def phi10(amplitude=jnp.pi / 12):
@@ -33,3 +40,85 @@ def build(l1=L1, l2=L2, m1=M1, m2=M2, g=G, *, driven=True):
         m.add(RelativeAngleDriver("M2", rod1, rod2, f=phi10(jnp.pi / 6)))
     m.add(Gravity((0.0, -g)))
     return m.build()
+
+
+def build_fictitious(l1=L1, l2=L2, m1=M1, m2=M2, g=G, *, direction=(0.0, -1.0),
+                     support_mass=1.0, support_inertia=1.0):
+    """The driven pendulum with the fictitious mobility of seed 004, section 4: the support O1
+    is a body "support" that may slide along the global unit vector `direction` (Translational
+    pair "slide" with the ground), carries rod 1 through the Revolute "O1" and motor "M1", and is
+    held at the origin by the TranslationalDriver "X" with the constant d = 0.
+
+    The paper's choice (eq. 5.8, "fictitious vertical displacement x") is its x axis, which points
+    down: `direction=(0, -1)` (the default); `direction=(1, 0)` frees the horizontal instead.
+
+    Sign of X's multiplier (derived from the residuals, not from the paper): X has
+    Phi = (r_O1 - r_support - A_support s)^T u - d = -r_support^T u (u = `direction`), so the
+    force it applies to the support is -C^T lambda = +lambda u; Newton on the (fixed) support
+    along u, where "slide" acts only across u, gives
+
+        lambda_X = u^T f_O1->rod1 - support_mass g^T u,
+
+    i.e. the component along u of the force that joint O1 applies to rod 1 (the paper's
+    R_{h+1} = f10^x of eq. 4.2 for u = down) less the support's own weight along u (zero for
+    the horizontal direction). The support's mass must be positive in jaxmb; the paper's
+    fictitious support is massless, hence the correction.
+    """
+    u = jnp.asarray(direction, jnp.float64)
+    u = u / jnp.linalg.norm(u)
+    v = jnp.stack([-u[1], u[0]])  # perpendicular to the sliding axis
+    m = Mechanism()
+    down = -jnp.pi / 2
+    support = m.body("support", mass=support_mass, inertia=support_inertia, q=(0.0, 0.0, 0.0))
+    rod1 = m.body("rod1", mass=m1, inertia=m1 * l1**2 / 12, q=(0.0, -l1 / 2, down))
+    rod2 = m.body("rod2", mass=m2, inertia=m2 * l2**2 / 12, q=(0.0, -l1 - l2 / 2, down))
+    m.add(Translational("slide", support, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=v))
+    m.add(TranslationalDriver("X", support, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), u=u,
+                              d=drive.Constant(0.0)))
+    m.add(Revolute("O1", support, rod1, s_i=(0.0, 0.0), s_j=(-l1 / 2, 0.0)))
+    m.add(Revolute("O2", rod1, rod2, s_i=(l1 / 2, 0.0), s_j=(-l2 / 2, 0.0)))
+    m.add(RelativeAngleDriver("M1", support, rod1, f=phi10(jnp.pi / 12), offset=down))
+    m.add(RelativeAngleDriver("M2", rod1, rod2, f=phi10(jnp.pi / 6)))
+    m.add(Gravity((0.0, -g)))
+    return m.build()
+
+
+def closed_form(ts, l1=L1, l2=L2, m1=M1, m2=M2, g=G, amp10=AMP10, amp21=AMP21, omega=OMEGA):
+    """Seed 004's closed forms in numpy, for the drive laws (5.11) phi = A (1 - cos(omega t)).
+
+    Returns a dict of arrays over `ts`: the relative angles phi10, phi21 and their rates and
+    accelerations; the motor torques M1 (on rod 1, by the ground) and M2 (on rod 2, by rod 1),
+    eq. (5.7); the force of joint O1 on rod 1 in the paper's fixed frame, f10x (down, eq. 5.8)
+    and f10y (horizontal, to the right); the force of joint O2 on rod 2, f21x (down) and f21y.
+
+    (5.7) and (5.8) were re-derived by hand (Lagrange's equations with
+    T = 1/2 (m1/3 + m2) l1^2 w1^2 + 1/6 m2 l2^2 w2^2 + 1/2 m2 l1 l2 w1 w2 cos phi21,
+    V = -m1 g l1/2 cos phi1 - m2 g (l1 cos phi1 + l2/2 cos phi2), phi1 = phi10,
+    phi2 = phi10 + phi21) and agree with the paper's text; the forces f10y, f21x, f21y (not
+    printed in the paper) are Newton's law for the centres of mass: f10 = sum m_k (a_k - g),
+    f21 = m2 (a_2 - g).
+    """
+    t = np.asarray(ts, float)
+    c, s = np.cos(omega * t), np.sin(omega * t)
+    p1, p1d, p1dd = amp10 * (1 - c), amp10 * omega * s, amp10 * omega**2 * c
+    p21, p21d, p21dd = amp21 * (1 - c), amp21 * omega * s, amp21 * omega**2 * c
+    p2, p2d, p2dd = p1 + p21, p1d + p21d, p1dd + p21dd
+    h = 0.5 * m2 * l1 * l2
+    M1_ = ((m1 / 3 + m2) * l1**2 * p1dd + m2 * l2**2 / 3 * p2dd
+           + h * (2 * p1dd + p21dd) * np.cos(p21) - h * p21d * (2 * p1d + p21d) * np.sin(p21)
+           + 0.5 * (m1 + 2 * m2) * g * l1 * np.sin(p1) + 0.5 * m2 * g * l2 * np.sin(p2))
+    M2_ = (m2 * l2**2 / 3 * p2dd + h * (p1dd * np.cos(p21) + p1d**2 * np.sin(p21))
+           + 0.5 * m2 * g * l2 * np.sin(p2))
+
+    # second derivatives of (cos phi, sin phi): the paper-frame (down, right) unit vector
+    def acc(p, pd, pdd):
+        return (-(pdd * np.sin(p) + pd**2 * np.cos(p)), pdd * np.cos(p) - pd**2 * np.sin(p))
+
+    e1x, e1y = acc(p1, p1d, p1dd)
+    e2x, e2y = acc(p2, p2d, p2dd)
+    a2x, a2y = l1 * e1x + 0.5 * l2 * e2x, l1 * e1y + 0.5 * l2 * e2y
+    f10x = -(m1 + m2) * g + 0.5 * (m1 + 2 * m2) * l1 * e1x + 0.5 * m2 * l2 * e2x  # (5.8)
+    f10y = 0.5 * (m1 + 2 * m2) * l1 * e1y + 0.5 * m2 * l2 * e2y
+    return dict(t=t, phi10=p1, phi10_d=p1d, phi10_dd=p1dd, phi21=p21, phi21_d=p21d,
+                phi21_dd=p21dd, M1=M1_, M2=M2_, f10x=f10x, f10y=f10y,
+                f21x=m2 * a2x - m2 * g, f21y=m2 * a2y)
