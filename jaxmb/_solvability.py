@@ -13,10 +13,13 @@ Three numerical tests:
 Everything has fixed shapes: the rank is data and bases are masked, never sliced, so the
 analysis runs under jit and vmap over configurations and model parameters.
 
-Rank decisions: a singular value (or |R_kk| of pivoted QR) counts when it exceeds
-`rtol` times the largest one (default 1e-9). The margin is the smallest kept over the largest
-dropped value (floored at machine epsilon times the largest); a margin under 1e6 sets `warning`:
-the configuration is close to a change of rank (singular) and the decisions are fragile.
+Rank decisions: a singular value (or |R_kk| of pivoted QR) counts when it exceeds the
+threshold `rtol` times the largest one (default 1e-9). The margin says how far the closest
+decision is from that threshold: min(smallest kept / threshold, threshold / largest dropped),
+the dropped values floored at machine epsilon times the largest (so an exact redundancy gives
+about rtol / eps = 4.5e6). A margin under 1e2 (a value kept below 1e-7 or dropped above 1e-11
+times the largest) sets `warning`: the configuration is close to a change of rank (singular),
+or far from satisfying the constraints, and the decisions are fragile.
 B_X is judged zero when |B_X|_F <= `btol` |C_X|_F (default 1e-8).
 """
 
@@ -29,17 +32,19 @@ import numpy as np
 from ._linalg import RANK_RTOL
 
 B_RTOL = 1e-8
-MARGIN_WARNING = 1e6
+MARGIN_WARNING = 1e2
 _EPS = float(np.finfo(np.float64).eps)
 
 
-def _margin(values, mask):
-    """Smallest kept value over the largest dropped one (dropped floored at eps * max)."""
+def _margin(values, mask, rtol):
+    """Distance of the closest rank decision from the threshold t = rtol * max:
+    min(smallest kept / t, t / largest dropped), dropped floored at eps * max."""
     vmax = jnp.max(values, initial=0.0)
+    thr = jnp.maximum(rtol * vmax, 1e-300)
     kept = jnp.min(jnp.where(mask, values, jnp.inf), initial=jnp.inf)
     dropped = jnp.max(jnp.where(mask, -jnp.inf, values), initial=-jnp.inf)
-    dropped = jnp.maximum(dropped, _EPS * vmax)
-    return jnp.where(jnp.any(mask), kept / jnp.maximum(dropped, 1e-300), jnp.inf)
+    dropped = jnp.maximum(dropped, jnp.maximum(_EPS * vmax, 1e-300))
+    return jnp.where(vmax > 0, jnp.minimum(kept / thr, thr / dropped), jnp.inf)
 
 
 def _rank_svd(A, rtol):
@@ -60,7 +65,7 @@ def _left_null_qr(C, rtol):
     d = jnp.zeros(rows, C.dtype).at[: min(R.shape)].set(jnp.abs(jnp.diagonal(R)))
     kept = d > rtol * jnp.max(d, initial=0.0)
     # pivoted QR orders |R_kk| non-increasingly, so the kept values are a leading block
-    return Q * (~kept)[None, :], jnp.sum(kept), _margin(d, kept)
+    return Q * (~kept)[None, :], jnp.sum(kept), _margin(d, kept, rtol)
 
 
 def _left_null_svd(C, rtol):
@@ -68,7 +73,7 @@ def _left_null_svd(C, rtol):
     U, s, _ = jnp.linalg.svd(C, full_matrices=True)
     s_full = jnp.zeros(rows, C.dtype).at[: s.shape[0]].set(s)
     kept = s_full > rtol * jnp.max(s_full, initial=0.0)
-    return U * (~kept)[None, :], jnp.sum(kept), _margin(s_full, kept)
+    return U * (~kept)[None, :], jnp.sum(kept), _margin(s_full, kept, rtol)
 
 
 def _b_matrix(C, Qt, row_mask):
