@@ -28,7 +28,7 @@ import jax as _jax  # noqa: E402
 
 _jax.config.update("jax_enable_x64", True)
 
-from . import drive as drive  # noqa: E402
+from . import batch as batch, drive as drive  # noqa: E402
 from ._assemble import assemble as assemble  # noqa: E402
 from ._dynamics import Eliminate as Eliminate, accelerations as accelerations  # noqa: E402
 from ._geometry import Body as Body  # noqa: E402
