@@ -94,7 +94,12 @@ def _reactions_at(model, q, qd, t, method, qdd=None):
         sl = slice(start, start + p.num_rows)
         gen.append(-C[sl].T @ lam[sl])
         start += p.num_rows
-    report = solvability(model, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t))
+    # the flags are piecewise constant: no derivative flows into the analysis (whose pivoted QR
+    # has no batched JVP rule either)
+    frozen = jax.tree.map(
+        lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, model
+    )
+    report = solvability(frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t))
     return Reactions(
         pair_names=model.pair_names,
         body_names=model.body_names,
