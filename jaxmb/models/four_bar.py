@@ -50,3 +50,66 @@ def build(a=0.1, b=0.35, c=0.3, d=0.35, *, masses=(1.0, 2.0, 1.5), theta0=0.5,
     if gravity is not None:
         m.add(Gravity(gravity))
     return m.build()
+
+
+def _rotate(beta, v):
+    c, s = jnp.cos(beta), jnp.sin(beta)
+    return jnp.stack([c * v[0] - s * v[1], s * v[0] + c * v[1]])
+
+
+def configuration_pivots(theta, a, b, c, o2, o4, branch=1.0):
+    """`configuration` with the ground pivots at arbitrary global points o2 and o4: the closed
+    form in the frame with origin o2 and x axis along o4 - o2 (crank angle theta - beta,
+    beta = angle of o4 - o2), rotated and translated back. theta is the absolute crank angle."""
+    o2 = jnp.asarray(o2, jnp.float64)
+    e = jnp.asarray(o4, jnp.float64) - o2
+    d = jnp.sqrt(e @ e)
+    beta = jnp.arctan2(e[1], e[0])
+    local = configuration(theta - beta, a, b, c, d, branch)
+    return tuple(jnp.concatenate([o2 + _rotate(beta, p[:2]), p[2:] + beta]) for p in local)
+
+
+def build_pivots(a, b, c, o2, o4, *, density=None, masses=(1.0, 2.0, 1.5), theta0=0.5,
+                 omega=None, gravity=(0.0, -9.81)):
+    """Four-bar with ground pivots at the global points o2 (crank) and o4 (rocker), crank a,
+    coupler b, rocker c (slender rods; with `density`, mass = density * length instead of
+    `masses`). Same bodies and pairs as `build` ("O2", "A", "B", "O4", "motor" with `omega`:
+    absolute crank angle theta0 + omega t). Traceable in every argument but the names."""
+    o2 = jnp.asarray(o2, jnp.float64)
+    o4 = jnp.asarray(o4, jnp.float64)
+    lengths = (a, b, c)
+    if density is not None:
+        masses = tuple(density * ll for ll in lengths)
+    m = Mechanism()
+    q_links = configuration_pivots(jnp.asarray(theta0, jnp.float64), a, b, c, o2, o4)
+    names = ("crank", "coupler", "rocker")
+    crank, coupler, rocker = (
+        m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)
+        for nm, mm, ll, qq in zip(names, masses, lengths, q_links)
+    )
+    z = 0.0 * a
+    m.add(Revolute("O2", m.ground, crank, s_i=o2, s_j=jnp.stack([-a / 2, z])))
+    m.add(Revolute("A", crank, coupler, s_i=jnp.stack([a / 2, z]), s_j=jnp.stack([-b / 2, z])))
+    m.add(Revolute("B", coupler, rocker, s_i=jnp.stack([b / 2, z]), s_j=jnp.stack([c / 2, z])))
+    m.add(Revolute("O4", rocker, m.ground, s_i=jnp.stack([-c / 2, z]), s_j=o4))
+    if omega is not None:
+        m.add(RelativeAngleDriver("motor", m.ground, crank, f=drive.Linear(omega, theta0)))
+    if gravity is not None:
+        m.add(Gravity(gravity))
+    return m.build()
+
+
+def coupler_point(q, u, v):
+    """Global position of the coupler point (u, v), given in the coupler frame (origin at the
+    coupler's centre, the midpoint of AB; x axis from A to B). q: (..., 9) coordinates."""
+    x, y, phi = q[..., 3], q[..., 4], q[..., 5]
+    c, s = jnp.cos(phi), jnp.sin(phi)
+    return jnp.stack([x + c * u - s * v, y + s * u + c * v], axis=-1)
+
+
+def grashof_margins(a, b, c, d):
+    """Margins (b + c - d - a, d - a - b + c, d - a + b - c) of the crank-rocker closure
+    condition |b - c| <= |O4 - A| <= b + c for every crank angle (|O4 - A| ranges over
+    [d - a, d + a]): all positive iff the linkage assembles over the whole crank revolution
+    (crank shorter than the ground link); a zero margin is a toggle (dead-centre) position."""
+    return jnp.stack([b + c - d - a, d - a - b + c, d - a + b - c])
