@@ -564,8 +564,14 @@ def worlds():
         cases = make_cases(rng)
         model = build(cases, rng)
 
-        def C_lib(q, t, model=model):
-            return np.asarray(model.C(jnp.asarray(q), t))
+        # compiled once per model: eager evaluation of the autodiffed C runs op by op
+        C_jit = jax.jit(lambda q, t, m=model: m.C(q, t))
+        gamma_jit = jax.jit(lambda q, qd, t, m=model: m.gamma(q, qd, t))
+        phi_jit = jax.jit(lambda q, t, m=model: m.phi(q, t))
+        b_jit = jax.jit(lambda q, t, m=model: m.b(q, t))
+
+        def C_lib(q, t, C_jit=C_jit):
+            return np.asarray(C_jit(jnp.asarray(q), t))
 
         samples = []
         for _ in range(NUM_CONFIGS):
@@ -574,9 +580,9 @@ def worlds():
             samples.append(Sample(
                 q, qd, qdd, t,
                 C=C_lib(q, t),
-                gamma=np.asarray(model.gamma(qj, qdj, t)),
-                phi=np.asarray(model.phi(qj, t)),
-                b=np.asarray(model.b(qj, t)),
+                gamma=np.asarray(gamma_jit(qj, qdj, t)),
+                phi=np.asarray(phi_jit(qj, t)),
+                b=np.asarray(b_jit(qj, t)),
                 gamma_fd=fd_gamma(C_lib, lambda tt, c=cases: hand_b(c, tt), q, qd, qdd, t),
             ))
         out.append(World(model, cases, samples))
@@ -594,7 +600,7 @@ def test_case_table_covers_every_constraint_type(worlds):
     model = worlds[0].model
     assert model.pair_names == tuple(c.name for c in worlds[0].cases)
     assert model.n == N
-    assert model.C(model.q0).shape == (sum(c.rows for c in worlds[0].cases), N)
+    assert worlds[0].samples[0].C.shape == (sum(c.rows for c in worlds[0].cases), N)
 
 
 @pytest.mark.parametrize("kind", KINDS)

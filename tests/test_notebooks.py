@@ -21,6 +21,7 @@ def test_there_are_notebooks():
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs(name, tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("JAXMB_EXAMPLES", os.path.join(ROOT, "examples"))
     nb = nbformat.read(os.path.join(ROOT, "notebooks", name), as_version=4)
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
