@@ -1,6 +1,7 @@
 """The `jaxmb` command: `demo`, `report MODEL`, `simulate MODEL`.
 
-MODEL is a built-in model name (mobile_robot, slider_crank, four_bar, composed_pendulum) or a
+MODEL is a built-in model name (mobile_robot, slider_crank, four_bar, composed_pendulum,
+n_four_bar) or a
 Python file defining `build() -> Model` (and optionally `initial_velocity(model) -> qd0`).
 """
 
@@ -12,7 +13,7 @@ import time
 
 import numpy as np
 
-BUILTIN_MODELS = ("mobile_robot", "slider_crank", "four_bar", "composed_pendulum")
+BUILTIN_MODELS = ("mobile_robot", "slider_crank", "four_bar", "composed_pendulum", "n_four_bar")
 
 
 def load_model_module(spec: str):

@@ -1,0 +1,127 @@
+"""The N-four-bar mechanism, IFToMM benchmark A02: N parallelograms in a row.
+
+N + 1 cranks of length L are pivoted on the ground at A_k = (k L, 0), k = 0..N; their tips B_k
+are joined by N couplers of length L (coupler j from B_j to B_{j+1}). Every bar is a slender rod
+(mass m, J = m L^2 / 12; the benchmark: L = 1 m, m = 1 kg, gravity 9.81 m/s^2 along -y). All
+cranks share the angle `angle`, measured from the horizontal (+x): the benchmark starts at
+pi/2 (cranks vertical) with B_0 moving at 1 m/s along +x.
+
+Bodies, in order: "crank0" .. "crankN", then "coupler0" .. "coupler{N-1}". Pairs, in order:
+revolutes "A0" .. "AN" (ground - crank k), then for each coupler j the revolutes "B{j}c{j}"
+(crank j - coupler j, the coupler's left end) and "B{j+1}c{j}" (crank j+1 - its right end).
+
+Counting (hand derivation, planar): 2N + 1 bodies, n = 6N + 3; 3N + 1 revolutes, 6N + 2 rows.
+- General position: each window is a four-bar driven by the crank on its left, so dof = 1,
+  rank C = 6N + 2 = number of rows: NO redundant constraint (p = 0), every reaction unique.
+- Cranks horizontal (angle 0 or pi): every bar lies on the x axis. A bar on the x axis only
+  forces equal x velocities at its ends, so the crank tips are fixed in x and each may move in
+  y on its own (crank rates w_k free, coupler j turning at w_{j+1} - w_j): dof = N + 1,
+  rank C = 5N + 2, p = N (the benchmark's "degrees of freedom increase from 1 to N + 1"). The
+  N self-stresses are axial forces: a tension u_j in coupler j, u_j - u_{j-1} in crank j
+  (u_{-1} = u_N = 0); every joint carries one of them, so no revolute reaction is unique
+  (each keeps one unique component, the force across the line).
+
+`rigid_coupler=True` replaces the N couplers by one bar "coupler" of length N L through all crank
+tips (revolutes "A0" .. "AN", "B0" .. "BN"): n = 3N + 6, 4N + 4 rows; in general position dof 1,
+rank 3N + 5, p = N - 1 (axial crank forces t_k with sum t_k = sum k t_k = 0), so for N >= 2 no
+revolute reaction is unique; horizontal: dof 2, rank 3N + 4, p = N.
+"""
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._mechanism import Mechanism
+from ..elements import Gravity, Revolute
+
+SINGULAR_ANGLES = {"cranks horizontal, pointing +x (all bars collinear)": 0.0,
+                   "cranks horizontal, pointing -x (all bars collinear)": float(np.pi)}
+
+
+def _check_n(N):
+    if not isinstance(N, (int, np.integer)) or isinstance(N, bool) or N < 1:
+        raise ValueError(f"n_four_bar: N must be an integer >= 1 (number of windows), got {N!r}")
+    return int(N)
+
+
+def configuration(angle, N, length=1.0, rigid_coupler=False):
+    """Coordinates q with every crank at `angle` (from +x) and the couplers horizontal.
+
+    Crank k: centre A_k + (L / 2) u, u = (cos, sin)(angle); coupler j: centre A_j + L u +
+    (L / 2, 0) (the rigid coupler: A_0 + L u + (N L / 2, 0)). Traceable in angle and length."""
+    N = _check_n(N)
+    angle = jnp.asarray(angle, jnp.float64)
+    L = jnp.asarray(length, jnp.float64)
+    u = jnp.stack([jnp.cos(angle), jnp.sin(angle)])
+    z = 0.0 * angle
+    poses = [jnp.stack([k * L + L / 2 * u[0], L / 2 * u[1], angle]) for k in range(N + 1)]
+    if rigid_coupler:
+        poses.append(jnp.stack([N * L / 2 + L * u[0], L * u[1], z]))
+    else:
+        poses += [jnp.stack([(j + 0.5) * L + L * u[0], L * u[1], z]) for j in range(N)]
+    return jnp.concatenate(poses)
+
+
+def velocity(angle, rate, N, length=1.0, rigid_coupler=False):
+    """Velocities qd of `configuration` when every crank turns at `rate` (rad/s): the couplers
+    translate with the crank tips. The benchmark's start is velocity(pi/2, -1/L, N) (B_0 moving
+    at 1 m/s along +x)."""
+    N = _check_n(N)
+    angle = jnp.asarray(angle, jnp.float64)
+    rate = jnp.asarray(rate, jnp.float64)
+    L = jnp.asarray(length, jnp.float64)
+    du = jnp.stack([-jnp.sin(angle), jnp.cos(angle)]) * rate
+    crank = jnp.stack([L / 2 * du[0], L / 2 * du[1], rate])
+    coupler = jnp.stack([L * du[0], L * du[1], 0.0 * rate])
+    count = 1 if rigid_coupler else N
+    return jnp.concatenate([crank] * (N + 1) + [coupler] * count)
+
+
+def build(N=2, angle0=np.pi / 2, *, length=1.0, mass=1.0, gravity=(0.0, -9.81),
+          rigid_coupler=False):
+    """Build the N-four-bar (benchmark A02 with the defaults and N = 2) at crank angle `angle0`.
+
+    **Arguments:** `N` (static, >= 1) windows; `angle0` crank angle from +x; `length`, `mass`
+    of every bar (traceable); `gravity` (None: no gravity); `rigid_coupler`: one coupler bar of
+    length N L instead of N bars (the redundant variant, p = N - 1).
+
+    ```python
+    model = n_four_bar.build(3)
+    report = mb.solvability(model, model.q0)   # rank 20, p = 0, dof = 1
+    ```
+    """
+    N = _check_n(N)
+    L = jnp.asarray(length, jnp.float64)
+    mass = jnp.asarray(mass, jnp.float64)
+    q = configuration(angle0, N, L, rigid_coupler).reshape(-1, 3)
+    m = Mechanism()
+    cranks = [m.body(f"crank{k}", mass=mass, inertia=mass * L**2 / 12, q=q[k])
+              for k in range(N + 1)]
+    z = 0.0 * L
+    tip, foot = jnp.stack([L / 2, z]), jnp.stack([-L / 2, z])
+    for k, crank in enumerate(cranks):
+        m.add(Revolute(f"A{k}", m.ground, crank, s_i=jnp.stack([k * L, z]), s_j=foot))
+    if rigid_coupler:
+        bar = m.body("coupler", mass=N * mass, inertia=N * mass * (N * L) ** 2 / 12, q=q[N + 1])
+        for k, crank in enumerate(cranks):
+            m.add(Revolute(f"B{k}", crank, bar, s_i=tip, s_j=jnp.stack([(k - N / 2) * L, z])))
+    else:
+        for j in range(N):
+            bar = m.body(f"coupler{j}", mass=mass, inertia=mass * L**2 / 12, q=q[N + 1 + j])
+            m.add(Revolute(f"B{j}c{j}", cranks[j], bar, s_i=tip, s_j=foot))
+            m.add(Revolute(f"B{j + 1}c{j}", cranks[j + 1], bar, s_i=tip, s_j=tip))
+    if gravity is not None:
+        m.add(Gravity(gravity))
+    return m.build()
+
+
+def counts(N, *, horizontal=False, rigid_coupler=False):
+    """The hand-derived (n, rows, rank, p, dof) of the module docstring."""
+    N = _check_n(N)
+    if rigid_coupler:
+        n, rows = 3 * N + 6, 4 * N + 4
+        dof = 2 if horizontal else 1
+    else:
+        n, rows = 6 * N + 3, 6 * N + 2
+        dof = N + 1 if horizontal else 1
+    rank = n - dof
+    return n, rows, rank, rows - rank, dof
