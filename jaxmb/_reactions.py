@@ -122,8 +122,9 @@ def reactions(model, q, qd=None, t=0.0, method="min_norm"):
     """
     if isinstance(q, Trajectory):
         traj = q
-        return jax.vmap(lambda q_, qd_, t_: _reactions_at(model, q_, qd_, t_, method))(
-            traj.q, traj.qd, traj.ts
+        return _map_over_time(
+            model, lambda x: _reactions_at(model, x[0], x[1], x[2], method),
+            (traj.q, traj.qd, traj.ts),
         )
     if qd is None:
         raise TypeError("reactions: pass qd (or a Trajectory)")
@@ -146,10 +147,20 @@ def inverse_dynamics(model, ts, q=None, method="min_norm"):
         result=_success_codes(n_t),
         num_steps=jnp.asarray(n_t),
     )
-    rx = jax.vmap(lambda q_, qd_, t_, a_: _reactions_at(model, q_, qd_, t_, method, qdd=a_))(
-        kin.q, kin.qd, kin.ts, kin.qdd
+    rx = _map_over_time(
+        model, lambda x: _reactions_at(model, x[0], x[1], x[2], method, qdd=x[3]),
+        (kin.q, kin.qd, kin.ts, kin.qdd),
     )
     return traj, rx
+
+
+def _map_over_time(model, f, xs):
+    """f over the leading (time) axis, vmapped in chunks: jaxlib 0.10.2's CPU LAPACK splits a
+    batch over the intra-op thread pool once 10 m n batch >= 200,000, and two such calls at once
+    can deadlock (see the README); chunks stay below that size."""
+    per_item = max(1, model.num_rows * model.n)
+    chunk = int(max(1, min(32, 19_999 // per_item)))
+    return jax.lax.map(f, xs, batch_size=chunk)
 
 
 def _success_codes(n_t):
