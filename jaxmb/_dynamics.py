@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._linalg import RANK_RTOL, null_space, pinv_solve
+from ._linalg import RANK_RTOL, rank_mask
 from ._solvability import pivoted_qr
 
 ELIMINATED_COND_LIMIT = 1e12
@@ -34,12 +34,24 @@ class Eliminate(eqx.Module):
 
     rows: tuple[int, ...] = eqx.field(static=True, converter=lambda r: tuple(int(k) for k in r))
 
+    def __check_init__(self):
+        repeated = sorted({k for k in self.rows if self.rows.count(k) > 1})
+        if repeated:
+            raise ValueError(f"Eliminate: row(s) {repeated} listed more than once in {self.rows}")
+
 
 @jax.custom_jvp
 def null_space_solve(M, F, C, gamma):
-    """qdd with [V^T M; C] qdd = [V^T F; gamma] (seed 001, eq. 13)."""
-    V, mask = null_space(C)
-    qp = pinv_solve(C, gamma)
+    """qdd with [V^T M; C] qdd = [V^T F; gamma] (seed 001, eq. 13), from one full SVD of C:
+    C^+ gamma from its range part, V from its null-space part."""
+    n = C.shape[1]
+    U, s, Vt = jnp.linalg.svd(C, full_matrices=True)
+    k = s.shape[0]
+    in_range = rank_mask(s)
+    s_inv = jnp.where(in_range, 1.0 / jnp.where(in_range, s, 1.0), 0.0)
+    qp = Vt[:k].T @ (s_inv * (U[:, :k].T @ gamma))
+    mask = ~jnp.zeros(n, bool).at[:k].set(in_range)
+    V = Vt.T * mask[None, :]
     K = V.T @ M @ V + jnp.diag(~mask).astype(M.dtype)
     z = jnp.linalg.solve(K, V.T @ (F - M @ qp))
     return qp + V @ z
@@ -62,14 +74,15 @@ def min_norm_multipliers(C, f):
     return jnp.linalg.pinv(C.T, rtol=RANK_RTOL) @ f
 
 
-def eliminated_solve(M, F, C, gamma, keep):
+def eliminated_solve(M, F, C, gamma, keep, label="Eliminate"):
     """Augmented system (seed 001, eq. 11)
 
         [M  C_k^T] [qdd   ]   [F      ]
         [C_k  0  ] [lambda] = [gamma_k]
 
     with the rows outside `keep` removed; fixed shapes: their rows are zeroed and their
-    multipliers pinned to 0 by an identity block. Raises when the reduced system is singular."""
+    multipliers pinned to 0 by an identity block. Raises when the reduced system is singular,
+    the message starting with `label` (the method that chose the rows)."""
     n, rows = M.shape[0], C.shape[0]
     w = keep.astype(C.dtype)
     Ck = C * w[:, None]
@@ -80,7 +93,7 @@ def eliminated_solve(M, F, C, gamma, keep):
     sol = eqx.error_if(
         sol,
         bad,
-        "Eliminate: the remaining rows leave a singular augmented system (condition number "
+        f"{label}: the remaining rows leave a singular augmented system (condition number "
         f"above {ELIMINATED_COND_LIMIT:g}): they are still dependent, or too many rows were "
         "dropped; eliminate exactly p rows that form a removable set "
         "(see mb.solvability(model, q).redundant_rows).",
@@ -109,6 +122,29 @@ def keep_mask(model, method, C):
     return jnp.zeros(rows, bool).at[order].set(kept_pivots)
 
 
+def check_shapes(model, where: str, **vectors):
+    """Trace-time check that each state vector (q, qd, ...) has shape (n,); the error names the
+    function, the argument and the expected layout."""
+    for label, x in vectors.items():
+        if jnp.shape(x) != (model.n,):
+            raise ValueError(
+                f"{where}: {label} must have shape (n,) = ({model.n},): x, y, phi of each of the "
+                f"{model.num_bodies} bodies {list(model.body_names)}; got shape {jnp.shape(x)}"
+            )
+
+
+def checked_finite(model, x, where: str, label: str):
+    """x with a runtime check (eager or inside jit) that all entries are finite; the error
+    names the first bad coordinate by body and component."""
+    messages = tuple(
+        f"{where}: {label}[{3 * k + c}] ({comp} of body {body!r}) is not finite"
+        for k, body in enumerate(model.body_names)
+        for c, comp in enumerate(("x", "y", "phi"))
+    )
+    bad = ~jnp.isfinite(x)
+    return eqx.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
+
+
 def accelerations(model, q, qd, t=0.0, *, gamma=None):
     """Accelerations qdd from the null-space formulation (seed 001, eq. 13).
 
@@ -120,6 +156,7 @@ def accelerations(model, q, qd, t=0.0, *, gamma=None):
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
+    check_shapes(model, "accelerations", q=q, qd=qd)
     M = model.mass_matrix()
     F = model.forces(q, qd, t)
     if model.num_rows == 0:
@@ -132,6 +169,8 @@ def accelerations(model, q, qd, t=0.0, *, gamma=None):
 __all__ = [
     "Eliminate",
     "accelerations",
+    "check_shapes",
+    "checked_finite",
     "eliminated_solve",
     "keep_mask",
     "min_norm_multipliers",

@@ -5,21 +5,91 @@ residual g(q, qd, t) = C(q, t) qd + b(q, t) of each pair,
 
     C = dg/dqd,   b = g(q, 0, t),   gamma = -(dg/dq qd + dg/dt)   (so that C qdd = gamma).
 
-Each pair is differentiated with respect to the coordinates of its own bodies only, so the cost
-of C grows linearly with the number of pairs.
+Each pair is differentiated with respect to the coordinates of its own bodies only, and pairs of
+one type are evaluated together by one vmapped kernel (`jaxmb._groups`), so the traced program
+does not grow with the number of pairs of a type.
 """
+
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._groups import evaluate, group_pairs, scatter_rows
 from .elements import AbstractForceElement, AbstractPair
 
 
 def _pair_coordinates(pair: AbstractPair) -> np.ndarray:
     coords = sorted({c for body in pair.bodies() for c in body.coordinates()})
     return np.asarray(coords, dtype=np.int64)
+
+
+def loop_C(model, q, t=0.0):
+    """C(q, t) by a plain Python loop over the pairs (one jacfwd each): the reference that the
+    grouped `Model.C` is tested against."""
+    t = jnp.asarray(t, dtype=q.dtype)
+    out = jnp.zeros((model.num_rows, model.n), q.dtype)
+    start = 0
+    for p in model.pairs:
+        idx = _pair_coordinates(p)
+
+        def g_local(v, p=p, idx=idx):
+            return p.velocity_residual(q, jnp.zeros_like(q).at[idx].set(v), t)
+
+        block = jax.jacfwd(g_local)(jnp.zeros(len(idx), q.dtype))
+        out = out.at[np.ix_(np.arange(start, start + p.num_rows), idx)].set(block)
+        start += p.num_rows
+    return out
+
+
+def loop_velocity_residual(model, q, qd, t=0.0):
+    """g(q, qd, t) by a plain loop over the pairs (reference for the grouped version)."""
+    t = jnp.asarray(t, dtype=q.dtype)
+    parts = [p.velocity_residual(q, qd, t) for p in model.pairs]
+    return jnp.concatenate(parts) if parts else jnp.zeros(0, q.dtype)
+
+
+def loop_phi(model, q, t=0.0):
+    """Phi(q, t) by a plain loop over the holonomic pairs (reference for the grouped version)."""
+    t = jnp.asarray(t, dtype=q.dtype)
+    parts = [p.residual(q, t) for p in model.pairs if p.holonomic]
+    return jnp.concatenate(parts) if parts else jnp.zeros(0, q.dtype)
+
+
+class KinematicTerms(NamedTuple):
+    """Constraint terms at one state: `C` (m + h, n), `g` = C qd + b, `gamma` (C qdd = gamma)
+    and `phi` (m + h,): Phi(q, t) in the holonomic rows, 0 in the Pfaffian ones."""
+
+    C: jnp.ndarray
+    g: jnp.ndarray
+    gamma: jnp.ndarray
+    phi: jnp.ndarray
+
+
+def _pair_terms(pair, q, qd, t):
+    """(g, C block, gamma, Phi or 0) of one pair on its local coordinates (seed 001, eq. 4-9)."""
+    n = q.shape[0]
+    tangent_q = jnp.concatenate([jnp.zeros((n, n), q.dtype), qd[None]])
+    tangent_qd = jnp.concatenate([jnp.eye(n, dtype=q.dtype), jnp.zeros((1, n), q.dtype)])
+    tangent_t = jnp.zeros(n + 1, q.dtype).at[n].set(1.0)
+    g, dg = jax.vmap(
+        lambda a, b, c: jax.jvp(pair.velocity_residual, (q, qd, t), (a, b, c))
+    )(tangent_q, tangent_qd, tangent_t)
+    phi = pair.residual(q, t) if pair.holonomic else jnp.zeros_like(g[0])
+    return g[0], dg[:n].T, -dg[n], phi
+
+
+def _block_indices(groups):
+    """Row and column indices of every entry of the per-pair blocks of C, group by group."""
+    rows = np.concatenate(
+        [np.repeat(g.rows[:, :, None], g.coords.shape[1], 2).ravel() for g in groups]
+    )
+    cols = np.concatenate(
+        [np.repeat(g.coords[:, None, :], g.rows.shape[1], 1).ravel() for g in groups]
+    )
+    return rows, cols
 
 
 class Model(eqx.Module):
@@ -97,35 +167,63 @@ class Model(eqx.Module):
         ).astype(np.int64)
 
     # ----- constraints ----------------------------------------------------------------------
+    def _groups(self, holonomic_only=False):
+        pairs = tuple(p for p in self.pairs if p.holonomic or not holonomic_only)
+        starts = np.cumsum([0] + [p.num_rows for p in pairs])[:-1]
+        return pairs, group_pairs(pairs, starts)
+
     def phi(self, q, t=0.0):
         """Holonomic residuals Phi(q, t) (m rows, in pair order)."""
         t = jnp.asarray(t, dtype=q.dtype)
-        parts = [p.residual(q, t) for p in self.pairs if p.holonomic]
-        return jnp.concatenate(parts) if parts else jnp.zeros(0, q.dtype)
+        pairs, groups = self._groups(holonomic_only=True)
+        values = evaluate(pairs, groups, lambda p, ql: p.residual(ql, t), q)
+        return scatter_rows(groups, values, self.m, q.dtype)
 
     def velocity_residual(self, q, qd, t=0.0):
         """g(q, qd, t) = C qd + b for all rows (seed 001, eq. 4)."""
         t = jnp.asarray(t, dtype=q.dtype)
-        parts = [p.velocity_residual(q, qd, t) for p in self.pairs]
-        return jnp.concatenate(parts) if parts else jnp.zeros(0, q.dtype)
+        pairs, groups = self._groups()
+        values = evaluate(pairs, groups, lambda p, ql, vl: p.velocity_residual(ql, vl, t), q, qd)
+        return scatter_rows(groups, values, self.num_rows, q.dtype)
 
     def C(self, q, t=0.0):
-        """Constraint matrix C(q, t) = dg/dqd, shape (m + h, n) (seed 001, eq. 5)."""
+        """Constraint matrix C(q, t) = dg/dqd, shape (m + h, n) (seed 001, eq. 5).
+
+        Each pair is differentiated with respect to its own bodies' coordinates only (a block of
+        num_rows x 3 bodies), pairs of one type together (`jaxmb._groups`)."""
         t = jnp.asarray(t, dtype=q.dtype)
+        pairs, groups = self._groups()
+
+        def block(p, ql):
+            return jax.jacfwd(lambda v: p.velocity_residual(ql, v, t))(jnp.zeros_like(ql))
+
+        blocks = evaluate(pairs, groups, block, q)
         out = jnp.zeros((self.num_rows, self.n), q.dtype)
-        start = 0
-        for p in self.pairs:
-            idx = _pair_coordinates(p)
-            zeros = jnp.zeros_like(q)
+        if not groups:
+            return out
+        rows, cols = _block_indices(groups)
+        return out.at[rows, cols].set(jnp.concatenate([b.ravel() for b in blocks]))
 
-            def g_local(v, p=p, idx=idx, zeros=zeros):
-                return p.velocity_residual(q, zeros.at[idx].set(v), t)
+    def kinematic_terms(self, q, qd, t=0.0) -> KinematicTerms:
+        """C, g = C qd + b, gamma and Phi (in the holonomic rows, 0 elsewhere) in one pass.
 
-            block = jax.jacfwd(g_local)(jnp.zeros(len(idx), q.dtype))
-            rows = np.arange(start, start + p.num_rows)
-            out = out.at[np.ix_(rows, idx)].set(block)
-            start += p.num_rows
-        return out
+        Per pair, one batch of forward-mode tangents of g(q, qd, t) gives the columns of C
+        (tangents e_k along qd) and -gamma (tangent (qd, 0, 1) along (q, qd, t)), seed 001
+        eq. 5-9; this is what the integrator needs at every step."""
+        t = jnp.asarray(t, dtype=q.dtype)
+        pairs, groups = self._groups()
+        values = evaluate(pairs, groups, lambda p, ql, vl: _pair_terms(p, ql, vl, t), q, qd)
+        out = jnp.zeros((self.num_rows, self.n), q.dtype)
+        if not groups:
+            zero = jnp.zeros(0, q.dtype)
+            return KinematicTerms(out, zero, zero, zero)
+        g, gamma, phi = (
+            scatter_rows(groups, [v[k] for v in values], self.num_rows, q.dtype)
+            for k in (0, 2, 3)
+        )
+        rows, cols = _block_indices(groups)
+        C = out.at[rows, cols].set(jnp.concatenate([v[1].ravel() for v in values]))
+        return KinematicTerms(C, g, gamma, phi)
 
     def b(self, q, t=0.0):
         """Velocity term b(q, t) = g(q, 0, t); -Phi_t for holonomic rows is b's negative."""

@@ -15,8 +15,18 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from ._dynamics import Eliminate, accelerations, eliminated_solve, keep_mask
+from . import _failures
+from ._dynamics import (
+    Eliminate,
+    accelerations,
+    check_shapes,
+    checked_finite,
+    eliminated_solve,
+    keep_mask,
+    null_space_solve,
+)
 from ._independent import IndependentCoordinates, simulate_independent
 
 POSITION_TOL = 1e-8
@@ -30,18 +40,21 @@ class Baumgarte(eqx.Module):
     beta: float = 10.0
 
     def gamma(self, model, q, qd, t):
-        g = model.velocity_residual(q, qd, t)
-        phi_rows = jnp.zeros(model.num_rows, q.dtype).at[model.holonomic_rows].set(
-            model.phi(q, t)
-        )
-        return model.gamma(q, qd, t) - 2.0 * self.alpha * g - self.beta**2 * phi_rows
+        """Stabilized right-hand side gamma - 2 alpha (C qd + b) - beta^2 [Phi; 0]."""
+        return self.stabilized(model.kinematic_terms(q, qd, t))
+
+    def stabilized(self, terms):
+        """The same from precomputed `Model.kinematic_terms`."""
+        return terms.gamma - 2.0 * self.alpha * terms.g - self.beta**2 * terms.phi
 
 
 class Trajectory(eqx.Module):
     """Saved states of a simulation: `ts` (T,), `q` and `qd` (T, n); `result` is diffrax's
     result code (`success` True when the integration reached t1); `repartitioned` (T,) marks
     the saved instants where the independent-coordinate formulation changed its partition
-    (None for the other formulations)."""
+    (None for the other formulations). `t_stop` is the time the integration reached (t1 on
+    success; saved states after it are inf) and `singular` says whether it stopped at a
+    singular configuration (see `jaxmb._failures`); both None where not integrated."""
 
     ts: jnp.ndarray
     q: jnp.ndarray
@@ -49,30 +62,41 @@ class Trajectory(eqx.Module):
     result: diffrax.RESULTS
     num_steps: jnp.ndarray
     repartitioned: jnp.ndarray | None = None
+    t_stop: jnp.ndarray | None = None
+    singular: jnp.ndarray | None = None
 
     @property
     def success(self):
         return self.result == diffrax.RESULTS.successful
 
 
+def _worst_pair_error(model, x, residual, tol, text, holonomic_only):
+    """x, raising unless max |residual| <= tol (nan fails); the message names the pair owning
+    the largest entry."""
+    pairs = [p for p in model.pairs if p.holonomic or not holonomic_only]
+    owner = np.concatenate([np.full(p.num_rows, k) for k, p in enumerate(pairs)])
+    worst = jnp.asarray(owner)[jnp.argmax(jnp.abs(residual))]
+    bad = ~(jnp.max(jnp.abs(residual)) <= tol)
+    return eqx.branched_error_if(x, bad, worst, tuple(text.format(p.name) for p in pairs))
+
+
 def _check_initial_state(model, q0, qd0, t0):
+    q0 = checked_finite(model, q0, "simulate", "q0")
+    qd0 = checked_finite(model, qd0, "simulate", "qd0")
     if model.m:
-        phi = jnp.max(jnp.abs(model.phi(q0, t0)))
-        q0 = eqx.error_if(
-            q0,
-            phi > POSITION_TOL,
-            "simulate: the initial configuration violates the position constraints "
-            f"(max |Phi| above {POSITION_TOL}); call mb.assemble(model, q0) first.",
+        q0 = _worst_pair_error(
+            model, q0, model.phi(q0, t0), POSITION_TOL,
+            "simulate: the initial configuration violates the position constraints of pair "
+            f"{{!r}} (|Phi| above {POSITION_TOL}); call mb.assemble(model, q0) first.", True,
         )
     if model.num_rows:
-        g = jnp.max(jnp.abs(model.velocity_residual(q0, qd0, t0)))
-        qd0 = eqx.error_if(
-            qd0,
-            g > VELOCITY_TOL * (1.0 + jnp.max(jnp.abs(qd0))),
-            "simulate: the initial velocity violates the velocity constraints C qd + b = 0; "
-            "call mb.consistent_velocity(model, q0, qd0) first.",
+        qd0 = _worst_pair_error(
+            model, qd0, model.velocity_residual(q0, qd0, t0),
+            VELOCITY_TOL * (1.0 + jnp.max(jnp.abs(qd0))),
+            "simulate: the initial velocity violates the velocity constraints C qd + b = 0 of "
+            "pair {!r}; call mb.consistent_velocity(model, q0, qd0) first.", False,
         )
-    return q0, qd0
+    return _failures.check_initial_forces(model, q0, qd0, t0), qd0
 
 
 def simulate(
@@ -127,6 +151,7 @@ def simulate(
     qd0 = jnp.asarray(qd0, jnp.float64)
     t0 = jnp.asarray(t0, jnp.float64)
     ts = jnp.linspace(t0, t1, 201) if ts is None else jnp.asarray(ts, jnp.float64)
+    check_shapes(model, "simulate", q0=q0, qd0=qd0)
     q0, qd0 = _check_initial_state(model, q0, qd0, t0)
 
     if formulation == "independent":
@@ -150,15 +175,18 @@ def simulate(
 
     def rhs(t, y, args):
         q, qd = y
-        gamma = None if stabilization is None else stabilization.gamma(model, q, qd, t)
-        if formulation == "null_space" or model.num_rows == 0:
-            return qd, accelerations(model, q, qd, t, gamma=gamma)
-        C = model.C(q, t)
-        gamma = model.gamma(q, qd, t) if gamma is None else gamma
-        keep = keep_mask(model, formulation, C)
-        qdd, _ = eliminated_solve(model.mass_matrix(), model.forces(q, qd, t), C, gamma, keep)
-        return qd, qdd
+        if model.num_rows == 0:
+            return qd, accelerations(model, q, qd, t)
+        terms = model.kinematic_terms(q, qd, t)
+        gamma = terms.gamma if stabilization is None else stabilization.stabilized(terms)
+        M, F = model.mass_matrix(), model.forces(q, qd, t)
+        if formulation == "null_space":
+            return qd, null_space_solve(M, F, terms.C, gamma)
+        keep = keep_mask(model, formulation, terms.C)
+        label = f"simulate(formulation={formulation!r})"
+        return qd, eliminated_solve(M, F, terms.C, gamma, keep, label=label)[0]
 
+    dtmin = _failures.DTMIN_RTOL * jnp.abs(jnp.asarray(t1, jnp.float64) - t0)
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(rhs),
         diffrax.Tsit5() if solver is None else solver,
@@ -166,17 +194,25 @@ def simulate(
         t1=t1,
         dt0=dt0,
         y0=(q0, qd0),
-        saveat=diffrax.SaveAt(ts=ts),
+        saveat=diffrax.SaveAt(ts=ts, t1=True),  # t1: the last state reached, even on failure
         stepsize_controller=(
-            diffrax.PIDController(rtol=rtol, atol=atol)
+            diffrax.PIDController(rtol=rtol, atol=atol, dtmin=dtmin, force_dtmin=False)
             if stepsize_controller is None
             else stepsize_controller
         ),
         max_steps=max_steps,
         adjoint=diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint,
-        throw=throw,
+        throw=False,
         progress_meter=diffrax.TextProgressMeter() if progress else diffrax.NoProgressMeter(),
     )
-    q, qd = sol.ys
-    return Trajectory(ts=ts, q=q, qd=qd, result=sol.result, num_steps=sol.stats["num_steps"])
+    # the last state reached follows the saved instants reached (inf after it)
+    stop = jnp.sum(jnp.isfinite(sol.ts)) - 1
+    reached = (jnp.arange(ts.shape[0]) < stop)[:, None]
+    q, qd = (jnp.where(reached, y[:-1], jnp.inf) for y in sol.ys)
+    t_stop, q_stop, qd_stop = sol.ts[stop], sol.ys[0][stop], sol.ys[1][stop]
+    q, singular = _failures.check_stop(
+        model, sol.result, (t0, q0), (t_stop, q_stop, qd_stop), dtmin, q, throw
+    )
+    return Trajectory(ts=ts, q=q, qd=qd, result=sol.result, num_steps=sol.stats["num_steps"],
+                      t_stop=t_stop, singular=singular)
 

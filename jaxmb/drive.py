@@ -147,6 +147,20 @@ class SmoothSteps(AbstractDrive):
         return self.initial + jnp.sum(jumps * S)
 
 
+class Offset(AbstractDrive):
+    """f(t) = base + delta(t): a drive function (or constant) `delta` shifted by a constant.
+
+    E.g. a driver distance that starts at its assembled value d0 and then follows a steering
+    profile: `Offset(d0, SmoothSteps(...))` (the mobile robot of seed 001, section 4.3).
+    """
+
+    base: jnp.ndarray = eqx.field(converter=_f64)
+    delta: AbstractDrive = eqx.field(converter=lambda f: as_drive(f))
+
+    def __call__(self, t):
+        return self.base + self.delta(t)
+
+
 def as_drive(value, *, shape=()):
     """A drive function from a constant or an `AbstractDrive`."""
     if isinstance(value, AbstractDrive):

@@ -77,7 +77,7 @@ def build(a=A_UNIT, *, masses=(10.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0),
     # u = (0, -1): d0 = (Q - P) . u = 20 a at q0, so the slider distance is 20 a + delta(t).
     if steering is None:
         steering = steering_profile(amplitude, t_end)
-    d = _Offset(20 * a, steering)
+    d = drive.Offset(20 * a, steering)
     m.add(TranslationalDriver("driver", p6, p1, s_i=s_P, s_j=s_Q, u=vec([0.0, -1.0]), d=d))
     normal = vec([0.0, 1.0])
     m.add(KnifeEdge("W1", p2, s=vec([z, z]), n=normal))
@@ -86,16 +86,6 @@ def build(a=A_UNIT, *, masses=(10.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0),
     m.add(KnifeEdge("W4", p1, s=vec([z, 4 * a]), n=normal))
     m.add(KnifeEdge("W5", p7, s=vec([z, z]), n=normal))
     return m.build()
-
-
-class _Offset(drive.AbstractDrive):
-    """d(t) = base + delta(t)."""
-
-    base: jnp.ndarray
-    delta: drive.AbstractDrive
-
-    def __call__(self, t):
-        return self.base + self.delta(t)
 
 
 def initial_velocity(model, v=V0):
