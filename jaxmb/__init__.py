@@ -38,6 +38,7 @@ from ._independent import (  # noqa: E402
     IndependentCoordinates as IndependentCoordinates,
     multipliers as reaction_matrix_multipliers,
 )
+from ._io import load as load, save as save  # noqa: E402
 from ._mechanism import Mechanism as Mechanism  # noqa: E402
 from ._model import Model as Model  # noqa: E402
 from ._reactions import (  # noqa: E402

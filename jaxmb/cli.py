@@ -1,8 +1,9 @@
-"""The `jaxmb` command: `demo`, `report MODEL`, `simulate MODEL`.
+"""The `jaxmb` command: `demo`, `report MODEL`, `simulate MODEL`, `plot MODEL`, `animate MODEL`.
 
 MODEL is a built-in model name (mobile_robot, slider_crank, four_bar, composed_pendulum,
-n_four_bar) or a
-Python file defining `build() -> Model` (and optionally `initial_velocity(model) -> qd0`).
+n_four_bar), a Python file defining `build() -> Model` (and optionally
+`initial_velocity(model) -> qd0`), or a model file (.json, .yaml, .yml; written by `jaxmb.save`,
+schema in docs/model_files.md, with an optional `initial_velocity` list).
 """
 
 import argparse
@@ -17,7 +18,8 @@ BUILTIN_MODELS = ("mobile_robot", "slider_crank", "four_bar", "composed_pendulum
 
 
 def load_model_module(spec: str):
-    """The module behind MODEL: a built-in name or a path to a Python file with `build()`."""
+    """The module behind MODEL: a built-in name, a path to a Python file with `build()`, or a
+    model file (then an object with `build()` and `initial_velocity`)."""
     if spec in BUILTIN_MODELS:
         return importlib.import_module(f"jaxmb.models.{spec}")
     if not os.path.exists(spec):
@@ -25,14 +27,31 @@ def load_model_module(spec: str):
             f"jaxmb: model {spec!r} is neither a built-in ({', '.join(BUILTIN_MODELS)}) "
             "nor an existing file"
         )
+    if spec.lower().endswith((".json", ".yaml", ".yml")):
+        return _model_file(spec)
     if not spec.endswith(".py"):
-        raise SystemExit(f"jaxmb: model file {spec!r}: expected a Python file (.py)")
+        raise SystemExit(f"jaxmb: model file {spec!r}: expected a Python file (.py) or a "
+                         "model file (.json, .yaml, .yml)")
     module_spec = importlib.util.spec_from_file_location("jaxmb_user_model", spec)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
     if not callable(getattr(module, "build", None)):
         raise SystemExit(f"jaxmb: model file {spec!r} defines no function build() -> Model")
     return module
+
+
+def _model_file(path: str):
+    """A JSON/YAML model file as a module-like object; a bad file is a one-line SystemExit."""
+    import types
+
+    from jaxmb import _io
+
+    try:
+        model, qd0 = _io.load_file(path)
+    except ValueError as e:
+        raise SystemExit("jaxmb: " + " ".join(str(e).splitlines())) from None
+    return types.SimpleNamespace(
+        build=lambda: model, initial_velocity=None if qd0 is None else (lambda _: qd0))
 
 
 def describe(model, q=None, t=0.0) -> str:
@@ -93,9 +112,23 @@ def cmd_demo(args):
     for name in model.pair_names:
         verdict = "unique    " if flags[name] else "NOT unique"
         print(f"  {name:<8} {verdict}  {spread[name]:.2e}")
-    for path in result["figures"]:
+    for path in [*result["figures"], *_demo_pictures(model, report, result, args.out)]:
         print(f"wrote {path}")
     return 0
+
+
+def _demo_pictures(model, report, result, out):
+    """mechanism.png (the robot at q0, pairs marked unique / not unique) and robot.gif (the
+    manoeuvre, 60 frames)."""
+    from jaxmb import drawing
+
+    title = "Mobile robot of seed 001 at q0: is each joint reaction unique?"
+    drawing_path = drawing.save_drawing(model, model.q0, os.path.join(out, "mechanism.png"),
+                                        solvable=report, title=title)
+    traj = next(iter(result["trajectories"].values()))
+    gif = drawing.animate(model, traj, os.path.join(out, "robot.gif"), frames=60,
+                          solvable=report, trace=("W1", "W5"))
+    return drawing_path, gif["path"]
 
 
 def cmd_report(args):
@@ -113,20 +146,26 @@ def cmd_report(args):
     return 0
 
 
-def cmd_simulate(args):
+def _trajectory(spec, t1, num_saves, rtol=1e-8):
+    """MODEL simulated from its assembled q0 and consistent initial velocity (the module's
+    `initial_velocity`, else zero) to t1, saved at num_saves times: (model, Trajectory)."""
     import jax
     import jax.numpy as jnp
 
     import jaxmb as mb
 
-    module = load_model_module(args.model)
+    module = load_model_module(spec)
     model = module.build()
-    q0 = mb.assemble(model, model.q0, 0.0) if model.m else jnp.asarray(model.q0)
+    q0 = jax.jit(mb.assemble)(model, model.q0, 0.0) if model.m else jnp.asarray(model.q0)
     init = getattr(module, "initial_velocity", None)
     qd0 = init(model) if init is not None else jnp.zeros(model.n)
-    qd0 = mb.consistent_velocity(model, q0, qd0, 0.0)
-    ts = jnp.linspace(0.0, args.t1, args.num_saves)
-    traj = jax.jit(lambda m: mb.simulate(m, q0, qd0, args.t1, ts=ts, rtol=args.rtol))(model)
+    qd0 = jax.jit(mb.consistent_velocity)(model, q0, qd0, 0.0)  # jit: compiles faster
+    ts = jnp.linspace(0.0, t1, num_saves)
+    return model, jax.jit(lambda m: mb.simulate(m, q0, qd0, t1, ts=ts, rtol=rtol))(model)
+
+
+def cmd_simulate(args):
+    model, traj = _trajectory(args.model, args.t1, args.num_saves, args.rtol)
     names = [f"{b}.{c}" for b in model.body_names for c in ("x", "y", "phi")]
     if args.out.endswith(".npz"):
         np.savez(args.out, ts=np.asarray(traj.ts), q=np.asarray(traj.q), qd=np.asarray(traj.qd),
@@ -138,6 +177,49 @@ def cmd_simulate(args):
     else:
         raise SystemExit(f"jaxmb: --out {args.out!r}: expected a .npz or .csv file name")
     print(f"simulated {args.t1:g} s in {int(traj.num_steps)} steps; wrote {args.out}")
+    return 0
+
+
+def cmd_plot(args):
+    import jax
+    import matplotlib.figure
+
+    import jaxmb as mb
+    from jaxmb import drawing
+
+    suffix = os.path.splitext(args.out)[1].lstrip(".").lower()
+    if suffix not in matplotlib.figure.Figure().canvas.get_supported_filetypes():
+        raise SystemExit(f"jaxmb: --out {args.out!r}: expected an image file name (.png, .pdf, "
+                         ".svg, ...)")
+    model, traj = _trajectory(args.model, args.t1, args.num_saves)
+    report = jax.jit(mb.solvability)(model, traj.q[0], traj.ts[0])
+    rx = jax.jit(lambda tr: mb.reactions(model, tr))(traj)
+    drawing.overview(model, traj, rx, report, args.out)
+    print(f"simulated {args.t1:g} s; wrote {args.out} (mechanism at t = 0 with the solvability "
+          "of each pair, paths, reactions; dashed: not unique, method-dependent)")
+    return 0
+
+
+def cmd_animate(args):
+    if not args.out.lower().endswith((".gif", ".mp4")):
+        raise SystemExit(f"jaxmb: --out {args.out!r}: expected a .gif or .mp4 file name")
+    if args.frames < 2:
+        raise SystemExit(f"jaxmb: --frames {args.frames}: expected at least 2")
+
+    import jax
+
+    import jaxmb as mb
+    from jaxmb import drawing
+
+    model, traj = _trajectory(args.model, args.t1, args.frames)
+    flags = jax.jit(mb.solvability)(model, traj.q[0], traj.ts[0]) if args.solvability else None
+    try:
+        info = drawing.animate(model, traj, args.out, frames=args.frames, fps=args.fps,
+                               solvable=flags)
+    except RuntimeError as e:
+        raise SystemExit(f"jaxmb: {e}") from None
+    print(f"simulated {args.t1:g} s; wrote {args.out} ({len(info['frames'])} frames, "
+          f"{info['size_bytes'] / 1e3:.0f} kB)")
     return 0
 
 
@@ -162,6 +244,21 @@ def build_parser():
     simulate.add_argument("--num-saves", type=int, default=201)
     simulate.add_argument("--rtol", type=float, default=1e-8)
     simulate.set_defaults(func=cmd_simulate)
+    plot = sub.add_parser("plot", help="drawing of MODEL with its solvability, paths, reactions")
+    plot.add_argument("model")
+    plot.add_argument("--out", required=True, help="output image (.png, .pdf, .svg)")
+    plot.add_argument("--t1", type=float, default=1.0, help="simulated time (s)")
+    plot.add_argument("--num-saves", type=int, default=101)
+    plot.set_defaults(func=cmd_plot)
+    anim = sub.add_parser("animate", help="simulate MODEL and write an animation")
+    anim.add_argument("model")
+    anim.add_argument("--out", required=True, help="output .gif (or .mp4 with ffmpeg)")
+    anim.add_argument("--t1", type=float, default=1.0, help="simulated time (s)")
+    anim.add_argument("--frames", type=int, default=50, help="number of frames")
+    anim.add_argument("--fps", type=float, default=None, help="default: real time")
+    anim.add_argument("--solvability", action="store_true",
+                      help="mark each pair unique / not unique (solvability at t = 0)")
+    anim.set_defaults(func=cmd_animate)
     return parser
 
 

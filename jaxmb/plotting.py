@@ -77,3 +77,31 @@ def save_figure(fig, path):
 def new_figure(rows=1, cols=1, size=(6.0, 4.5)):
     fig, axes = plt.subplots(rows, cols, figsize=(size[0] * cols, size[1] * rows), squeeze=False)
     return fig, axes
+
+
+def pair_body(model, pair_name):
+    """The body a pair's reaction is shown on: its first moving body."""
+    return next(b.name for b in model.pair(pair_name).bodies() if not b.is_ground)
+
+
+def plot_pair_reactions(ax, ts, rx, model, solvable=None, torque=False, legend=True):
+    """One panel, every pair: |F| (N), or with `torque` the torque about the centre of mass
+    (N m), that the pair applies to `pair_body` over time. `solvable`: pair name -> bool
+    (default: `rx.solvable` at every time); non-unique reactions are dashed and labelled
+    method-dependent. Pair k always gets the same colour (tab20 beyond 10 pairs)."""
+    names = model.pair_names
+    colors = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    for k, name in enumerate(names):
+        body = pair_body(model, name)
+        unique = bool(np.all(rx.solvable[name]) if solvable is None else solvable[name])
+        fx, fy, tau = (np.asarray(v) for v in rx.on_body(name, body))
+        label = f"{name} on {body}" + ("" if unique else f" ({METHOD_DEPENDENT})")
+        ax.plot(np.asarray(ts), tau if torque else np.hypot(fx, fy), "-" if unique else "--",
+                color=colors(k % colors.N), label=label)
+    ax.set_title("reaction torques about the centres of mass" if torque
+                 else "reaction forces; dashed: NOT unique", fontsize="medium")
+    ax.set_xlabel("t (s)")
+    ax.set_ylabel("torque (N m)" if torque else "|F| (N)")
+    if legend:
+        ax.legend(fontsize="x-small", ncol=2 if len(names) > 6 else 1)
+    return ax

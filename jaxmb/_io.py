@@ -1,0 +1,438 @@
+"""Model files: a `Model` as JSON or YAML (`save`, `load`), as plain data (`to_dict`, `from_dict`).
+
+Schema version 1 (documented, with every element's keys, in docs/model_files.md):
+
+    {"jaxmb_model": 1,
+     "bodies": [{"name": "crank", "mass": 1.0, "inertia": 0.01, "q": [x, y, phi]}, ...],
+     "elements": [{"type": "Revolute", "name": "O", "i": "ground", "j": "crank",
+                   "s_i": [0.0, 0.0], "s_j": [-0.05, 0.0]}, ...],
+     "initial_velocity": [...]}        # optional: n numbers, used by `jaxmb simulate`
+
+An element entry holds the constructor arguments of its class (the dataclass fields of the
+equinox module): bodies by name ("ground" for the ground), numbers and lists of numbers for the
+parameters, drive functions as `{"type": "Harmonic", "amplitude": ..., ...}` or a plain constant.
+`to_dict` lists the constraint pairs first, in row order, then the force elements. Loading
+rebuilds the model through `Mechanism`, so every build-time check applies; every error is a
+ValueError that names the offending entry (`elements[3] (Revolute 'B'): ...`).
+"""
+
+import dataclasses
+import difflib
+import functools
+import json
+import os
+import typing
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import drive as _drive, elements as _elements
+from ._geometry import Body, is_concrete
+from ._mechanism import Mechanism
+from ._model import Model
+
+VERSION = 1
+"""The schema version written to, and required in, the `jaxmb_model` key."""
+
+SUFFIXES = (".json", ".yaml", ".yml")
+_TOP_KEYS = ("jaxmb_model", "bodies", "elements", "initial_velocity")
+_BODY_KEYS = ("name", "mass", "inertia", "q")
+
+
+def _concrete_types(module, base) -> dict:
+    return {
+        name: cls for name, cls in sorted(vars(module).items())
+        if isinstance(cls, type) and issubclass(cls, base) and not name.startswith("Abstract")
+    }
+
+
+ELEMENT_TYPES = _concrete_types(_elements, _elements.AbstractElement)
+"""Element type name -> class: every type a model file may hold."""
+
+DRIVE_TYPES = _concrete_types(_drive, _drive.AbstractDrive)
+"""Drive function type name -> class."""
+
+
+def _fields(cls):
+    return [f for f in dataclasses.fields(cls) if f.init]
+
+
+def _required(field) -> bool:
+    return field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+
+
+def _kind(annotation) -> str:
+    """How a constructor argument is written: body, drive, string, integer or numbers."""
+    if annotation is Body:
+        return "body"
+    if isinstance(annotation, type) and issubclass(annotation, _drive.AbstractDrive):
+        return "drive"
+    return {str: "string", int: "integer"}.get(annotation, "numbers")
+
+
+def _suggest(word, choices) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# ----- Model -> plain data -----------------------------------------------------------------
+def to_dict(model: Model, *, initial_velocity=None) -> dict:
+    """The model as plain Python data (the schema above); `initial_velocity` (n numbers) is kept
+    for `jaxmb simulate`. Raises ValueError for traced or batched models and foreign types."""
+    masses = _plain(model.masses, "masses")
+    inertias = _plain(model.inertias, "inertias")
+    q0 = _plain(model.q0, "q0")
+    if np.shape(masses) != (model.num_bodies,) or np.shape(q0) != (model.n,):
+        raise ValueError("cannot save a batched model (masses of shape "
+                         f"{np.shape(masses)}); save one model at a time")
+    bodies = [
+        {"name": name, "mass": masses[k], "inertia": inertias[k], "q": q0[3 * k : 3 * k + 3]}
+        for k, name in enumerate(model.body_names)
+    ]
+    data = {"jaxmb_model": VERSION, "bodies": bodies,
+            "elements": [_element_dict(e) for e in (*model.pairs, *model.force_elements)]}
+    if initial_velocity is not None:
+        data["initial_velocity"] = _plain(initial_velocity, "initial_velocity")
+        _check_initial_velocity(data["initial_velocity"], model.n)
+    return data
+
+
+def _plain(value, label):
+    if not is_concrete(value):
+        raise ValueError(f"{label}: cannot save a traced value; save outside jit, vmap and grad")
+    return np.asarray(value, dtype=np.float64).tolist()
+
+
+def _element_dict(element) -> dict:
+    cls = type(element)
+    where = f"{cls.__name__} {element.name!r}"
+    if ELEMENT_TYPES.get(cls.__name__) is not cls:
+        raise ValueError(f"{where}: cannot be saved; model files hold the jaxmb element types "
+                         f"only ({', '.join(ELEMENT_TYPES)})")
+    arguments = _arguments_dict(element, where)
+    return {"type": cls.__name__, "name": arguments.pop("name"), **arguments}
+
+
+def _arguments_dict(module, where) -> dict:
+    out = {}
+    for field in _fields(type(module)):
+        value, label = getattr(module, field.name), f"{where}: {field.name}"
+        if isinstance(value, Body):
+            out[field.name] = value.name
+        elif isinstance(value, _drive.AbstractDrive):
+            out[field.name] = _drive_dict(value, label)
+        elif isinstance(value, (str, int)) and not isinstance(value, bool):
+            out[field.name] = value
+        else:
+            out[field.name] = _plain(value, label)
+    return out
+
+
+def _drive_dict(f, where):
+    cls = type(f)
+    if DRIVE_TYPES.get(cls.__name__) is not cls:
+        raise ValueError(f"{where}: a {cls.__name__} cannot be saved; model files hold the "
+                         f"jaxmb.drive types only ({', '.join(DRIVE_TYPES)})")
+    if cls is _drive.Constant:
+        return _plain(f.value, where)
+    return {"type": cls.__name__, **_arguments_dict(f, where)}
+
+
+# ----- plain data -> Model -----------------------------------------------------------------
+def from_dict(data) -> Model:
+    """Build the model a dict of the schema above describes (through `Mechanism`).
+
+    Raises ValueError naming the offending entry for unknown or missing keys, wrong types or
+    shapes, unknown body names or element types, and every check of `Mechanism`.
+    """
+    return _build(data)[0]
+
+
+def _build(data):
+    """(Model, initial velocity or None) from the plain data."""
+    _check_top_level(data)
+    m = Mechanism()
+    handles = {"ground": m.ground}
+    for k, entry in enumerate(data["bodies"]):
+        body = _add_body(m, entry, f"bodies[{k}]")
+        handles[body.name] = body
+    for k, entry in enumerate(data.get("elements", [])):
+        where, element = _element(entry, f"elements[{k}]", handles)
+        try:
+            m.add(element)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+    model = m.build()
+    qd0 = data.get("initial_velocity")
+    if qd0 is not None:
+        qd0 = jnp.asarray(_numbers(qd0, "initial_velocity", "value"), dtype=jnp.float64)
+        _check_initial_velocity(qd0, model.n)
+    return model, qd0
+
+
+def _check_top_level(data):
+    if not isinstance(data, dict):
+        raise ValueError(f"the top level must be a mapping with keys {', '.join(_TOP_KEYS)}, "
+                         f"got {type(data).__name__}")
+    if "jaxmb_model" not in data:
+        raise ValueError(f"missing key 'jaxmb_model' (the schema version, {VERSION}); "
+                         "is this a jaxmb model file?")
+    version = data["jaxmb_model"]
+    if isinstance(version, bool) or version != VERSION:
+        raise ValueError(f"jaxmb_model: unsupported schema version {version!r}; this jaxmb "
+                         f"reads version {VERSION}")
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise ValueError(f"unknown top-level key {key!r}{_suggest(key, _TOP_KEYS)}; "
+                             f"allowed keys: {', '.join(_TOP_KEYS)}")
+    if not isinstance(data.get("bodies"), list) or not data["bodies"]:
+        raise ValueError("bodies: expected a non-empty list of bodies, got "
+                         f"{data.get('bodies')!r}")
+    if not isinstance(data.get("elements", []), list):
+        raise ValueError(f"elements: expected a list of elements, got {data['elements']!r}")
+
+
+def _check_keys(entry, allowed, required, where):
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: expected a mapping with keys {', '.join(allowed)}, "
+                         f"got {entry!r}")
+    for key in entry:
+        if key not in allowed:
+            raise ValueError(f"{where}: unknown key {key!r}{_suggest(key, allowed)}; "
+                             f"allowed keys: {', '.join(allowed)}")
+    for key in required:
+        if key not in entry:
+            raise ValueError(f"{where}: missing field {key!r}")
+
+
+def _add_body(m, entry, where):
+    _check_keys(entry, _BODY_KEYS, ("name", "mass", "inertia"), where)
+    name = entry["name"]
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where}: name must be a non-empty string, got {name!r}")
+    where = f"{where} ({name!r})"
+    mass = _number(entry["mass"], where, "mass")
+    inertia = _number(entry["inertia"], where, "inertia")
+    q = _numbers(entry.get("q", [0.0, 0.0, 0.0]), where, "q")
+    if q.shape != (3,):
+        raise ValueError(f"{where}: q must be [x, y, phi] (3 numbers), got {entry['q']!r}")
+    try:
+        return m.body(name, mass, inertia, q)
+    except ValueError as e:
+        raise ValueError(f"{where}: {_strip(e, f'body {name!r}: ')}") from None
+
+
+def _element(entry, where, handles):
+    """(where, element) for one entry of `elements`."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: expected a mapping with 'type', 'name', ..., got {entry!r}")
+    if "type" not in entry:
+        raise ValueError(f"{where}: missing field 'type' (one of {', '.join(ELEMENT_TYPES)})")
+    kind, name = entry["type"], entry.get("name")
+    if ELEMENT_TYPES.get(kind) is None:
+        raise ValueError(f"{where}: unknown element type {kind!r}"
+                         f"{_suggest(kind, ELEMENT_TYPES)}; known types: "
+                         f"{', '.join(ELEMENT_TYPES)}")
+    where = f"{where} ({kind} {name!r})" if isinstance(name, str) else f"{where} ({kind})"
+    return where, _construct(ELEMENT_TYPES[kind], entry, where, handles, f"{kind} {name!r}: ")
+
+
+def _construct(cls, entry, where, handles, own_prefix):
+    """An element or drive from its entry; constructor errors gain the entry's `where`."""
+    fields = _fields(cls)
+    allowed = ("type", *(f.name for f in fields))
+    _check_keys(entry, allowed, [f.name for f in fields if _required(f)], where)
+    hints = typing.get_type_hints(cls)
+    kwargs = {f.name: _decode(entry[f.name], f.name, hints[f.name], where, handles)
+              for f in fields if f.name in entry}
+    try:
+        return cls(**kwargs)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{where}: {_strip(e, own_prefix)}") from None
+
+
+def _decode(value, label, annotation, where, handles):
+    kind = _kind(annotation)
+    if kind == "body":
+        if not isinstance(value, str) or value not in handles:
+            raise ValueError(f"{where}: {label}: unknown body {value!r}"
+                             f"{_suggest(value, handles)}; bodies are {', '.join(handles)}")
+        return handles[value]
+    if kind == "string":
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{where}: {label} must be a non-empty string, got {value!r}")
+        return value
+    if kind == "integer":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{where}: {label} must be an integer, got {value!r}")
+        return value
+    if kind == "drive":
+        return _drive_from(value, f"{where}: {label}", handles)
+    return _numbers(value, where, label)
+
+
+def _drive_from(value, where, handles):
+    """A drive function from `{"type": ..., ...}`, or a plain constant (`Constant`)."""
+    if not isinstance(value, dict):
+        return _numbers(value, where, "constant drive value")
+    if "type" not in value:
+        raise ValueError(f"{where}: missing field 'type' (one of {', '.join(DRIVE_TYPES)}), "
+                         "or give a plain number for a constant")
+    kind = value["type"]
+    if DRIVE_TYPES.get(kind) is None:
+        raise ValueError(f"{where}: unknown drive type {kind!r}{_suggest(kind, DRIVE_TYPES)}; "
+                         f"known types: {', '.join(DRIVE_TYPES)} (or a plain number)")
+    return _construct(DRIVE_TYPES[kind], value, f"{where} ({kind})", handles, f"{kind}: ")
+
+
+def _is_numeric(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    return isinstance(value, list) and all(_is_numeric(v) for v in value)
+
+
+def _numbers(value, where, label, problem="must be a number or a list of numbers"):
+    """A number or a (regular, nested) list of numbers as a float64 array."""
+    if _is_numeric(value):
+        try:
+            return np.asarray(value, dtype=np.float64)
+        except ValueError:
+            problem = "must be a regular (not ragged) list of numbers"
+    raise ValueError(f"{where}: {label} {problem}, got {value!r}{_yaml_hint(value)}")
+
+
+def _number(value, where, label) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{where}: {label} must be a number, got {value!r}{_yaml_hint(value)}")
+    return float(value)
+
+
+def _yaml_hint(value) -> str:
+    """YAML 1.1 reads 1e-3 (no decimal point) as the string '1e-3': say so."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        float(value)
+    except ValueError:
+        return ""
+    return " (YAML reads exponents without a decimal point as text: write 1.0e-3)"
+
+
+def _check_initial_velocity(qd0, n):
+    if np.shape(qd0) != (n,):
+        raise ValueError(f"initial_velocity must hold n = {n} numbers (x, y, phi rates of each "
+                         f"body), got shape {np.shape(qd0)}")
+
+
+def _strip(error, prefix) -> str:
+    message = str(error)
+    return message[len(prefix):] if prefix and message.startswith(prefix) else message
+
+
+# ----- files -------------------------------------------------------------------------------
+def save(model: Model, path, *, initial_velocity=None) -> None:
+    """Write `model` to a .json, .yaml or .yml model file (schema: docs/model_files.md).
+
+    `initial_velocity` (optional, n numbers) is stored for `jaxmb simulate`. Numbers are written
+    with full float64 precision, so `load(path)` rebuilds an identical model.
+    """
+    path = os.fspath(path)
+    suffix = _suffix(path)
+    data = to_dict(model, initial_velocity=initial_velocity)
+    if suffix == ".json":
+        text = _json_text(data)
+    else:
+        import yaml
+
+        text = "# jaxmb model file; schema: docs/model_files.md\n" + yaml.safe_dump(
+            data, sort_keys=False, default_flow_style=None, width=100)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def load(path) -> Model:
+    """Read a model file written by `save` (or by hand); see `from_dict` for the checks.
+
+    ```python
+    mb.save(model, "crank.yaml")
+    model = mb.load("crank.yaml")
+    ```
+    """
+    return load_file(path)[0]
+
+
+def load_file(path):
+    """(Model, initial velocity or None) from a model file; errors name the file and entry."""
+    path = os.fspath(path)
+    data = _parse(path)
+    try:
+        return _build(data)
+    except ValueError as e:
+        raise ValueError(f"model file {path!r}: {e}") from None
+
+
+def _suffix(path) -> str:
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in SUFFIXES:
+        raise ValueError(f"model file {path!r}: expected a {', '.join(SUFFIXES)} file name")
+    return suffix
+
+
+def _parse(path):
+    suffix = _suffix(path)
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    if suffix == ".json":
+        try:
+            return json.loads(text, object_pairs_hook=_unique_keys)
+        except ValueError as e:
+            raise ValueError(f"model file {path!r}: invalid JSON: {e}") from None
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_yaml_loader())
+    except yaml.YAMLError as e:
+        message = " ".join(str(e).split())
+        raise ValueError(f"model file {path!r}: invalid YAML: {message}") from None
+
+
+def _unique_keys(pairs):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r} in one object")
+        out[key] = value
+    return out
+
+
+@functools.cache
+def _yaml_loader():
+    """yaml.SafeLoader that rejects duplicate keys (PyYAML otherwise keeps the last one)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, str) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key if isinstance(key, str) else id(key_node))
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
+
+
+def _json_text(data) -> str:
+    """JSON with one body or element per line."""
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            entries = ",\n".join(f"    {json.dumps(v)}" for v in value)
+            lines.append(f"  {json.dumps(key)}: [\n{entries}\n  ]")
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
