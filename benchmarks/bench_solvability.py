@@ -92,15 +92,10 @@ def timed(fn, repeats):
     return statistics.median(times), out
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1,000 configurations")
-    parser.add_argument("--n", type=int, default=None, help="number of configurations")
-    parser.add_argument("--repeats", type=int, default=5, help="runs per timing (median)")
-    args = parser.parse_args()
-    n = args.n or (1_000 if args.quick else 10_000)
-    repeats = max(args.repeats, 1)
-
+def run(quick=False, n=None, repeats=None):
+    """Time the three implementations on n configurations; returns the figures."""
+    n = n or (1_000 if quick else 10_000)
+    repeats = max(repeats or (3 if quick else 5), 1)
     model = mobile_robot.build()
     q, t = configurations(model, n)
     pair_rows = [model.rows(nm) for nm in model.pair_names]
@@ -147,6 +142,20 @@ def main():
         comp = "-" if compile_s is None else f"{compile_s:.2f}"
         print(f"{label:<34}{comp:>12}{run_s:>10.3f}{1e6 * run_s / n:>17.1f}"
               f"{loop_s / run_s:>14.2f}")
+    print()
+    full_s, verdict_s = rows[0][2], rows[1][2]
+    return dict(n=n, scipy_s=loop_s, full_s=full_s, verdicts_s=verdict_s,
+                ratio=loop_s / verdict_s, ratio_full=loop_s / full_s,
+                compile_full_s=rows[0][1], compile_verdicts_s=rows[1][1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 configurations")
+    parser.add_argument("--n", type=int, default=None, help="number of configurations")
+    parser.add_argument("--repeats", type=int, default=None, help="runs per timing (median)")
+    args = parser.parse_args(argv)
+    return run(args.quick, args.n, args.repeats)
 
 
 if __name__ == "__main__":

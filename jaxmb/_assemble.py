@@ -20,6 +20,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from ._dynamics import check_shapes, checked_finite
 from ._linalg import materialise, null_space, pinv_solve, rank_mask, split_inexact
 
 
@@ -137,6 +138,9 @@ def assemble(model, q=None, t=0.0, *, tol=1e-12, max_steps=100, throw=True):
     """
     q_init = jnp.asarray(model.q0 if q is None else q, dtype=jnp.float64)
     t = jnp.asarray(t, dtype=jnp.float64)
+    check_shapes(model, "assemble", q=q_init)
+    if throw:
+        q_init = checked_finite(model, q_init, "assemble", "q")
     if model.m == 0:
         return q_init
     q_star = _assemble_core(model, q_init, t, tol=tol, max_steps=max_steps)

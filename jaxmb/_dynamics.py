@@ -1,25 +1,30 @@
 """Forward dynamics by the null-space formulation (seed 001, eq. 10-13).
 
-    [V^T M; C] qdd = [V^T F; gamma],   C V = 0, V orthonormal,
+    [V^T M; C] qdd = [V^T F; gamma],   C V = 0, V orthonormal.
 
-is solved as qdd = C^+ gamma + V z with (V^T M V) z = V^T (F - M C^+ gamma). qdd is unique
-even when C is rank-deficient (redundant constraints), the multipliers are not.
+qdd is unique even when C is rank-deficient (redundant constraints), the multipliers are not.
+The equations say C qdd = gamma and M qdd - F in range(C^T), i.e. qdd minimises Gauss's
+constraint in the mass metric; `null_space_solve` computes that projection from one
+column-pivoted QR of the mass-scaled C (no basis V, no SVD).
 
-The derivative rule does not differentiate the SVD (undefined at the repeated zero singular
-values of a redundant C). Differentiating M qdd + C^T lambda = F, C qdd = gamma gives
+The derivative rule does not differentiate the factorization (undefined where the rank of a
+redundant C would change). Differentiating M qdd + C^T lambda = F, C qdd = gamma gives
 
     [V^T M; C] dqdd = [V^T (dF - dM qdd - dC^T lambda); dgamma - dC qdd]
 
 with any multiplier solution lambda (V^T dC^T eta = 0 for eta in null(C^T) when the rank is
-locally constant), i.e. the same solve with new right-hand sides.
+locally constant), i.e. the same solve with new right-hand sides and the same factorization.
 """
+
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg as jsl
 import numpy as np
 
-from ._linalg import RANK_RTOL, rank_mask
+from ._linalg import RANK_RTOL
 from ._solvability import pivoted_qr
 
 ELIMINATED_COND_LIMIT = 1e12
@@ -40,32 +45,73 @@ class Eliminate(eqx.Module):
             raise ValueError(f"Eliminate: row(s) {repeated} listed more than once in {self.rows}")
 
 
+class _GaussFactor(NamedTuple):
+    """Pivoted QR of the mass-scaled constraint matrix, C^ = C M^(-1/2):
+    C^^T[:, perm] = Q R; `kept` marks the leading pivots above RANK_RTOL (the rank)."""
+
+    w: jnp.ndarray  # M^(-1/2) (diagonal)
+    Ch: jnp.ndarray
+    Q: jnp.ndarray
+    R11: jnp.ndarray  # leading square block of R, identity outside the rank
+    perm: jnp.ndarray
+    kept: jnp.ndarray
+
+
+def _gauss_factor(M, C):
+    w = 1.0 / jnp.sqrt(jnp.diagonal(M))
+    Ch = C * w[None, :]
+    Q, R, perm = jsl.qr(Ch.T, mode="economic", pivoting=True)
+    k = R.shape[0]
+    d = jnp.abs(jnp.diagonal(R))
+    kept = d > RANK_RTOL * jnp.max(d, initial=0.0)  # geqp3: |R_jj| non-increasing
+    both = kept[:, None] & kept[None, :]
+    R11 = jnp.where(both, R[:, :k], jnp.eye(k, dtype=R.dtype))
+    return _GaussFactor(w, Ch, Q, R11, perm, kept)
+
+
+def _gauss_solve(f: _GaussFactor, F, gamma):
+    """y = y0 + Q1 u with y0 = M^(-1/2) F and R11^T u = [P^T (gamma - C^ y0)]_1 (the rows
+    that pivoted QR keeps), qdd = M^(-1/2) y."""
+    k = f.R11.shape[0]
+    y0 = f.w * F
+    c = (gamma - f.Ch @ y0)[f.perm[:k]]
+    u = jsl.solve_triangular(f.R11, jnp.where(f.kept, c, 0.0), trans="T", lower=False)
+    return f.w * (y0 + f.Q @ jnp.where(f.kept, u, 0.0))
+
+
+def _factor_multipliers(f: _GaussFactor, F, qdd):
+    """A multiplier solution of C^T lambda = F - M qdd from the same factorization:
+    C^^T lambda = M^(-1/2) (F - M qdd), basic solution on the kept pivots."""
+    k = f.R11.shape[0]
+    r = f.w * F - qdd / f.w  # M^(-1/2) F - M^(1/2) qdd
+    mu = jsl.solve_triangular(f.R11, jnp.where(f.kept, f.Q.T @ r, 0.0), lower=False)
+    lam = jnp.zeros(f.Ch.shape[0], r.dtype)
+    return lam.at[f.perm[:k]].set(jnp.where(f.kept, mu, 0.0))
+
+
 @jax.custom_jvp
 def null_space_solve(M, F, C, gamma):
-    """qdd with [V^T M; C] qdd = [V^T F; gamma] (seed 001, eq. 13), from one full SVD of C:
-    C^+ gamma from its range part, V from its null-space part."""
-    n = C.shape[1]
-    U, s, Vt = jnp.linalg.svd(C, full_matrices=True)
-    k = s.shape[0]
-    in_range = rank_mask(s)
-    s_inv = jnp.where(in_range, 1.0 / jnp.where(in_range, s, 1.0), 0.0)
-    qp = Vt[:k].T @ (s_inv * (U[:, :k].T @ gamma))
-    mask = ~jnp.zeros(n, bool).at[:k].set(in_range)
-    V = Vt.T * mask[None, :]
-    K = V.T @ M @ V + jnp.diag(~mask).astype(M.dtype)
-    z = jnp.linalg.solve(K, V.T @ (F - M @ qp))
-    return qp + V @ z
+    """qdd with [V^T M; C] qdd = [V^T F; gamma] (seed 001, eq. 13), M diagonal.
+
+    These equations say C qdd = gamma and M qdd - F in range(C^T): qdd minimises Gauss's
+    constraint (qdd - M^-1 F)^T M (qdd - M^-1 F) subject to C qdd = gamma. With y = M^(1/2) qdd
+    and C^ = C M^(-1/2) that is the projection of y0 = M^(-1/2) F onto {C^ y = gamma}, done
+    with one column-pivoted QR of C^^T (LAPACK geqp3, far cheaper than an SVD for small C): no
+    null-space basis V is formed. Redundant rows (pivots below RANK_RTOL) are dropped, so a
+    gamma slightly off range(C) (constraint drift) is met on the independent rows."""
+    return _gauss_solve(_gauss_factor(M, C), F, gamma)
 
 
 @null_space_solve.defjvp
 def _null_space_solve_jvp(primals, tangents):
     M, F, C, gamma = primals
     dM, dF, dC, dgamma = tangents
-    qdd = null_space_solve(M, F, C, gamma)
-    lam = min_norm_multipliers(C, F - M @ qdd)
+    factor = _gauss_factor(M, C)
+    qdd = _gauss_solve(factor, F, gamma)
+    lam = _factor_multipliers(factor, F, qdd)
     rhs_f = dF - dM @ qdd - dC.T @ lam
     rhs_g = dgamma - dC @ qdd
-    return qdd, null_space_solve(M, rhs_f, C, rhs_g)
+    return qdd, _gauss_solve(factor, rhs_f, rhs_g)
 
 
 def min_norm_multipliers(C, f):

@@ -2,6 +2,8 @@
 
 import itertools
 
+import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -59,8 +61,14 @@ class Mechanism:
         if any(e.name == element.name for e in self._elements):
             raise ValueError(f"an element named {element.name!r} was already added")
         for body in element.bodies():
+            if not isinstance(body, Body):
+                element.fail(f"{body!r} is not a body handle; use the handle returned by "
+                             "Mechanism.body (or Mechanism.ground)")
             if body.owner != self._token:
                 element.fail(f"body {body.name!r} belongs to another Mechanism")
+            if not body.is_ground and body not in self.bodies:
+                element.fail(f"body {body.name!r} is unknown to this Mechanism; its bodies are "
+                             f"{[b.name for b in self.bodies]}")
         self._elements.append(element)
         return element
 
@@ -72,14 +80,49 @@ class Mechanism:
         """Freeze into a `Model` (an equinox Module whose numbers are array leaves)."""
         if not self._bodies:
             raise ValueError("the mechanism has no bodies")
+        names = tuple(b.name for b, *_ in self._bodies)
         masses = jnp.stack([jnp.asarray(m, jnp.float64) for _, m, _, _ in self._bodies])
         inertias = jnp.stack([jnp.asarray(j, jnp.float64) for _, _, j, _ in self._bodies])
         q0 = jnp.concatenate([q for *_, q in self._bodies])
+        elements = tuple(_checked_element(e) for e in self._elements)
+        coordinates = [f"body {nm!r}: {c}" for nm in names for c in ("x", "y", "phi")]
         return Model(
-            body_names=tuple(b.name for b, *_ in self._bodies),
-            masses=masses,
-            inertias=inertias,
-            q0=q0,
-            pairs=tuple(e for e in self._elements if isinstance(e, AbstractPair)),
-            force_elements=tuple(e for e in self._elements if isinstance(e, AbstractForceElement)),
+            body_names=names,
+            masses=_checked_positive(masses, [f"body {nm!r}: mass" for nm in names]),
+            inertias=_checked_positive(inertias, [f"body {nm!r}: inertia" for nm in names]),
+            q0=_checked_finite(q0, coordinates),
+            pairs=tuple(e for e in elements if isinstance(e, AbstractPair)),
+            force_elements=tuple(e for e in elements if isinstance(e, AbstractForceElement)),
         )
+
+
+def _checked_finite(x, labels):
+    """Runtime check (inside jit, where the values are traced) that every entry of x is finite;
+    the error names the first bad entry by its label. Concrete values were checked at once."""
+    if is_concrete(x):
+        return x
+    bad = ~jnp.isfinite(x)
+    messages = tuple(f"{label} is not finite (traced value)" for label in labels)
+    return eqx.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
+
+
+def _checked_positive(x, labels):
+    """As `_checked_finite`, also requiring every entry to be positive (masses, inertias)."""
+    if is_concrete(x):
+        return x
+    bad = ~(x > 0.0) | ~jnp.isfinite(x)
+    messages = tuple(f"{label} must be positive and finite (traced value)" for label in labels)
+    return eqx.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
+
+
+def _checked_element(element):
+    """`element` with a runtime finiteness check on each traced array leaf (its concrete leaves
+    were checked when it was constructed); the error names the element and the field."""
+    def check(path, leaf):
+        if not eqx.is_inexact_array(leaf) or is_concrete(leaf):
+            return leaf
+        field = jax.tree_util.keystr(path).lstrip(".")
+        message = f"{type(element).__name__} {element.name!r}: {field} is not finite (traced value)"
+        return eqx.error_if(leaf, ~jnp.all(jnp.isfinite(leaf)), message)
+
+    return jax.tree_util.tree_map_with_path(check, element)

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from ._dynamics import (
     Eliminate,
     accelerations,
+    check_shapes,
     eliminated_solve,
     keep_mask,
     min_norm_multipliers,
@@ -73,6 +74,7 @@ def _reactions_at(model, q, qd, t, method, qdd=None):
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
+    check_shapes(model, "reactions", q=q, qd=qd)
     M = model.mass_matrix()
     F = model.forces(q, qd, t)
     C = model.C(q, t)
@@ -82,7 +84,8 @@ def _reactions_at(model, q, qd, t, method, qdd=None):
             qdd = accelerations(model, q, qd, t)
         lam = min_norm_multipliers(C, F - M @ qdd)
     elif method == "auto" or isinstance(method, Eliminate):
-        qdd_e, lam = eliminated_solve(M, F, C, gamma, keep_mask(model, method, C))
+        qdd_e, lam = eliminated_solve(M, F, C, gamma, keep_mask(model, method, C),
+                                      label=f"reactions(method={method!r})")
         qdd = qdd_e if qdd is None else qdd
     else:
         raise ValueError(
@@ -120,6 +123,10 @@ def reactions(model, q, qd=None, t=0.0, method="min_norm"):
     **Returns:** `Reactions`. Only the pairs flagged in `Reactions.solvable` have reactions
     that do not depend on `method`.
     """
+    if not (isinstance(method, Eliminate) or method in ("min_norm", "auto")):
+        raise ValueError(
+            f"reactions: method must be 'min_norm', 'auto' or mb.Eliminate(rows), got {method!r}"
+        )
     if isinstance(q, Trajectory):
         traj = q
         return _map_over_time(

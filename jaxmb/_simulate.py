@@ -80,6 +80,7 @@ def _worst_pair_error(model, x, residual, tol, text, holonomic_only):
     return eqx.branched_error_if(x, bad, worst, tuple(text.format(p.name) for p in pairs))
 
 
+@eqx.filter_jit  # compiled: a dozen small op-by-op dispatches cost more when called eagerly
 def _check_initial_state(model, q0, qd0, t0):
     q0 = checked_finite(model, q0, "simulate", "q0")
     qd0 = checked_finite(model, qd0, "simulate", "qd0")
@@ -130,9 +131,13 @@ def simulate(
       Dormand-Prince pair used by seed 001).
     - `stabilization`: `Baumgarte(alpha, beta)` or None.
     - `adjoint`: diffrax adjoint for reverse-mode gradients (default recursive checkpointing).
-    - `throw`: raise on failure; with False, inspect `Trajectory.result` (per item under vmap).
+    - `throw`: raise on failure, naming the cause (a singular configuration and the pair
+      involved, a non-finite force element, step-size collapse, max_steps; see
+      `jaxmb._failures`); with False, inspect `Trajectory.result`, `t_stop` and `singular`
+      (per item under vmap).
     - `progress`: print a text progress meter.
-    - `stepsize_controller`: replaces the default `diffrax.PIDController(rtol, atol)`, e.g.
+    - `stepsize_controller`: replaces the default `diffrax.PIDController(rtol, atol)` (with
+      dtmin = 1e-12 |t1 - t0|, so a collapsing step size stops the run), e.g.
       `diffrax.ConstantStepSize()` with `dt0` for a fixed step sequence.
     - `formulation`: "null_space" (seed 001 eq. 13, default), or `mb.Eliminate(rows)` / "auto":
       the augmented system (eq. 11) with those redundant rows removed (section 3.1); all give
@@ -141,7 +146,7 @@ def simulate(
       re-partitioning (holonomic models; no stabilization needed: the dependent coordinates
       are solved by Newton, so Phi stays at round-off).
 
-    **Returns:** `Trajectory(ts, q, qd, result, num_steps)`.
+    **Returns:** `Trajectory(ts, q, qd, result, num_steps, t_stop=..., singular=...)`.
 
     ```python
     traj = mb.simulate(model, q0, qd0, t1=20.0, ts=jnp.linspace(0, 20, 401))

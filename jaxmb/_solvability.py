@@ -76,27 +76,64 @@ def _left_null_svd(C, rtol):
     return U * (~kept)[None, :], jnp.sum(kept), _margin(s_full, kept, rtol)
 
 
-def _b_matrix(C, Qt, row_mask):
-    """B_X = C_X^T Q~_X (seed 001, eq. 27), shape (n, m + h)."""
-    w = row_mask.astype(C.dtype)
-    return (C * w[:, None]).T @ (Qt * w[:, None])
-
-
-def _unique_directions(C, B, row_mask, rtol):
+def _unique_directions(CX, QX, scale, rtol, width):
     """Orthonormal directions e in range(C_X^T), orthogonal to range(B_X): e^T f_X is unique.
 
-    Returns (E, mask) with E of shape (n, m + h); columns outside the subspace are zero.
+    Works in the L-dimensional row space of the set (L = its number of rows): with
+    C_X^T = Q_a R_a (thin QR), B_X = C_X^T Q~_X = Q_a (R_a Q~_X), so the SVD of the small
+    L x (m + h) matrix R_a Q~_X gives B_X's singular values and left vectors Q_a U, and
+    W = C_X^T - Ub Ub^T C_X^T = Q_a (R_a - U U^T R_a) (same singular values as the L x L factor).
+
+    Returns (E, mask) with E of shape (n, width); columns outside the subspace are zero.
     """
-    w = row_mask.astype(C.dtype)
-    CX_T = (C * w[:, None]).T
-    scale = jnp.max(jnp.abs(C), initial=0.0)
-    Ub, sb, _ = jnp.linalg.svd(B, full_matrices=False)
-    b_mask = sb > jnp.maximum(rtol * scale, B_RTOL * scale)
-    Ub = Ub * b_mask[None, :]
-    W = CX_T - Ub @ (Ub.T @ CX_T)
-    Uw, sw, _ = jnp.linalg.svd(W, full_matrices=False)
+    Qa, Ra = jnp.linalg.qr(CX.T)
+    U, sb, _ = jnp.linalg.svd(Ra @ QX, full_matrices=False)
+    U = U * (sb > jnp.maximum(rtol * scale, B_RTOL * scale))[None, :]
+    Uw, sw, _ = jnp.linalg.svd(Ra - U @ (U.T @ Ra), full_matrices=False)
     w_mask = sw > rtol * jnp.maximum(scale, 1e-300)
-    return Uw * w_mask[None, :], w_mask
+    E = Qa @ (Uw * w_mask[None, :])
+    pad = width - E.shape[1]
+    if pad >= 0:
+        return jnp.pad(E, ((0, 0), (0, pad))), jnp.pad(w_mask, (0, pad))
+    return E[:, :width], w_mask[:width]
+
+
+def _analyse_sets(C, Qt, rank, row_sets, method, rtol, btol):
+    """Verdict, |B_X|_F, |B_X|_F / |C_X|_F, unique directions and their count for each row set
+    (a pair or a group). Sets with the same number of rows are gathered with static indices and
+    vmapped together: B_X = C_X^T Q~_X costs L n (m + h), not n (m + h)^2 as with masks."""
+    n, rows = C.shape[1], C.shape[0]
+    width = min(n, rows)
+    scale = jnp.max(jnp.abs(C), initial=0.0)
+    by_length: dict = {}
+    for k, idx in enumerate(row_sets):
+        by_length.setdefault(len(idx), []).append(k)
+
+    def one(idx):
+        CX, QX = C[idx], Qt[idx]
+        B = CX.T @ QX
+        b_norm = jnp.linalg.norm(B)
+        b_rel = b_norm / jnp.maximum(jnp.linalg.norm(CX), 1e-300)
+        if method == "rank":
+            mask = jnp.zeros(rows, bool).at[idx].set(True)
+            r_x, _, _ = _rank_svd(CX, rtol)
+            r_y, _, _ = _rank_svd(C * (~mask)[:, None], rtol)
+            ok = r_x + r_y == rank
+        else:
+            ok = b_rel <= btol
+        E, e_mask = _unique_directions(CX, QX, scale, rtol, width)
+        return ok, b_norm, b_rel, E, jnp.sum(e_mask)
+
+    outs, order = [], []
+    for members in by_length.values():
+        idx = jnp.asarray(np.stack([row_sets[k] for k in members]))
+        outs.append(jax.vmap(one)(idx))
+        order += members
+    if not outs:
+        return (jnp.zeros(0, bool), jnp.zeros(0, C.dtype), jnp.zeros(0, C.dtype),
+                jnp.zeros((0, n, width), C.dtype), jnp.zeros(0, jnp.int32))
+    inverse = np.argsort(np.asarray(order))
+    return tuple(jnp.concatenate(parts)[inverse] for parts in zip(*outs))
 
 
 class SolvabilityReport(eqx.Module):
@@ -198,17 +235,17 @@ class SolvabilityReport(eqx.Module):
         return format_report(self)
 
 
-def _row_masks(model, names_per_set):
+def _row_sets(model, names_per_set):
+    """Static row indices of C for each set of pair names."""
     owner = model.row_pair_index
     index = {nm: k for k, nm in enumerate(model.pair_names)}
-    masks = []
+    sets = []
     for names in names_per_set:
         for nm in names:
             if nm not in index:
                 raise KeyError(f"solvability: no pair named {nm!r}; pairs: {list(index)}")
-        ks = [index[nm] for nm in names]
-        masks.append(np.isin(owner, ks))
-    return jnp.asarray(np.stack(masks)) if masks else jnp.zeros((0, model.num_rows), bool)
+        sets.append(np.flatnonzero(np.isin(owner, [index[nm] for nm in names])))
+    return sets
 
 
 def solvability(model, q, t=0.0, method="qr", *, groups=None, rtol=RANK_RTOL, btol=B_RTOL):
@@ -234,8 +271,8 @@ def solvability(model, q, t=0.0, method="qr", *, groups=None, rtol=RANK_RTOL, bt
     q = jnp.asarray(q, jnp.float64)
     C = model.C(q, t)
     hol = np.asarray(model.holonomic_rows)
-    pair_masks = _row_masks(model, [(nm,) for nm in model.pair_names])
-    group_masks = _row_masks(model, list(groups.values()))
+    pair_sets = _row_sets(model, [(nm,) for nm in model.pair_names])
+    group_sets = _row_sets(model, list(groups.values()))
 
     rank_h, _, _ = _rank_svd(C[hol], rtol) if hol.any() else (jnp.asarray(0), None, None)
     rank_n, _, _ = _rank_svd(C[~hol], rtol) if (~hol).any() else (jnp.asarray(0), None, None)
@@ -244,23 +281,9 @@ def solvability(model, q, t=0.0, method="qr", *, groups=None, rtol=RANK_RTOL, bt
     else:
         Qt, rank, margin = _left_null_svd(C, rtol)
 
-    def analyse(mask):
-        B = _b_matrix(C, Qt, mask)
-        c_norm = jnp.linalg.norm(C * mask[:, None])
-        b_norm = jnp.linalg.norm(B)
-        b_rel = b_norm / jnp.maximum(c_norm, 1e-300)
-        if method == "rank":
-            r_x, _, _ = _rank_svd(C * mask[:, None], rtol)
-            r_y, _, _ = _rank_svd(C * (~mask)[:, None], rtol)
-            ok = r_x + r_y == rank
-        else:
-            ok = b_rel <= btol
-        E, e_mask = _unique_directions(C, B, mask, rtol)
-        return ok, b_norm, b_rel, E, jnp.sum(e_mask)
-
-    ok, b_norm, b_rel, E, e_count = jax.vmap(analyse)(pair_masks)
+    ok, b_norm, b_rel, E, e_count = _analyse_sets(C, Qt, rank, pair_sets, method, rtol, btol)
     if groups:
-        g_ok, g_b, _, _, g_count = jax.vmap(analyse)(group_masks)
+        g_ok, g_b, _, _, g_count = _analyse_sets(C, Qt, rank, group_sets, method, rtol, btol)
     else:
         g_ok = jnp.zeros(0, bool)
         g_b = jnp.zeros(0, C.dtype)

@@ -14,8 +14,29 @@ NOTEBOOKS = sorted(
 )
 
 
+# Lines (whitespace-normalized) that an executed notebook must print, from hand derivations
+# (restated in tests/test_solvability_maps.py): parallelogram collinear (theta = 0): driven rank
+# 9 - 1, free 8 - 1, the revolutes' reactions NOT unique, the motor's unique; elsewhere rank 9,
+# all unique; slider-driven dead centres (0, +-180 deg): rank 8 of 9, O, A, B, push NOT unique;
+# N-four-bar (N = 3) cranks horizontal: split rank 5N + 2 = 17, p = N, dof N + 1, rigid rank 13.
+PRINTED = {"05_solvability_maps.ipynb": (
+    "0 8 1 1 O2, A, B, O4", "90 9 0 0 -",
+    "[driven] parallelogram, all links collinear, crank towards O4: s = 0, theta = 0 (0 deg); "
+    "rank 8, p = 1, dof = 1; NOT unique: O2, A, B, O4",
+    "[free] parallelogram, all links collinear, crank towards O4: s = 0, theta = 0 (0 deg); "
+    "rank 7, p = 1, dof = 2; NOT unique: O2, A, B, O4",
+    "slider-crank: 3 singular configuration(s) (rank below the generic rank)",
+    "[slider_driven] dead centre, extended (crank and rod aligned, slider outermost): theta = 0 "
+    "(0 deg); rank 8, p = 1, dof = 1; NOT unique: O, A, B, push",
+    "N-four-bar: 6 singular configuration(s) (rank below the generic rank)",
+    "[split] cranks horizontal, pointing +x (all bars collinear): angle = 0 (0 deg); rank 17, "
+    "p = 3, dof = 4; NOT unique: A0, A1, A2, A3, B0c0, B1c0, B1c1, B2c1, B2c2, B3c2",
+    "[rigid] cranks horizontal, pointing +x (all bars collinear): angle = 0 (0 deg); rank 13, "
+    "p = 3, dof = 2; NOT unique: A0, A1, A2, A3, B0, B1, B2, B3")}
+
+
 def test_there_are_notebooks():
-    assert len(NOTEBOOKS) >= 2
+    assert len(NOTEBOOKS) >= 2 and set(PRINTED) <= set(NOTEBOOKS)
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -29,3 +50,7 @@ def test_notebook_runs(name, tmp_path, monkeypatch):
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
     assert not errors
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                   for o in c.get("outputs", []) if o.get("output_type") == "stream")
+    lines = {" ".join(line.split()) for line in text.splitlines()}
+    assert [want for want in PRINTED.get(name, ()) if want not in lines] == []

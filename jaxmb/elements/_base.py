@@ -18,6 +18,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._geometry import Body, is_concrete, point
+from ..drive import AbstractDrive, as_drive
+
+
+def drive_field(value):
+    """Field converter for drive functions: a constant of any shape becomes `Constant`, so that
+    `check_drive` reports a wrong shape naming the element."""
+    if isinstance(value, AbstractDrive) or callable(value):
+        return as_drive(value)
+    return as_drive(value, shape=np.shape(value))
 
 
 def _describe(element) -> str:
@@ -59,10 +68,35 @@ class AbstractElement(eqx.Module):
             if positive and v <= 0.0:
                 self.fail(f"{label} = {v} must be positive")
 
+    def check_body(self, body, label: str):
+        """Build-time check that `body` is a body handle."""
+        if not isinstance(body, Body):
+            self.fail(
+                f"{label} must be a body handle returned by Mechanism.body (or "
+                f"Mechanism.ground), got {body!r} of type {type(body).__name__}"
+            )
+
     def check_distinct(self, *bodies: Body):
-        """Build-time check that a pair does not join a body to itself."""
+        """Build-time check of body handles; a pair must not join a body to itself."""
+        for ordinal, body in zip(("first", "second", "third"), bodies):
+            self.check_body(body, f"its {ordinal} body")
         if len(set(bodies)) != len(bodies):
             self.fail(f"joins body {bodies[0].name!r} to itself; the bodies must differ")
+
+    def check_drive(self, f, label: str, shape: tuple = ()):
+        """Build-time check of a drive function: f(t) has `shape` (found abstractly, so traced
+        parameters are fine) and its concrete parameters are finite."""
+        out = jax.eval_shape(f, jnp.zeros((), jnp.float64))
+        if out.shape != shape:
+            want = "a scalar" if shape == () else f"shape {shape}"
+            self.fail(f"{label} is a {type(f).__name__} returning shape {out.shape}; "
+                      f"it must return {want}")
+        for leaf in jax.tree_util.tree_leaves(f):
+            if eqx.is_inexact_array(leaf) and is_concrete(leaf):
+                values = np.asarray(leaf)
+                if not np.all(np.isfinite(values)):
+                    self.fail(f"{label} ({type(f).__name__}) has a non-finite parameter "
+                              f"{values.tolist()}")
 
 
 class AbstractPair(AbstractElement):

@@ -6,8 +6,8 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from .._geometry import Body, as_f64, direction, point, pose
-from ..drive import AbstractDrive, as_drive
-from ._base import AbstractHolonomicPair
+from ..drive import AbstractDrive
+from ._base import AbstractHolonomicPair, drive_field
 
 
 class TranslationalDriver(AbstractHolonomicPair):
@@ -22,7 +22,7 @@ class TranslationalDriver(AbstractHolonomicPair):
     s_i: jnp.ndarray = eqx.field(converter=as_f64)
     s_j: jnp.ndarray = eqx.field(converter=as_f64)
     u: jnp.ndarray = eqx.field(converter=as_f64)
-    d: AbstractDrive = eqx.field(converter=as_drive)
+    d: AbstractDrive = eqx.field(converter=drive_field)
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
@@ -30,6 +30,7 @@ class TranslationalDriver(AbstractHolonomicPair):
         self.check_vector(self.s_i, "s_i")
         self.check_vector(self.s_j, "s_j")
         self.check_vector(self.u, "u", nonzero=True)
+        self.check_drive(self.d, "d")
 
     def bodies(self):
         return (self.i, self.j)
@@ -49,13 +50,14 @@ class RelativeAngleDriver(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    f: AbstractDrive = eqx.field(converter=as_drive)
+    f: AbstractDrive = eqx.field(converter=drive_field)
     offset: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
         self.check_distinct(self.i, self.j)
         self.check_scalar(self.offset, "offset")
+        self.check_drive(self.f, "f")
 
     def bodies(self):
         return (self.i, self.j)
@@ -72,14 +74,16 @@ class AbsoluteDriver(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     body: Body = eqx.field(static=True)
     coordinate: int = eqx.field(static=True)
-    f: AbstractDrive = eqx.field(converter=as_drive)
+    f: AbstractDrive = eqx.field(converter=drive_field)
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
         if self.coordinate not in (0, 1, 2):
             self.fail(f"coordinate must be 0 (x), 1 (y) or 2 (phi), got {self.coordinate!r}")
+        self.check_body(self.body, "body")
         if self.body.is_ground:
             self.fail("cannot drive a coordinate of the ground")
+        self.check_drive(self.f, "f")
 
     def bodies(self):
         return (self.body,)

@@ -5,8 +5,8 @@ import jax
 import jax.numpy as jnp
 
 from .._geometry import Body, as_f64, point, pose
-from ..drive import AbstractDrive, as_drive
-from ._base import AbstractForceElement, point_force
+from ..drive import AbstractDrive
+from ._base import AbstractForceElement, drive_field, point_force
 
 
 class Gravity(AbstractForceElement):
@@ -102,12 +102,14 @@ class Force(AbstractForceElement):
     name: str = eqx.field(static=True)
     body: Body = eqx.field(static=True)
     s: jnp.ndarray = eqx.field(converter=as_f64)
-    f: AbstractDrive = eqx.field(converter=lambda f: as_drive(f, shape=(2,)))
+    f: AbstractDrive = eqx.field(converter=drive_field)
 
     def __check_init__(self):
+        self.check_body(self.body, "body")
         if self.body.is_ground:
             self.fail("cannot apply a force to the ground")
         self.check_vector(self.s, "s")
+        self.check_drive(self.f, "f", shape=(2,))
 
     def bodies(self):
         return (self.body,)
@@ -124,11 +126,13 @@ class Torque(AbstractForceElement):
 
     name: str = eqx.field(static=True)
     body: Body = eqx.field(static=True)
-    tau: AbstractDrive = eqx.field(converter=as_drive)
+    tau: AbstractDrive = eqx.field(converter=drive_field)
 
     def __check_init__(self):
+        self.check_body(self.body, "body")
         if self.body.is_ground:
             self.fail("cannot apply a torque to the ground")
+        self.check_drive(self.tau, "tau")
 
     def bodies(self):
         return (self.body,)

@@ -24,6 +24,7 @@ class KnifeEdge(AbstractNonholonomicPair):
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
+        self.check_body(self.body, "body")
         if self.body.is_ground:
             self.fail("a knife edge must be attached to a moving body, not the ground")
         self.check_vector(self.s, "s")

@@ -1,0 +1,75 @@
+"""Benchmark: cost of simulating the IFToMM N-four-bar (A02) as N grows.
+
+    python benchmarks/bench_scaling.py             # N = 1, 10, 50, 100, 200
+    python benchmarks/bench_scaling.py --quick     # N = 1, 10, 50
+
+N parallelograms of unit bars (2 N + 1 bodies, 3 N + 1 revolutes, n = 6 N + 3 coordinates)
+start from the benchmark's initial state (cranks vertical, 1 m/s) and fall under gravity for
+`t1` seconds (0.5 s: the cranks stay away from the horizontal singular position). Reported:
+run time per simulated second (median of repeats after compilation), accepted steps, and
+the fitted exponent a of time ~ N^a (least squares on log-log over N >= 10). The numpy/scipy
+reference (hand-coded rows, same formulation) runs the same problem for N <= 50 (`--ref-max`).
+"""
+
+import argparse
+
+from _common import block, compile_timed, machine, median_time, table
+
+import jax.numpy as jnp
+import numpy as np
+
+import jaxmb as mb
+import reference_numpy as ref
+from jaxmb.models import n_four_bar
+
+T1 = 0.5
+
+
+def run(quick=False, sizes=None, repeats=None, ref_max=None):
+    sizes = sizes or ((1, 10, 50) if quick else (1, 10, 50, 100, 200))
+    repeats = repeats or 3
+    ref_max = 10 if quick and ref_max is None else (50 if ref_max is None else ref_max)
+    rows, figures = [], {}
+    for N in sizes:
+        model = n_four_bar.build(N)
+        qd0 = n_four_bar.velocity(np.pi / 2, -1.0, N)
+        ts = jnp.linspace(0.0, T1, 11)
+        fn = lambda m, q, qd, ts: mb.simulate(m, q, qd, T1, ts=ts)  # noqa: E731
+        compiled, trace_s, xla_s = compile_timed(fn, model, model.q0, qd0, ts)
+        traj = block(compiled(model, model.q0, qd0, ts))
+        t = median_time(lambda: block(compiled(model, model.q0, qd0, ts)), repeats)
+        t_ref = err = None
+        if N <= ref_max:
+            out = {}
+            t_ref = median_time(lambda: out.update(r=ref.simulate_n_four_bar(
+                N, T1, np.asarray(ts))), 1)
+            err = float(np.max(np.abs(out["r"][1] - np.asarray(traj.q))))
+        rows.append([N, model.n, len(model.pairs), t / T1, int(traj.num_steps),
+                     "-" if t_ref is None else t_ref / T1,
+                     "-" if t_ref is None else t_ref / t, "-" if err is None else err,
+                     trace_s + xla_s])
+        figures[N] = dict(n=model.n, s_per_sim_s=t / T1, steps=int(traj.num_steps),
+                          numpy_s_per_sim_s=None if t_ref is None else t_ref / T1,
+                          max_dq=err, compile_s=trace_s + xla_s)
+    big = [N for N in sizes if N >= 10]
+    a = (float(np.polyfit(np.log(big), np.log([figures[N]["s_per_sim_s"] for N in big]), 1)[0])
+         if len(big) >= 2 else float("nan"))
+    table(f"N-four-bar, {T1:g} s of motion: run time per simulated second (fitted N^{a:.2f} "
+          "over N >= 10)", ["N", "n", "pairs", "jaxmb s/s", "steps", "numpy s/s", "speed-up",
+                            "max |dq|", "compile s"], rows)
+    return dict(cases=figures, exponent=a)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sizes", type=int, nargs="*")
+    parser.add_argument("--repeats", type=int)
+    parser.add_argument("--ref-max", type=int)
+    args = parser.parse_args(argv)
+    print(machine())
+    return run(args.quick, args.sizes, args.repeats, args.ref_max)
+
+
+if __name__ == "__main__":
+    main()

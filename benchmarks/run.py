@@ -1,0 +1,104 @@
+"""Run every benchmark and print the performance targets of issue #8 with their measured ratios.
+
+    python benchmarks/run.py --quick     # reduced sizes, under 2 minutes on 2 cores
+    python benchmarks/run.py             # full sizes (about 15 minutes on 2 cores)
+    python benchmarks/run.py --only batch compile
+
+Each section is also a script of its own (benchmarks/bench_*.py, same --quick flag) that prints
+its table. The comparisons against Exudyn and MuJoCo XLA need their own interpreter (see
+benchmarks/peers/README.md): `benchmarks/bench_peers.py` writes benchmarks/results/peers.json,
+which this summary reads when present. Results go to benchmarks/results/summary[_quick].json.
+"""
+
+import argparse
+import json
+import os
+import time
+
+from _common import RESULTS, machine, table
+
+import bench_batch
+import bench_compile
+import bench_gradient
+import bench_scaling
+import bench_solvability
+import bench_trajectory
+
+SECTIONS = {
+    "trajectory": bench_trajectory.run,
+    "batch": bench_batch.run,
+    "solvability": bench_solvability.run,
+    "compile": bench_compile.run,
+    "gradient": bench_gradient.run,
+    "scaling": bench_scaling.run,
+}
+
+
+def _peers():
+    path = os.path.join(RESULTS, "peers.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def targets(res, peers):
+    """(target, measured, met) rows; a section that did not run is skipped."""
+    rows = []
+
+    def add(name, value, ok, fmt="{:.1f}x"):
+        rows.append([name, fmt.format(value), "yes" if ok else "NO"])
+
+    if "trajectory" in res:
+        for case, r in res["trajectory"].items():
+            add(f"single trajectory {case}: >= 10x numpy", r["ratio"], r["ratio"] >= 10)
+    if "batch" in res:
+        size = max(res["batch"])
+        r = res["batch"][size]
+        add(f"batch of {size} slider-cranks: >= 100x numpy loop", r["ratio"], r["ratio"] >= 100)
+    if "solvability" in res:
+        r = res["solvability"]
+        add(f"solvability of {r['n']} configurations: >= 20x scipy loop", r["ratio"],
+            r["ratio"] >= 20)
+    if "compile" in res:
+        c = res["compile"]
+        s = c["robot"]["simulate"]["total_s"]
+        add("compile of the robot's simulate: <= 5 s", s, s <= 5.0, "{:.2f} s")
+        add("compile growth with pairs: exponent <= 1", c["growth_exponent"],
+            c["growth_exponent"] <= 1.0, "{:.2f}")
+    if "gradient" in res:
+        r = res["gradient"]
+        add(f"reverse gradient / forward run ({r['t_end']:g} s): <= 5", r["ratio"],
+            r["ratio"] <= 5.0, "{:.2f}")
+    for row in (peers or {}).get("targets", []):
+        rows.append(row)
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", nargs="*", choices=sorted(SECTIONS))
+    args = parser.parse_args(argv)
+    print(machine(), "\n")
+    start = time.perf_counter()
+    res = {}
+    for name in args.only or SECTIONS:
+        t0 = time.perf_counter()
+        res[name] = SECTIONS[name](args.quick)
+        print(f"[{name}: {time.perf_counter() - t0:.1f} s]\n", flush=True)
+    peers = _peers()
+    text = table("Targets (issue #8)", ["target", "measured", "met"], targets(res, peers))
+    if peers is None:
+        print("(no benchmarks/results/peers.json: run benchmarks/bench_peers.py for Exudyn/MJX)")
+    os.makedirs(RESULTS, exist_ok=True)
+    out = os.path.join(RESULTS, "summary_quick.json" if args.quick else "summary.json")
+    with open(out, "w") as f:
+        json.dump(dict(machine=machine(), quick=args.quick, results=res, targets_table=text),
+                  f, indent=1, default=str)
+    print(f"wrote {out}; total {time.perf_counter() - start:.0f} s")
+    return res
+
+
+if __name__ == "__main__":
+    main()
