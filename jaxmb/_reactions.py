@@ -23,6 +23,7 @@ from ._dynamics import (
     eliminated_solve,
     keep_mask,
     min_norm_multipliers,
+    null_space_solve,
 )
 from ._simulate import Trajectory
 from ._solvability import solvability
@@ -77,11 +78,15 @@ def _reactions_at(model, q, qd, t, method, qdd=None):
     check_shapes(model, "reactions", q=q, qd=qd)
     M = model.mass_matrix()
     F = model.forces(q, qd, t)
-    C = model.C(q, t)
-    gamma = model.gamma(q, qd, t)
+    if model.num_rows:
+        terms = model.kinematic_terms(q, qd, t)  # C and gamma in one pass
+        C, gamma = terms.C, terms.gamma
+    else:
+        C, gamma = jnp.zeros((0, model.n)), jnp.zeros(0)
     if method == "min_norm":
         if qdd is None:
-            qdd = accelerations(model, q, qd, t)
+            qdd = (null_space_solve(M, F, C, gamma) if model.num_rows
+                   else accelerations(model, q, qd, t))
         lam = min_norm_multipliers(C, F - M @ qdd)
     elif method == "auto" or isinstance(method, Eliminate):
         qdd_e, lam = eliminated_solve(M, F, C, gamma, keep_mask(model, method, C),
@@ -164,10 +169,22 @@ def inverse_dynamics(model, ts, q=None, method="min_norm"):
 def _map_over_time(model, f, xs):
     """f over the leading (time) axis, vmapped in chunks: jaxlib 0.10.2's CPU LAPACK splits a
     batch over the intra-op thread pool once 10 m n batch >= 200,000, and two such calls at once
-    can deadlock (see the README); chunks stay below that size."""
+    can deadlock (see the README); chunks stay below that size. The time axis is padded (with
+    its last entry) to whole chunks, so the program holds one copy of f (lax.map with a
+    remainder would trace a second one)."""
     per_item = max(1, model.num_rows * model.n)
     chunk = int(max(1, min(32, 19_999 // per_item)))
-    return jax.lax.map(f, xs, batch_size=chunk)
+    length = jax.tree.leaves(xs)[0].shape[0]
+    chunk = min(chunk, max(length, 1))
+    count = -(-length // chunk)
+    pad = count * chunk - length
+
+    def blocks(x):
+        x = jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]) if pad else x
+        return x.reshape((count, chunk) + x.shape[1:])
+
+    out = jax.lax.map(jax.vmap(f), jax.tree.map(blocks, xs))
+    return jax.tree.map(lambda y: y.reshape((count * chunk,) + y.shape[2:])[:length], out)
 
 
 def _success_codes(n_t):

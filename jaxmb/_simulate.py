@@ -13,7 +13,6 @@ interest, so the ODE does not become stiff and the drift stays at the level of t
 
 import diffrax
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -100,6 +99,31 @@ def _check_initial_state(model, q0, qd0, t0):
     return _failures.check_initial_forces(model, q0, qd0, t0), qd0
 
 
+class _Dynamics(eqx.Module):
+    """Right-hand side (qd, qdd) of the first-order system. A module rather than a closure, so
+    that diffrax's compiled solve is reused by the next eager `simulate` of the same model
+    structure (a new closure per call would recompile every time)."""
+
+    model: object
+    stabilization: object
+    formulation: object
+
+    def __call__(self, t, y, args):
+        model, formulation = self.model, self.formulation
+        q, qd = y
+        if model.num_rows == 0:
+            return qd, accelerations(model, q, qd, t)
+        terms = model.kinematic_terms(q, qd, t)
+        gamma = (terms.gamma if self.stabilization is None
+                 else self.stabilization.stabilized(terms))
+        M, F = model.mass_matrix(), model.forces(q, qd, t)
+        if isinstance(formulation, str) and formulation == "null_space":
+            return qd, null_space_solve(M, F, terms.C, gamma)
+        keep = keep_mask(model, formulation, terms.C)
+        label = f"simulate(formulation={formulation!r})"
+        return qd, eliminated_solve(M, F, terms.C, gamma, keep, label=label)[0]
+
+
 def simulate(
     model,
     q0,
@@ -178,22 +202,9 @@ def simulate(
     if isinstance(formulation, Eliminate):
         keep_mask(model, formulation, None)  # range check of the rows at trace time
 
-    def rhs(t, y, args):
-        q, qd = y
-        if model.num_rows == 0:
-            return qd, accelerations(model, q, qd, t)
-        terms = model.kinematic_terms(q, qd, t)
-        gamma = terms.gamma if stabilization is None else stabilization.stabilized(terms)
-        M, F = model.mass_matrix(), model.forces(q, qd, t)
-        if formulation == "null_space":
-            return qd, null_space_solve(M, F, terms.C, gamma)
-        keep = keep_mask(model, formulation, terms.C)
-        label = f"simulate(formulation={formulation!r})"
-        return qd, eliminated_solve(M, F, terms.C, gamma, keep, label=label)[0]
-
     dtmin = _failures.DTMIN_RTOL * jnp.abs(jnp.asarray(t1, jnp.float64) - t0)
     sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(rhs),
+        diffrax.ODETerm(_Dynamics(model, stabilization, formulation)),
         diffrax.Tsit5() if solver is None else solver,
         t0=t0,
         t1=t1,
