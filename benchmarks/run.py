@@ -70,8 +70,18 @@ def targets(res, peers):
         r = res["gradient"]
         add(f"reverse gradient / forward run ({r['t_end']:g} s): <= 5", r["ratio"],
             r["ratio"] <= 5.0, "{:.2f}")
-    for row in (peers or {}).get("targets", []):
-        rows.append(row)
+    for r in (peers or {}).get("rows", []):
+        if r["jaxmb_rtol"] != 1e-8 or not r["peer_ok"]:
+            continue  # targets at jaxmb's default tolerances
+        if r["engine"] == "exudyn" and r["batch"] == 1 and "GeneralizedAlpha h=0.001" in r["name"]:
+            goal, need = "no slower than Exudyn", 1.0
+        elif r["engine"] == "mjx" and r["batch"] > 1:
+            goal, need = ">= 5x MJX", 5.0
+        else:
+            continue
+        err = r["peer_vs_jaxmb"]["pos"]
+        add(f"{r['name']} (peer error {err:.0e} m): {goal} [bench_peers.py]", r["speedup"],
+            r["speedup"] >= need)
     return rows
 
 
