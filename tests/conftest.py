@@ -1,9 +1,24 @@
 """Shared test setup: importing jaxmb switches on float64 before any test builds arrays."""
 
-import numpy as np
-import pytest
+import atexit
+import os
+import shutil
+import tempfile
 
-import jaxmb  # noqa: F401  (side effect: jax_enable_x64)
+# One persistent JAX compilation cache for the whole run, set before jax is imported: the
+# xdist workers, the CLI and example subprocesses and the notebook kernels inherit it, so a
+# program compiled once (e.g. the robot's simulate) is loaded from disk by the others. Fresh
+# per run (a clean CI machine sees the same), removed at exit by the process that made it.
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="jaxmb-tests-jax-cache-")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.3"
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import jaxmb  # noqa: F401, E402  (side effect: jax_enable_x64)
 
 
 @pytest.fixture
