@@ -139,6 +139,11 @@ def assemble(model, q=None, t=0.0, *, tol=1e-12, max_steps=100, throw=True):
     q_init = jnp.asarray(model.q0 if q is None else q, dtype=jnp.float64)
     t = jnp.asarray(t, dtype=jnp.float64)
     check_shapes(model, "assemble", q=q_init)
+    return _assemble_compiled(model, q_init, t, tol, max_steps, throw)
+
+
+@eqx.filter_jit  # eager calls run compiled (robot: 5.9 s op by op, 2.4 s compiled); inlined in jit
+def _assemble_compiled(model, q_init, t, tol, max_steps, throw):
     if throw:
         q_init = checked_finite(model, q_init, "assemble", "q")
     if model.m == 0:

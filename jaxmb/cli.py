@@ -6,8 +6,9 @@ n_four_bar), a Python file defining `build() -> Model` (and optionally
 schema in docs/model_files.md, with an optional `initial_velocity` list).
 
 Compiled programs are kept in JAX's persistent compilation cache (`$JAX_COMPILATION_CACHE_DIR`,
-default ~/.cache/jaxmb/jax; `JAXMB_NO_CACHE=1` switches it off): a second `jaxmb report` of the
-robot takes 9 s instead of 24 s on a 2-core CPU.
+default ~/.cache/jaxmb/jax; `JAXMB_NO_CACHE=1` switches it off) and reused by later commands;
+JAX does not cache programs that carry runtime checks (host callbacks of `eqx.error_if`), so
+the simulations still compile each time.
 """
 
 import argparse
@@ -58,6 +59,12 @@ def _model_file(path: str):
         build=lambda: model, initial_velocity=None if qd0 is None else (lambda _: qd0))
 
 
+def _phi(model, q, t):
+    import equinox as eqx
+
+    return eqx.filter_jit(lambda m, q, t: m.phi(q, t))(model, q, t)  # compiled: one dispatch
+
+
 def describe(model, q=None, t=0.0) -> str:
     """Bodies, pairs (with their rows), n, m, h and the residual |Phi(q, t)|."""
     import jax.numpy as jnp
@@ -77,7 +84,7 @@ def describe(model, q=None, t=0.0) -> str:
         bodies = " - ".join(b.name for b in pair.bodies())
         kind = "holonomic" if pair.holonomic else "nonholonomic"
         lines.append(f"  {pair.name:<8} {type(pair).__name__:<20} rows {span:<6} {kind:<13} {bodies}")
-    residual = float(jnp.max(jnp.abs(model.phi(q, t)))) if model.m else 0.0
+    residual = float(jnp.max(jnp.abs(_phi(model, q, jnp.asarray(t))))) if model.m else 0.0
     lines.append(f"n = {model.n} coordinates, m = {model.m} holonomic rows, "
                  f"h = {model.h} nonholonomic rows")
     lines.append(f"max |Phi(q0, {t:g})| = {residual:.3e}")
