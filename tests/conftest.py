@@ -7,8 +7,9 @@ import tempfile
 
 # One persistent JAX compilation cache for the whole run, set before jax is imported: the
 # xdist workers, the CLI and example subprocesses and the notebook kernels inherit it, so a
-# program compiled once (e.g. the robot's simulate) is loaded from disk by the others. Fresh
-# per run (a clean CI machine sees the same), removed at exit by the process that made it.
+# program compiled once is loaded from disk by the others (JAX skips programs with host
+# callbacks, i.e. those with eqx.error_if checks). Fresh per run (a clean CI machine sees the
+# same), removed at exit by the process that made it.
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="jaxmb-tests-jax-cache-")
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache
