@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 
+from ._batched_qr import economic_pivoted_qr
 from ._linalg import RANK_RTOL
 from ._solvability import pivoted_qr
 
@@ -60,7 +61,7 @@ class _GaussFactor(NamedTuple):
 def _gauss_factor(M, C):
     w = 1.0 / jnp.sqrt(jnp.diagonal(M))
     Ch = C * w[None, :]
-    Q, R, perm = jsl.qr(Ch.T, mode="economic", pivoting=True)
+    Q, R, perm = economic_pivoted_qr(Ch.T)
     k = R.shape[0]
     d = jnp.abs(jnp.diagonal(R))
     kept = d > RANK_RTOL * jnp.max(d, initial=0.0)  # geqp3: |R_jj| non-increasing
@@ -96,9 +97,10 @@ def null_space_solve(M, F, C, gamma):
     These equations say C qdd = gamma and M qdd - F in range(C^T): qdd minimises Gauss's
     constraint (qdd - M^-1 F)^T M (qdd - M^-1 F) subject to C qdd = gamma. With y = M^(1/2) qdd
     and C^ = C M^(-1/2) that is the projection of y0 = M^(-1/2) F onto {C^ y = gamma}, done
-    with one column-pivoted QR of C^^T (LAPACK geqp3, far cheaper than an SVD for small C): no
-    null-space basis V is formed. Redundant rows (pivots below RANK_RTOL) are dropped, so a
-    gamma slightly off range(C) (constraint drift) is met on the independent rows."""
+    with one column-pivoted QR of C^^T (LAPACK geqp3, far cheaper than an SVD for small C;
+    under vmap a Householder QR vectorized over the batch, `_batched_qr`): no null-space
+    basis V is formed. Redundant rows (pivots below RANK_RTOL) are dropped, so a gamma
+    slightly off range(C) (constraint drift) is met on the independent rows."""
     return _gauss_solve(_gauss_factor(M, C), F, gamma)
 
 

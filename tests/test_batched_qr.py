@@ -1,0 +1,193 @@
+"""The batched column-pivoted QR (`jaxmb._batched_qr`) and the vmapped accelerations built on it.
+
+Independent references:
+- scipy.linalg.qr(pivoting=True) (LAPACK geqp3 through numpy) per batch member: A P = Q R,
+  Q orthonormal, the same rank decision and the same |R_jj| (the pivots are unique for
+  random matrices; past the rank both are round-off);
+- a Python loop of single (unbatched, LAPACK) calls for the vmapped `mb.accelerations` and
+  its gradient: two different factorization codes must give the same unique qdd;
+- central finite differences of the gradient for the second derivatives (which differentiate
+  the factorization itself).
+
+Tolerances: 1e-12 relative for the factorization and the accelerations (round-off of a
+factorization of a 9 x 8 or 21 x 22 matrix is ~1e-15 times its condition number, here below
+1e3); 1e-10 for first derivatives (one more solve); 1e-6 for second derivatives against central
+differences with step 1e-5 (truncation error ~h^2 times the third derivative).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import jaxmb as mb
+from jaxmb._batched_qr import economic_pivoted_qr, householder_pivoted_qr
+from jaxmb._linalg import RANK_RTOL
+from jaxmb.models import mobile_robot, slider_crank
+
+QR_TOL = 1e-12
+ACC_RTOL = 1e-12
+GRAD_RTOL = 1e-10
+SHAPES = ((9, 8), (8, 9), (21, 22), (6, 6))  # tall, wide, the robot's C^T, square
+
+
+def _batch(rng, shape, size=6):
+    """Random matrices with column scales over two decades: full rank, and rank-deficient
+    (a product of random factors of rank min(m, n) - 2, and one with a zero column)."""
+    m, n = shape
+    full = rng.standard_normal((size // 2, m, n)) * np.logspace(-1, 1, n)
+    r = min(m, n) - 2
+    low = rng.standard_normal((size // 2, m, r)) @ rng.standard_normal((size // 2, r, n))
+    low[0, :, n // 2] = 0.0
+    return np.concatenate([full, low])
+
+
+def _rank(d):
+    return int(np.sum(d > RANK_RTOL * np.max(d)))
+
+
+@pytest.fixture(scope="module")
+def batched_qr():
+    return jax.jit(jax.vmap(economic_pivoted_qr))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_batched_qr_matches_scipy(batched_qr, shape, rng):
+    """Per member against scipy's geqp3: A[:, perm] = Q R and Q^T Q = I to 1e-12 ||A||, R
+    upper triangular, the same rank (|R_jj| > RANK_RTOL max), the same leading pivots and
+    |R_jj| (all j: past the rank both are round-off), |R_jj| non-increasing."""
+    A = _batch(rng, shape)
+    Q, R, perm = (np.asarray(x) for x in batched_qr(jnp.asarray(A)))
+    k = min(shape)
+    assert Q.shape == (len(A), shape[0], k) and R.shape == (len(A), k, shape[1])
+    ranks = []
+    for a, q, r, p in zip(A, Q, R, perm):
+        scale = np.linalg.norm(a, 2)
+        Qs, Rs, ps = sl.qr(a, mode="economic", pivoting=True)
+        d, ds = np.abs(np.diag(r)), np.abs(np.diag(Rs))
+        assert sorted(p) == list(range(shape[1]))
+        np.testing.assert_allclose(q @ r, a[:, p], rtol=0, atol=QR_TOL * scale)
+        np.testing.assert_allclose(q.T @ q, np.eye(k), rtol=0, atol=QR_TOL)
+        np.testing.assert_array_equal(np.tril(r, -1), 0.0)
+        assert _rank(d) == _rank(ds)
+        ranks.append(_rank(d))
+        np.testing.assert_array_equal(p[: _rank(d)], ps[: _rank(d)])
+        np.testing.assert_allclose(d, ds, rtol=0, atol=QR_TOL * scale)
+        assert np.all(np.diff(d) <= QR_TOL * scale)
+    assert min(ranks) < k == max(ranks)  # full-rank and rank-deficient members
+
+
+def test_batched_qr_rule_is_used_and_nests(rng):
+    """Under vmap the factorization is the vectorized Householder loop (no LAPACK geqp3 in the
+    program), unbatched it is geqp3; a nested vmap gives the single-matrix results (scipy)."""
+    A = jnp.asarray(_batch(rng, (9, 8)).reshape(2, 3, 9, 8))
+    batched = jax.jit(jax.vmap(jax.vmap(economic_pivoted_qr))).lower(A).as_text()
+    single = jax.jit(economic_pivoted_qr).lower(A[0, 0]).as_text()
+    assert "geqp3" not in batched and "while" in batched
+    assert "geqp3" in single
+    Q, R, perm = jax.jit(jax.vmap(jax.vmap(economic_pivoted_qr)))(A)
+    for i, j in np.ndindex(2, 3):
+        _, Rs, ps = sl.qr(np.asarray(A[i, j]), mode="economic", pivoting=True)
+        np.testing.assert_allclose(np.abs(np.diag(R[i, j])), np.abs(np.diag(Rs)), rtol=0,
+                                   atol=QR_TOL * np.abs(Rs[0, 0]))
+        np.testing.assert_allclose(Q[i, j] @ R[i, j], A[i, j][:, perm[i, j]], rtol=0,
+                                   atol=QR_TOL * np.abs(Rs[0, 0]))
+
+
+def test_householder_conventions_match_lapack(rng):
+    """The pure-jnp factorization follows LAPACK's sign convention (R_jj = -sign(x_j) ||x||),
+    so for a full-rank matrix Q and R equal scipy's entry by entry; a zero matrix gives Q = I,
+    R = 0 and the identity permutation (no reflection, as dlarfg)."""
+    a = rng.standard_normal((7, 5))
+    qr = jax.jit(householder_pivoted_qr)
+    Q, R, perm = qr(jnp.asarray(a))
+    Qs, Rs, ps = sl.qr(a, mode="economic", pivoting=True)
+    np.testing.assert_array_equal(perm, ps)
+    np.testing.assert_allclose(R, Rs, rtol=0, atol=QR_TOL * np.abs(Rs[0, 0]))
+    np.testing.assert_allclose(Q, Qs, rtol=0, atol=QR_TOL)
+    Q0, R0, p0 = qr(jnp.zeros((4, 3)))
+    np.testing.assert_array_equal(Q0, np.eye(4, 3))
+    np.testing.assert_array_equal(R0, 0.0)
+    np.testing.assert_array_equal(p0, np.arange(3))
+
+
+def _robot_states(model, rng):
+    """Six robot states, each a random rigid motion of the whole robot (every pair joins two
+    bodies or is a knife edge, so C only rotates and its rank is kept): of q0 itself (rank 20
+    of 22 rows, seed 001) and of q0 with the platform or one wheel holder turned by about
+    0.5 rad (a knife edge no longer parallel: rank 21, smallest kept singular value of the
+    mass-scaled C ~3e-3 of the largest, so derivatives stay well conditioned)."""
+    q_base = []
+    for body in (None, None, None, 0, 1, 2):
+        q = np.asarray(model.q0).copy()
+        if body is not None:
+            q[3 * body + 2] += rng.uniform(0.4, 0.6)
+        q_base.append(q.reshape(-1, 3))
+    qs = []
+    for q in q_base:
+        th, d = rng.uniform(-np.pi, np.pi), rng.uniform(-1.0, 1.0, 2)
+        rot = np.array([[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]])
+        qs.append(np.column_stack([q[:, :2] @ rot.T + d, q[:, 2] + th]).ravel())
+    return np.array(qs), 0.1 * rng.standard_normal((len(qs), model.n))
+
+
+@pytest.fixture(scope="module")
+def cases():
+    rng = np.random.default_rng(7)
+    robot = mobile_robot.build()
+    q_r, qd_r = _robot_states(robot, rng)
+    crank = slider_crank.build()
+    q_c = np.asarray(crank.q0) + rng.standard_normal((6, crank.n))
+    qd_c = rng.standard_normal((6, crank.n))
+    C = jax.jit(jax.vmap(lambda q: robot.C(q, 0.0)))(q_r)
+    ranks = [np.linalg.matrix_rank(np.asarray(c), tol=1e-9) for c in C]
+    assert ranks == [20, 20, 20, 21, 21, 21]  # both rank decisions occur in one batch
+    return {"robot": (robot, q_r, qd_r), "slider_crank": (crank, q_c, qd_c)}
+
+
+@pytest.mark.parametrize("name", ["robot", "slider_crank"])
+def test_vmapped_accelerations_equal_single_calls(cases, name):
+    """jit(vmap(accelerations)) (vectorized Householder) equals a loop of single calls
+    (LAPACK geqp3) to 1e-12, for the redundant robot (rank 20 and rank 21 states in the same
+    batch) and the slider-crank."""
+    model, q, qd = cases[name]
+    t = jnp.linspace(0.0, 1.0, len(q))
+    single = jax.jit(lambda q, qd, t: mb.accelerations(model, q, qd, t))
+    out = jax.jit(jax.vmap(single))(q, qd, t)
+    expected = np.stack([single(*args) for args in zip(q, qd, t)])
+    np.testing.assert_allclose(out, expected, rtol=0, atol=ACC_RTOL * np.max(np.abs(expected)))
+
+
+@pytest.fixture(scope="module")
+def crank_grad(cases):
+    """Gradient of a scalar of the slider-crank's accelerations, L(q) = sum sin(qdd)."""
+    model = cases["slider_crank"][0]
+    grad = jax.grad(lambda q, qd: jnp.sum(jnp.sin(mb.accelerations(model, q, qd, 0.3))))
+    return grad, jax.jit(grad)
+
+
+def test_vmapped_gradient_equals_single_calls(cases, crank_grad):
+    """vmap(grad) equals a loop of single gradients to 1e-10: reverse mode through the
+    custom_jvp rule of the null-space solve (the same factorization with new right-hand sides,
+    linearized and transposed) with the factorization from the batched rule."""
+    _, q, qd = cases["slider_crank"]
+    grad, single = crank_grad
+    out = jax.jit(jax.vmap(grad))(q, qd)
+    expected = np.stack([single(*args) for args in zip(q, qd)])
+    np.testing.assert_allclose(out, expected, rtol=0, atol=GRAD_RTOL * np.max(np.abs(expected)))
+
+
+def test_second_derivatives_through_factorization(cases, crank_grad):
+    """vmap(jacrev(grad)) against central differences of the single gradient (step 1e-5):
+    second derivatives differentiate the factorization itself, through the custom_jvp of
+    `economic_pivoted_qr` (custom_vmap alone has no reverse-mode rule)."""
+    model, q, qd = cases["slider_crank"]
+    q, qd = q[:2], qd[:2]
+    grad, single = crank_grad
+    hess = jax.jit(jax.vmap(jax.jacrev(grad)))(q, qd)
+    h = 1e-5
+    for b in range(2):
+        fd = np.stack([(single(q[b] + h * e, qd[b]) - single(q[b] - h * e, qd[b])) / (2 * h)
+                       for e in np.eye(model.n)])
+        np.testing.assert_allclose(hess[b], fd, rtol=0, atol=1e-6 * np.max(np.abs(fd)))
