@@ -103,8 +103,9 @@ def run(quick=False, n=None, repeats=None):
     pair_rows = [model.rows(nm) for nm in model.pair_names]
     Cs = np.asarray(jax.jit(jax.vmap(lambda q, t: model.C(q, t)))(q, t))
 
-    def full(q, t):
-        return mb.solvability(model, q, t, method="qr")
+    def full(q, t):  # the whole report's arrays (the group fields are empty: lax.map's
+        r = mb.solvability(model, q, t, method="qr")  # chunking cannot reshape size-0 outputs)
+        return r.rank, r.solvable, r.b_norm, r.unique_directions, r.unique_count, r.margin
 
     def verdicts(q, t):
         r = mb.solvability(model, q, t, method="qr")
@@ -121,7 +122,7 @@ def run(quick=False, n=None, repeats=None):
         compile_s = time.perf_counter() - t0
         run_s, out = timed(lambda c=compiled: jax.block_until_ready(c(q, t)), repeats)
         rows.append((label, compile_s, run_s))
-        results[label] = out if isinstance(out, tuple) else (out.rank, out.solvable, out.b_norm)
+        results[label] = out[:3]  # rank, solvable, b_norm
 
     loop_s, (ranks, ok, b_norm) = timed(lambda: scipy_loop(Cs, pair_rows), repeats)
     rows.append(("scipy.linalg.qr loop", None, loop_s))
