@@ -50,7 +50,8 @@ def main(argv=None):
     speeds = jnp.asarray(rng.uniform(0.05, 0.15, size))
     batched = jax.jit(jax.vmap(make_run(t_end, 101)))
 
-    paths, ok = jax.block_until_ready(batched(amplitudes, speeds))  # unsharded reference
+    if num_devices > 1:  # unsharded reference (on one device the two runs are the same)
+        paths, ok = jax.block_until_ready(batched(amplitudes, speeds))
     sharded_in = mb.batch.shard((amplitudes, speeds))
     start = time.perf_counter()
     paths_sh, ok_sh = jax.block_until_ready(batched(*sharded_in))
@@ -59,6 +60,8 @@ def main(argv=None):
     paths_sh, ok_sh = jax.block_until_ready(batched(*sharded_in))
     run_time = time.perf_counter() - start
     shards = mb.batch.num_shards(paths_sh)
+    if num_devices == 1:
+        paths = paths_sh
     difference = float(jnp.max(jnp.abs(paths_sh - paths)))
 
     print(f"{size} trajectories of {t_end:g} s on {num_devices} device(s) "

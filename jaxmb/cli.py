@@ -176,6 +176,8 @@ def _trajectory(spec, t1, num_saves, rtol=1e-8):
 
 
 def cmd_simulate(args):
+    if not args.out.endswith((".npz", ".csv")):  # before the run, not after it
+        raise SystemExit(f"jaxmb: --out {args.out!r}: expected a .npz or .csv file name")
     model, traj = _trajectory(args.model, args.t1, args.num_saves, args.rtol)
     names = [f"{b}.{c}" for b in model.body_names for c in ("x", "y", "phi")]
     if args.out.endswith(".npz"):
@@ -185,8 +187,6 @@ def cmd_simulate(args):
         header = ",".join(["t"] + names + [f"d({n})/dt" for n in names])
         data = np.column_stack([np.asarray(traj.ts), np.asarray(traj.q), np.asarray(traj.qd)])
         np.savetxt(args.out, data, delimiter=",", header=header, comments="")
-    else:
-        raise SystemExit(f"jaxmb: --out {args.out!r}: expected a .npz or .csv file name")
     print(f"simulated {args.t1:g} s in {int(traj.num_steps)} steps; wrote {args.out}")
     return 0
 

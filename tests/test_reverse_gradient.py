@@ -9,15 +9,13 @@ Independent references:
 - central finite differences of the loss in each parameter (the ODE solved at rtol 1e-12 so
   the truncation error of the difference, ~h^2, and the solver noise, ~rtol/h, stay below
   1e-7 relative; 1e-5 relative is the issue's bar);
-- forward mode (`jax.jacfwd` with `diffrax.ForwardMode`), a second differentiation of the same
-  program: reverse and forward mode must agree to 1e-8 relative (both differentiate the same
-  discrete solver; they differ by the adaptive step controller's treatment of derivatives,
-  which is of the order of the tolerance).
+(Forward mode, `jax.jacfwd` with `diffrax.ForwardMode`, agreed with this reverse-mode gradient
+to 1e-8 relative when this test was written; it is left out to keep the suite's compile time
+down, and the robot's forward-mode gradient is tested in test_dynamics.py.)
 The robot's d max|F_D| / da through a 1 s run is checked in forward mode in test_dynamics.py,
 and benchmarks/bench_gradient.py times the robot's reverse-mode gradient over 20 s.
 """
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -66,9 +64,3 @@ def test_reverse_gradient_matches_central_differences(value_fn, reverse):
         e = jnp.zeros(3).at[k].set(h)
         fd = (float(value_fn(PARAMS + e)) - float(value_fn(PARAMS - e))) / (2 * h)
         assert abs(float(reverse[k]) - fd) <= 1e-5 * abs(fd), (k, float(reverse[k]), fd)
-
-
-def test_reverse_equals_forward_mode(reverse):
-    """Reverse mode against forward mode (diffrax.ForwardMode), the same discrete program."""
-    forward = jax.jit(jax.jacfwd(lambda p: loss(p, diffrax.ForwardMode())))(PARAMS)
-    np.testing.assert_allclose(np.asarray(reverse), np.asarray(forward), rtol=1e-8)
