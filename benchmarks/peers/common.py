@@ -6,6 +6,7 @@ The numbers are the `build()` defaults of `jaxmb/models/slider_crank.py` and
 and checks the recorded initial state against it, so a mismatch here cannot go unnoticed.
 """
 
+import json
 import os
 
 import numpy as np
@@ -81,3 +82,14 @@ def n_four_bar_base(N, t1, rigid_coupler=False):
         qd0=qd0.tolist(),
         t1=t1,
     )
+
+
+def write_result(engine, quick, result, path=None):
+    """Write a peer script's result to `path` (default benchmarks/results/peer_<engine>[_quick]
+    .json, the file bench_peers.py reads) and say so."""
+    path = path or os.path.join(RESULTS, f"peer_{engine}{'_quick' if quick else ''}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(result, f)
+    print(f"wrote {path}")
+    return path

@@ -61,7 +61,6 @@ if not hasattr(sys, "exudynFast"):  # must precede the first import of exudyn
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import io  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
@@ -83,7 +82,7 @@ from exudyn.itemInterface import (  # noqa: E402
 )
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import RESULTS, SAMPLES, SLIDER_J, n_four_bar_base, slider_crank_base  # noqa: E402
+from common import SAMPLES, SLIDER_J, n_four_bar_base, slider_crank_base, write_result  # noqa: E402
 
 REPEATS = 5
 
@@ -364,13 +363,7 @@ def main():
                 f"  {c['name']}: {c['fallback_from']['linear_solver']} failed: "
                 f"{c['fallback_from']['error'][:300]}"
             )
-    path = args.out or os.path.join(
-        RESULTS, "peer_exudyn_quick.json" if args.quick else "peer_exudyn.json"
-    )
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(result, f)
-    print(f"wrote {path}")
+    write_result("exudyn", args.quick, result, args.out)
 
 
 if __name__ == "__main__":

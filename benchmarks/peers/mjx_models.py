@@ -60,7 +60,6 @@ JSON (`benchmarks/results/peer_mjx.json`, `peer_mjx_quick.json` with --quick):
 import argparse
 import contextlib
 import io
-import json
 import os
 import platform
 import statistics
@@ -76,13 +75,13 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
     OMEGA0,
-    RESULTS,
     SAMPLES,
     SLIDER_CRANK,
     SLIDER_J,
     n_four_bar_base,
     slider_crank_base,
     slider_crank_state,
+    write_result,
 )
 
 jax.config.update("jax_enable_x64", True)  # the same float64 as jaxmb
@@ -450,13 +449,7 @@ def main():
         f"{result['machine']}"
     )
     print(table(result))
-    path = args.out or os.path.join(
-        RESULTS, "peer_mjx_quick.json" if args.quick else "peer_mjx.json"
-    )
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(result, f)
-    print(f"wrote {path}")
+    write_result("mjx", args.quick, result, args.out)
 
 
 if __name__ == "__main__":
