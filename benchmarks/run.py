@@ -70,7 +70,8 @@ def targets(res, peers):
             c["growth_exponent"] <= 1.0, "{:.2f}")
     if "gradient" in res:
         r = res["gradient"]
-        add(f"reverse gradient / forward run ({r['t_end']:g} s): <= 5", r["ratio"],
+        add(f"reverse gradient / forward run ({r['t_end']:g} s, adjoint {r['best']}): <= 5",
+            r["ratio"],
             r["ratio"] <= 5.0, "{:.2f}")
     for r in (peers or {}).get("rows", []):
         if r["jaxmb_rtol"] != 1e-8 or not r["peer_ok"]:

@@ -171,6 +171,11 @@ def simulate_independent(model, q0, qd0, ts, *, option, solver, rtol, atol, max_
     the partition at each; returns (q, qd, result, num_steps, repartitioned)."""
     _check_holonomic(model)
     r = _rank_at(model, q0, ts[0], option)
+    return _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, throw)
+
+
+@eqx.filter_jit  # eager calls reuse the compiled program (the closures below are new each call)
+def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, throw):
     Phi0 = _holonomic_C(model, q0, ts[0])
     rows = independent_rows(Phi0, r)
     y_idx, z_idx = best_partition(Phi0[rows])

@@ -81,6 +81,23 @@ def _pair_terms(pair, q, qd, t):
     return g[0], dg[:n].T, -dg[n], phi
 
 
+@eqx.filter_jit  # traced once per model structure: the integrator calls it from several places
+def _kinematic_terms(model, q, qd, t):
+    pairs, groups = model._groups()
+    values = evaluate(pairs, groups, lambda p, ql, vl: _pair_terms(p, ql, vl, t), q, qd)
+    out = jnp.zeros((model.num_rows, model.n), q.dtype)
+    if not groups:
+        zero = jnp.zeros(0, q.dtype)
+        return KinematicTerms(out, zero, zero, zero)
+    g, gamma, phi = (
+        scatter_rows(groups, [v[k] for v in values], model.num_rows, q.dtype)
+        for k in (0, 2, 3)
+    )
+    rows, cols = _block_indices(groups)
+    C = out.at[rows, cols].set(jnp.concatenate([v[1].ravel() for v in values]))
+    return KinematicTerms(C, g, gamma, phi)
+
+
 def _block_indices(groups):
     """Row and column indices of every entry of the per-pair blocks of C, group by group."""
     rows = np.concatenate(
@@ -210,20 +227,7 @@ class Model(eqx.Module):
         Per pair, one batch of forward-mode tangents of g(q, qd, t) gives the columns of C
         (tangents e_k along qd) and -gamma (tangent (qd, 0, 1) along (q, qd, t)), seed 001
         eq. 5-9; this is what the integrator needs at every step."""
-        t = jnp.asarray(t, dtype=q.dtype)
-        pairs, groups = self._groups()
-        values = evaluate(pairs, groups, lambda p, ql, vl: _pair_terms(p, ql, vl, t), q, qd)
-        out = jnp.zeros((self.num_rows, self.n), q.dtype)
-        if not groups:
-            zero = jnp.zeros(0, q.dtype)
-            return KinematicTerms(out, zero, zero, zero)
-        g, gamma, phi = (
-            scatter_rows(groups, [v[k] for v in values], self.num_rows, q.dtype)
-            for k in (0, 2, 3)
-        )
-        rows, cols = _block_indices(groups)
-        C = out.at[rows, cols].set(jnp.concatenate([v[1].ravel() for v in values]))
-        return KinematicTerms(C, g, gamma, phi)
+        return _kinematic_terms(self, q, qd, jnp.asarray(t, dtype=q.dtype))
 
     def b(self, q, t=0.0):
         """Velocity term b(q, t) = g(q, 0, t); -Phi_t for holonomic rows is b's negative."""

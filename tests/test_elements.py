@@ -568,6 +568,7 @@ _C_jit = _jitted(lambda m, q, t: m.C(q, t))
 _gamma_jit = _jitted(lambda m, q, qd, t: m.gamma(q, qd, t))
 _phi_jit = _jitted(lambda m, q, t: m.phi(q, t))
 _b_jit = _jitted(lambda m, q, t: m.b(q, t))
+_g_jit = _jitted(lambda m, q, qd, t: m.velocity_residual(q, qd, t))
 
 
 @pytest.fixture(scope="module")
@@ -710,7 +711,7 @@ def test_velocity_residual_is_C_qd_plus_b(worlds):
     """g(q, qd, t) is linear in qd: g = C qd + b, with C and b checked above."""
     for w in worlds:
         for s in w.samples:
-            g = np.asarray(w.model.velocity_residual(jnp.asarray(s.q), jnp.asarray(s.qd), s.t))
+            g = np.asarray(_g_jit(w.model, s.q, s.qd, s.t))
             np.testing.assert_allclose(g, s.C @ s.qd + s.b, rtol=0, atol=ALGEBRA_TOL)
 
 
@@ -718,9 +719,11 @@ def test_velocity_residual_is_C_qd_plus_b(worlds):
 # drive functions
 # ------------------------------------------------------------------------------------------------
 def _derivs(fn, ts):
-    """Value, d/dt and d2/dt2 by jax.grad at each t (no vmap, so no batching assumptions)."""
-    d1, d2 = jax.grad(fn), jax.grad(jax.grad(fn))
-    vals = np.array([float(fn(jnp.float64(t))) for t in ts])
+    """Value, d/dt and d2/dt2 by jax.grad at each t (no vmap, so no batching assumptions;
+    compiled, since op by op the loops took seconds per drive)."""
+    d1, d2 = jax.jit(jax.grad(fn)), jax.jit(jax.grad(jax.grad(fn)))
+    value = jax.jit(lambda t: fn(t))  # a drive module is not a hashable static function
+    vals = np.array([float(value(jnp.float64(t))) for t in ts])
     der1 = np.array([float(d1(jnp.float64(t))) for t in ts])
     der2 = np.array([float(d2(jnp.float64(t))) for t in ts])
     return vals, der1, der2
@@ -762,20 +765,24 @@ def test_spline_matches_scipy_natural(rng, num_knots):
         cs = CubicSpline(knots, vals, bc_type="natural")
         ref = lambda t, nu=0: cs(t, nu)
     ts = np.concatenate([rng.uniform(knots[0], knots[-1], 15), knots[1:-1] + 1e-3])
-    v, d1, d2 = _derivs(f, ts)
+    left = knots[0] - rng.uniform(0.01, 5.0, 4)
+    right = knots[-1] + rng.uniform(0.01, 5.0, 4)
+    # one call: each _derivs compiles the value and both derivatives once
+    v_all, d1_all, d2_all = _derivs(f, np.concatenate([ts, knots, left, right]))
+    inside = slice(0, len(ts))
+    v, d1, d2 = v_all[inside], d1_all[inside], d2_all[inside]
     np.testing.assert_allclose(v, [ref(t) for t in ts], rtol=0, atol=ALGEBRA_TOL)
     np.testing.assert_allclose(d1, [ref(t, 1) for t in ts], rtol=0, atol=1e-11)
     np.testing.assert_allclose(d2, [ref(t, 2) for t in ts], rtol=0, atol=1e-10)
     # the knots themselves are interpolated exactly
-    np.testing.assert_allclose([float(f(t)) for t in knots], vals, rtol=0, atol=ALGEBRA_TOL)
+    at_knots = slice(len(ts), len(ts) + num_knots)
+    np.testing.assert_allclose(v_all[at_knots], vals, rtol=0, atol=ALGEBRA_TOL)
     # outside: constant at the end values, zero rate and acceleration
-    left = knots[0] - rng.uniform(0.01, 5.0, 4)
-    right = knots[-1] + rng.uniform(0.01, 5.0, 4)
-    for side, end in ((left, vals[0]), (right, vals[-1])):
-        v, d1, d2 = _derivs(f, side)
-        np.testing.assert_allclose(v, end, rtol=0, atol=ALGEBRA_TOL)
-        np.testing.assert_allclose(d1, 0.0, rtol=0, atol=ALGEBRA_TOL)
-        np.testing.assert_allclose(d2, 0.0, rtol=0, atol=ALGEBRA_TOL)
+    start = len(ts) + num_knots
+    for side, end in ((slice(start, start + 4), vals[0]), (slice(start + 4, None), vals[-1])):
+        np.testing.assert_allclose(v_all[side], end, rtol=0, atol=ALGEBRA_TOL)
+        np.testing.assert_allclose(d1_all[side], 0.0, rtol=0, atol=ALGEBRA_TOL)
+        np.testing.assert_allclose(d2_all[side], 0.0, rtol=0, atol=ALGEBRA_TOL)
 
 
 def test_spline_gradient_wrt_knot_values(rng):

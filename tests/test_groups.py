@@ -62,34 +62,55 @@ def _state(model, seed=0):
     return jnp.asarray(rng.normal(size=model.n)), jnp.asarray(rng.normal(size=model.n)), 0.37
 
 
-def test_grouped_equals_loop(model):
+FD_STEP = 1e-3
+
+
+@eqx.filter_jit
+def _all_terms(model, q, qd, t):
+    """Grouped and loop evaluations of one state, and central differences of the loop g in qd,
+    in one compiled program per model (op by op they took about a minute for the four models)."""
+    h = FD_STEP
+
+    def fd_column(e):
+        return (loop_velocity_residual(model, q, qd + h * e, t)
+                - loop_velocity_residual(model, q, qd - h * e, t)) / (2 * h)
+
+    return dict(
+        C=model.C(q, t), g=model.velocity_residual(q, qd, t), phi=model.phi(q, t),
+        terms=model.kinematic_terms(q, qd, t), b=model.b(q, t), gamma=model.gamma(q, qd, t),
+        C_loop=loop_C(model, q, t), phi_loop=loop_phi(model, q, t),
+        g_loop=loop_velocity_residual(model, q, qd, t),
+        C_fd=jax.vmap(fd_column, out_axes=1)(jnp.eye(model.n, dtype=q.dtype)),
+    )
+
+
+@pytest.fixture(scope="module")
+def values(model):
+    q, qd, t = _state(model, 1)
+    return q, qd, jax.tree_util.tree_map(np.asarray, _all_terms(model, q, qd, t))
+
+
+def test_grouped_equals_loop(values):
     """C, g, Phi grouped vs the plain loop (same arithmetic)."""
-    q, qd, t = _state(model)
-    assert float(jnp.max(jnp.abs(model.C(q, t) - loop_C(model, q, t)))) <= TOL
-    g = model.velocity_residual(q, qd, t)
-    assert float(jnp.max(jnp.abs(g - loop_velocity_residual(model, q, qd, t)))) <= TOL
-    assert float(jnp.max(jnp.abs(model.phi(q, t) - loop_phi(model, q, t)))) <= TOL
+    _, _, v = values
+    assert np.max(np.abs(v["C"] - v["C_loop"])) <= TOL
+    assert np.max(np.abs(v["g"] - v["g_loop"])) <= TOL
+    assert np.max(np.abs(v["phi"] - v["phi_loop"]), initial=0.0) <= TOL
 
 
-def test_kinematic_terms_consistent(model):
+def test_kinematic_terms_consistent(model, values):
     """kinematic_terms: C = dg/dqd (finite differences), g = C qd + b, gamma as Model.gamma,
     phi = Phi in the holonomic rows and 0 in the Pfaffian ones."""
-    q, qd, t = _state(model, 1)
-    terms = model.kinematic_terms(q, qd, t)
-    C_loop = loop_C(model, q, t)
-    assert float(jnp.max(jnp.abs(terms.C - C_loop))) <= TOL
-    assert float(jnp.max(jnp.abs(terms.g - (C_loop @ qd + model.b(q, t))))) <= 1e-12
-    assert float(jnp.max(jnp.abs(terms.gamma - model.gamma(q, qd, t)))) <= TOL
+    _, qd, v = values
+    terms = v["terms"]
+    assert np.max(np.abs(terms.C - v["C_loop"])) <= TOL
+    assert np.max(np.abs(terms.g - (v["C_loop"] @ np.asarray(qd) + v["b"]))) <= 1e-12
+    assert np.max(np.abs(terms.gamma - v["gamma"])) <= TOL
     phi = np.zeros(model.num_rows)
-    phi[model.holonomic_rows] = np.asarray(loop_phi(model, q, t))
-    assert np.max(np.abs(np.asarray(terms.phi) - phi)) <= TOL
+    phi[model.holonomic_rows] = v["phi_loop"]
+    assert np.max(np.abs(terms.phi - phi)) <= TOL
     # C against central differences of the loop g in qd (g is affine in qd: exact up to round-off)
-    h = 1e-3
-    fd = np.stack([
-        (loop_velocity_residual(model, q, qd + h * e, t) - loop_velocity_residual(model, q, qd - h * e, t))
-        / (2 * h) for e in np.eye(model.n)
-    ], axis=1)
-    assert np.max(np.abs(np.asarray(terms.C) - fd)) <= 1e-9
+    assert np.max(np.abs(terms.C - v["C_fd"])) <= 1e-9
 
 
 def test_groups_partition_pairs():
@@ -113,9 +134,9 @@ def test_unstackable_leaf_evaluated_alone():
     """A pair whose drive holds a Python function is grouped alone and still correct."""
     m = _custom_drive_model()
     q, qd, t = _state(m, 2)
-    assert float(jnp.max(jnp.abs(m.C(q, t) - loop_C(m, q, t)))) <= TOL
-    terms = m.kinematic_terms(q, qd, t)
-    assert float(jnp.max(jnp.abs(terms.gamma - m.gamma(q, qd, t)))) <= TOL
+    v = _all_terms(m, q, qd, t)
+    assert float(jnp.max(jnp.abs(v["C"] - v["C_loop"]))) <= TOL
+    assert float(jnp.max(jnp.abs(v["terms"].gamma - v["gamma"]))) <= TOL
 
 
 def test_grouped_under_jit_vmap_grad():
@@ -125,13 +146,13 @@ def test_grouped_under_jit_vmap_grad():
     rng = np.random.default_rng(3)
     qs = jnp.asarray(rng.normal(size=(4, m.n)))
     batched = jax.jit(jax.vmap(lambda q: m.C(q, 0.1)))(qs)
-    for k in range(4):
-        assert float(jnp.max(jnp.abs(batched[k] - loop_C(m, qs[k], 0.1)))) <= TOL
+    looped = jax.jit(jax.vmap(lambda q: loop_C(m, q, 0.1)))(qs)
+    assert float(jnp.max(jnp.abs(batched - looped))) <= TOL
 
     def loss(mm, fn):
         return jnp.sum(fn(mm, qs[0], 0.1) ** 2)
 
-    g1 = eqx.filter_grad(lambda mm: loss(mm, lambda a, q, t: a.C(q, t)))(m)
-    g2 = eqx.filter_grad(lambda mm: loss(mm, loop_C))(m)
+    g1 = eqx.filter_jit(eqx.filter_grad(lambda mm: loss(mm, lambda a, q, t: a.C(q, t))))(m)
+    g2 = eqx.filter_jit(eqx.filter_grad(lambda mm: loss(mm, loop_C)))(m)
     diff = jax.tree_util.tree_map(lambda a, b: jnp.max(jnp.abs(a - b)), g1, g2)
     assert max(float(x) for x in jax.tree_util.tree_leaves(diff)) <= 1e-12
