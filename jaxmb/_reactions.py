@@ -12,6 +12,9 @@ With redundant constraints lambda is not unique; three ways to pick one:
 Only the reactions of solvable pairs (see `solvability`) are the same whichever is used.
 """
 
+import contextlib
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -71,7 +74,29 @@ def _method_name(method):
     return method if isinstance(method, str) else f"eliminate{tuple(method.rows)}"
 
 
-def _reactions_at(model, q, qd, t, method, qdd=None):
+_ELIMINATE_LABEL = "mb.Eliminate(rows)"  # in messages from compiled code (rows are data there)
+
+
+def _method_parts(model, method):
+    """(kind, keep): kind "min_norm", "auto" or "eliminate"; for `Eliminate` the kept-row mask
+    as an array, so that eliminations of different rows share one compiled program."""
+    if isinstance(method, Eliminate):
+        return "eliminate", keep_mask(model, method, None)
+    return method, None
+
+
+def _label(method, shared):
+    """The method as error messages name it; `shared`: the program serves every Eliminate."""
+    if isinstance(method, Eliminate) and shared:
+        return f"reactions(method={_ELIMINATE_LABEL})"
+    return f"reactions(method={method!r})"
+
+
+def _traced(*trees):
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(trees))
+
+
+def _reactions_at(model, q, qd, t, kind, keep, label, qdd=None):
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
@@ -83,19 +108,15 @@ def _reactions_at(model, q, qd, t, method, qdd=None):
         C, gamma = terms.C, terms.gamma
     else:
         C, gamma = jnp.zeros((0, model.n)), jnp.zeros(0)
-    if method == "min_norm":
+    if kind == "min_norm":
         if qdd is None:
             qdd = (null_space_solve(M, F, C, gamma) if model.num_rows
                    else accelerations(model, q, qd, t))
         lam = min_norm_multipliers(C, F - M @ qdd)
-    elif method == "auto" or isinstance(method, Eliminate):
-        qdd_e, lam = eliminated_solve(M, F, C, gamma, keep_mask(model, method, C),
-                                      label=f"reactions(method={method!r})")
-        qdd = qdd_e if qdd is None else qdd
     else:
-        raise ValueError(
-            f"reactions: method must be 'min_norm', 'auto' or mb.Eliminate(rows), got {method!r}"
-        )
+        mask = keep if kind == "eliminate" else keep_mask(model, "auto", C)
+        qdd_e, lam = eliminated_solve(M, F, C, gamma, mask, label=label)
+        qdd = qdd_e if qdd is None else qdd
     gen = []
     start = 0
     for p in model.pairs:
@@ -111,7 +132,7 @@ def _reactions_at(model, q, qd, t, method, qdd=None):
     return Reactions(
         pair_names=model.pair_names,
         body_names=model.body_names,
-        method=_method_name(method),
+        method=kind,  # replaced by the full name (rows included) outside the compiled part
         lam=lam,
         qdd=qdd,
         generalized_array=jnp.stack(gen) if gen else jnp.zeros((0, model.n)),
@@ -132,15 +153,55 @@ def reactions(model, q, qd=None, t=0.0, method="min_norm"):
         raise ValueError(
             f"reactions: method must be 'min_norm', 'auto' or mb.Eliminate(rows), got {method!r}"
         )
-    if isinstance(q, Trajectory):
-        traj = q
-        return _map_over_time(
-            model, lambda x: _reactions_at(model, x[0], x[1], x[2], method),
-            (traj.q, traj.qd, traj.ts),
-        )
-    if qd is None:
+    kind, keep = _method_parts(model, method)
+    if not isinstance(q, Trajectory) and qd is None:
         raise TypeError("reactions: pass qd (or a Trajectory)")
-    return _reactions_at(model, q, qd, t, method)
+    # eager calls share one compiled program among all Eliminate rows (their error message
+    # gets the rows back in _naming_rows); traced calls are inlined and name them directly
+    label = _label(method, shared=not _traced(model, q, qd, t))
+    with _naming_rows(method):
+        if isinstance(q, Trajectory):
+            rx = _reactions_along(model, q.q, q.qd, q.ts, None, kind, keep, label)
+        else:
+            rx = _reactions_one(model, jnp.asarray(q, jnp.float64),
+                                jnp.asarray(qd, jnp.float64), jnp.asarray(t, jnp.float64),
+                                kind, keep, label)
+    return _named(rx, method)
+
+
+def _named(rx, method):
+    """rx with its `method` field naming the method in full (e.g. "eliminate(5, 20)")."""
+    return dataclasses.replace(rx, method=_method_name(method))
+
+
+@contextlib.contextmanager
+def _naming_rows(method):
+    """The compiled program is shared by all Eliminate rows, so its error message cannot list
+    them; when the error surfaces here (an eager call), put the rows back into it."""
+    try:
+        yield
+    except Exception as err:  # equinox's runtime error (its type depends on the JAX version)
+        generic = f"reactions(method={_ELIMINATE_LABEL})"
+        if isinstance(method, Eliminate) and generic in str(err):
+            named = str(err).replace(generic, f"reactions(method={method!r})")
+            raise eqx.EquinoxRuntimeError(named) from None
+        raise
+
+
+# Compiled once per model structure and method kind (the rows of an Eliminate are data), so
+# eager calls reuse the program; inside an outer jit they are inlined.
+_reactions_one = eqx.filter_jit(_reactions_at)
+
+
+@eqx.filter_jit
+def _reactions_along(model, q, qd, ts, qdd, kind, keep, label):
+    if qdd is None:
+        return _map_over_time(
+            model, lambda x: _reactions_at(model, x[0], x[1], x[2], kind, keep, label),
+            (q, qd, ts))
+    return _map_over_time(
+        model, lambda x: _reactions_at(model, x[0], x[1], x[2], kind, keep, label, qdd=x[3]),
+        (q, qd, ts, qdd))
 
 
 def inverse_dynamics(model, ts, q=None, method="min_norm"):
@@ -159,11 +220,11 @@ def inverse_dynamics(model, ts, q=None, method="min_norm"):
         result=_success_codes(n_t),
         num_steps=jnp.asarray(n_t),
     )
-    rx = _map_over_time(
-        model, lambda x: _reactions_at(model, x[0], x[1], x[2], method, qdd=x[3]),
-        (kin.q, kin.qd, kin.ts, kin.qdd),
-    )
-    return traj, rx
+    kind, keep = _method_parts(model, method)
+    label = _label(method, shared=not _traced(model, kin.q, ts))
+    with _naming_rows(method):
+        rx = _reactions_along(model, kin.q, kin.qd, kin.ts, kin.qdd, kind, keep, label)
+    return traj, _named(rx, method)
 
 
 def _map_over_time(model, f, xs):
@@ -200,7 +261,9 @@ def statics(model, q, t=0.0, method="min_norm"):
     """
     q = jnp.asarray(q, jnp.float64)
     zeros = jnp.zeros_like(q)
-    rx = _reactions_at(model, q, zeros, t, method, qdd=zeros)
+    kind, keep = _method_parts(model, method)
+    rx = _reactions_at(model, q, zeros, t, kind, keep, _label(method, shared=False), qdd=zeros)
+    rx = _named(rx, method)
     F = model.forces(q, zeros, t)
     unbalanced = F + jnp.sum(rx.generalized_array, axis=0)
     scale = 1.0 + jnp.max(jnp.abs(F))

@@ -419,6 +419,10 @@ def test_eliminate_rows_leaving_a_singular_system(doubled_pin):
     with pytest.raises(RuntimeError, match=r"reactions\(method=Eliminate\(rows=\(0,\)\)\): "
                                            "the remaining rows leave a singular"):
         _reactions(doubled_pin, doubled_pin.q0, jnp.zeros(3), method=mb.Eliminate((0,)))
+    # eager: the compiled program is shared by all rows, the message still names them
+    with pytest.raises(RuntimeError, match=r"reactions\(method=Eliminate\(rows=\(0,\)\)\): "
+                                           "the remaining rows leave a singular"):
+        mb.reactions(doubled_pin, doubled_pin.q0, jnp.zeros(3), method=mb.Eliminate((0,)))
 
 
 def test_eliminate_row_listed_twice():

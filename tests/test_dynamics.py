@@ -75,7 +75,7 @@ def robot_variants(robot):
         else:
             traj = out["null_space"][0]
         method = "min_norm" if formulation == "null_space" else formulation
-        rx = jax.jit(lambda tr, meth=method: mb.reactions(model, tr, method=meth))(traj)
+        rx = mb.reactions(model, traj, method=method)  # eager: the eliminations share a program
         out[key] = (traj, rx)
     return out
 
