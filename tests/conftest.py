@@ -26,3 +26,18 @@ import jaxmb  # noqa: F401, E402  (side effect: jax_enable_x64)
 def rng():
     """A seeded numpy generator, fresh for every test."""
     return np.random.default_rng(20240613)
+
+
+# Test files that take longest on 2 cores (measured with --durations=0), run first: pytest-xdist
+# (--dist loadfile) hands files to workers in collection order, so long files started late
+# leave one worker idle at the end. Order within a file is unchanged.
+LONG_FILES = ("test_dynamics.py", "test_notebooks.py", "test_independent.py",
+              "test_solvability.py", "test_cli_examples.py", "test_io.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        name = os.path.basename(str(item.fspath))
+        return LONG_FILES.index(name) if name in LONG_FILES else len(LONG_FILES)
+
+    items.sort(key=rank)  # stable: files keep their internal order
