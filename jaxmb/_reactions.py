@@ -77,9 +77,14 @@ def _method_name(method):
 _ELIMINATE_LABEL = "mb.Eliminate(rows)"  # in messages from compiled code (rows are data there)
 
 
-def _method_parts(model, method):
+def _method_parts(model, method, where="reactions"):
     """(kind, keep): kind "min_norm", "auto" or "eliminate"; for `Eliminate` the kept-row mask
-    as an array, so that eliminations of different rows share one compiled program."""
+    as an array, so that eliminations of different rows share one compiled program. Raises for
+    any other method (naming the function `where`)."""
+    if not (isinstance(method, Eliminate) or method in ("min_norm", "auto")):
+        raise ValueError(
+            f"{where}: method must be 'min_norm', 'auto' or mb.Eliminate(rows), got {method!r}"
+        )
     if isinstance(method, Eliminate):
         return "eliminate", keep_mask(model, method, None)
     return method, None
@@ -149,10 +154,6 @@ def reactions(model, q, qd=None, t=0.0, method="min_norm"):
     **Returns:** `Reactions`. Only the pairs flagged in `Reactions.solvable` have reactions
     that do not depend on `method`.
     """
-    if not (isinstance(method, Eliminate) or method in ("min_norm", "auto")):
-        raise ValueError(
-            f"reactions: method must be 'min_norm', 'auto' or mb.Eliminate(rows), got {method!r}"
-        )
     kind, keep = _method_parts(model, method)
     if not isinstance(q, Trajectory) and qd is None:
         raise TypeError("reactions: pass qd (or a Trajectory)")
@@ -161,7 +162,7 @@ def reactions(model, q, qd=None, t=0.0, method="min_norm"):
     label = _label(method, shared=not _traced(model, q, qd, t))
     with _naming_rows(method):
         if isinstance(q, Trajectory):
-            rx = _reactions_along(model, q.q, q.qd, q.ts, None, kind, keep, label)
+            rx = _reactions_along(model, (q.q, q.qd, q.ts), kind, keep, label)
         else:
             rx = _reactions_one(model, jnp.asarray(q, jnp.float64),
                                 jnp.asarray(qd, jnp.float64), jnp.asarray(t, jnp.float64),
@@ -181,9 +182,9 @@ def _naming_rows(method):
     try:
         yield
     except Exception as err:  # equinox's runtime error (its type depends on the JAX version)
-        generic = f"reactions(method={_ELIMINATE_LABEL})"
+        generic = _label(method, shared=True)
         if isinstance(method, Eliminate) and generic in str(err):
-            named = str(err).replace(generic, f"reactions(method={method!r})")
+            named = str(err).replace(generic, _label(method, shared=False))
             raise eqx.EquinoxRuntimeError(named) from None
         raise
 
@@ -194,14 +195,10 @@ _reactions_one = eqx.filter_jit(_reactions_at)
 
 
 @eqx.filter_jit
-def _reactions_along(model, q, qd, ts, qdd, kind, keep, label):
-    if qdd is None:
-        return _map_over_time(
-            model, lambda x: _reactions_at(model, x[0], x[1], x[2], kind, keep, label),
-            (q, qd, ts))
+def _reactions_along(model, xs, kind, keep, label):
+    """Reactions along the time axis of xs = (q, qd, ts) or (q, qd, ts, qdd)."""
     return _map_over_time(
-        model, lambda x: _reactions_at(model, x[0], x[1], x[2], kind, keep, label, qdd=x[3]),
-        (q, qd, ts, qdd))
+        model, lambda x: _reactions_at(model, *x[:3], kind, keep, label, *x[3:]), xs)
 
 
 def inverse_dynamics(model, ts, q=None, method="min_norm"):
@@ -211,6 +208,7 @@ def inverse_dynamics(model, ts, q=None, method="min_norm"):
 
     **Returns:** `(Trajectory, Reactions)` with a leading time axis.
     """
+    kind, keep = _method_parts(model, method, "inverse_dynamics")  # before the kinematics
     kin = kinematics(model, ts, q)
     n_t = kin.ts.shape[0]
     traj = Trajectory(
@@ -220,10 +218,9 @@ def inverse_dynamics(model, ts, q=None, method="min_norm"):
         result=_success_codes(n_t),
         num_steps=jnp.asarray(n_t),
     )
-    kind, keep = _method_parts(model, method)
     label = _label(method, shared=not _traced(model, kin.q, ts))
     with _naming_rows(method):
-        rx = _reactions_along(model, kin.q, kin.qd, kin.ts, kin.qdd, kind, keep, label)
+        rx = _reactions_along(model, (kin.q, kin.qd, kin.ts, kin.qdd), kind, keep, label)
     return traj, _named(rx, method)
 
 
@@ -261,7 +258,7 @@ def statics(model, q, t=0.0, method="min_norm"):
     """
     q = jnp.asarray(q, jnp.float64)
     zeros = jnp.zeros_like(q)
-    kind, keep = _method_parts(model, method)
+    kind, keep = _method_parts(model, method, "statics")
     rx = _reactions_at(model, q, zeros, t, kind, keep, _label(method, shared=False), qdd=zeros)
     rx = _named(rx, method)
     F = model.forces(q, zeros, t)

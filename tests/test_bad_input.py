@@ -467,5 +467,11 @@ def test_unknown_method_or_formulation(chain_model):
     with pytest.raises(ValueError, match="reactions: method must be 'min_norm', 'auto'.*got "
                                          "'pinv'"):
         mb.reactions(chain_model, chain_model.q0, jnp.zeros(6), method="pinv")
+    with pytest.raises(ValueError, match="statics: method must be 'min_norm', 'auto'.*got "
+                                         "'pinv'"):
+        mb.statics(chain_model, chain_model.q0, method="pinv")
+    with pytest.raises(ValueError, match="inverse_dynamics: method must be 'min_norm', "
+                                         "'auto'.*got 'pinv'"):
+        mb.inverse_dynamics(chain_model, jnp.linspace(0.0, 0.1, 3), method="pinv")
     with pytest.raises(ValueError, match="simulate: formulation must be .*got 'lagrange'"):
         mb.simulate(chain_model, chain_model.q0, jnp.zeros(6), 0.1, formulation="lagrange")
