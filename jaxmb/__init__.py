@@ -8,9 +8,9 @@ defaults, XLA's CPU runtime deadlocks on vmapped graphs that run several LAPACK 
 equinox error checks concurrently (reproduced here with vmapped reactions along a trajectory;
 the same wedge is reported upstream, e.g. PyAutoFit issue #1528). The flags take effect only if
 jaxmb is imported before JAX starts its CPU backend. Our matrices are small, so the lost
-intra-op parallelism costs little; GPU backends are unaffected. They do not cover every case:
-with jaxlib 0.10.2, two large batched LAPACK calls running at once can still wedge the thread
-pool (see the README); chunk very large vmaps with jax.lax.map(..., batch_size=...).
+intra-op parallelism costs little; GPU backends are unaffected. The other hazard, jaxlib 0.10's
+batched LAPACK kernels splitting a batch over the thread pool and waiting for it, is removed at
+the source: jaxmb never hands LAPACK more than one matrix (`jaxmb._linalg`), under any vmap.
 """
 
 import os as _os

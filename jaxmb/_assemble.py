@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from ._dynamics import check_shapes, checked_finite
-from ._linalg import materialise, null_space, pinv_solve, rank_mask, split_inexact
+from ._linalg import materialise, null_space, pinv_solve, rank_mask, solve, split_inexact, svd
 
 
 def _holonomic_jacobian(model, q, t):
@@ -31,7 +31,7 @@ def _holonomic_jacobian(model, q, t):
 def _projection_step(model, q, q_init, t):
     J = _holonomic_jacobian(model, q, t)
     r = model.phi(q, t)
-    U, s, Vt = jnp.linalg.svd(J, full_matrices=False)
+    U, s, Vt = svd(J)
     mask = rank_mask(s)
     s_inv = jnp.where(mask, 1.0 / jnp.where(mask, s, 1.0), 0.0)
     newton = -Vt.T @ (s_inv * (U.T @ r))
@@ -95,7 +95,7 @@ def _assemble_jvp(primals, tangents, *, tol, max_steps):
     w_p = -pinv_solve(J, dphi)
     V, mask = null_space(J)
     K = V.T @ H @ V + jnp.diag(~mask).astype(q.dtype)
-    y = jnp.linalg.solve(K, V.T @ (dq_init - dgrad - H @ w_p))
+    y = solve(K, V.T @ (dq_init - dgrad - H @ w_p))
     return q, w_p + V @ y
 
 

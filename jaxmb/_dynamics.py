@@ -21,12 +21,9 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 import numpy as np
 
-from ._batched_qr import economic_pivoted_qr
-from ._linalg import RANK_RTOL
-from ._solvability import pivoted_qr
+from ._linalg import RANK_RTOL, cond, economic_pivoted_qr, pinv, pivoted_qr, solve, solve_triangular
 
 ELIMINATED_COND_LIMIT = 1e12
 """Largest condition number accepted for the reduced augmented system of `Eliminate`."""
@@ -76,7 +73,7 @@ def _gauss_solve(f: _GaussFactor, F, gamma):
     k = f.R11.shape[0]
     y0 = f.w * F
     c = (gamma - f.Ch @ y0)[f.perm[:k]]
-    u = jsl.solve_triangular(f.R11, jnp.where(f.kept, c, 0.0), trans="T", lower=False)
+    u = solve_triangular(f.R11, jnp.where(f.kept, c, 0.0), trans=True)
     return f.w * (y0 + f.Q @ jnp.where(f.kept, u, 0.0))
 
 
@@ -85,7 +82,7 @@ def _factor_multipliers(f: _GaussFactor, F, qdd):
     C^^T lambda = M^(-1/2) (F - M qdd), basic solution on the kept pivots."""
     k = f.R11.shape[0]
     r = f.w * F - qdd / f.w  # M^(-1/2) F - M^(1/2) qdd
-    mu = jsl.solve_triangular(f.R11, jnp.where(f.kept, f.Q.T @ r, 0.0), lower=False)
+    mu = solve_triangular(f.R11, jnp.where(f.kept, f.Q.T @ r, 0.0))
     lam = jnp.zeros(f.Ch.shape[0], r.dtype)
     return lam.at[f.perm[:k]].set(jnp.where(f.kept, mu, 0.0))
 
@@ -98,7 +95,7 @@ def null_space_solve(M, F, C, gamma):
     constraint (qdd - M^-1 F)^T M (qdd - M^-1 F) subject to C qdd = gamma. With y = M^(1/2) qdd
     and C^ = C M^(-1/2) that is the projection of y0 = M^(-1/2) F onto {C^ y = gamma}, done
     with one column-pivoted QR of C^^T (LAPACK geqp3, far cheaper than an SVD for small C;
-    under vmap a Householder QR vectorized over the batch, `_batched_qr`): no null-space
+    under vmap a Householder QR vectorized over the batch, `_linalg`): no null-space
     basis V is formed. Redundant rows (pivots below RANK_RTOL) are dropped, so a gamma
     slightly off range(C) (constraint drift) is met on the independent rows."""
     return _gauss_solve(_gauss_factor(M, C), F, gamma)
@@ -119,7 +116,7 @@ def _null_space_solve_jvp(primals, tangents):
 def min_norm_multipliers(C, f):
     """Minimum-norm lambda with C^T lambda = f (seed 001, eq. 15), via the pseudo-inverse, whose
     JAX derivative rule holds where the rank is locally constant."""
-    return jnp.linalg.pinv(C.T, rtol=RANK_RTOL) @ f
+    return pinv(C.T, RANK_RTOL) @ f
 
 
 def eliminated_solve(M, F, C, gamma, keep, label="Eliminate"):
@@ -135,9 +132,9 @@ def eliminated_solve(M, F, C, gamma, keep, label="Eliminate"):
     w = keep.astype(C.dtype)
     Ck = C * w[:, None]
     K = jnp.block([[M, Ck.T], [Ck, jnp.diag(1.0 - w)]])
-    sol = jnp.linalg.solve(K, jnp.concatenate([F, gamma * w]))
-    cond = jax.lax.stop_gradient(jnp.linalg.cond(K))
-    bad = ~jnp.all(jnp.isfinite(sol)) | ~(cond < ELIMINATED_COND_LIMIT)
+    sol = solve(K, jnp.concatenate([F, gamma * w]))
+    cond_K = cond(K)
+    bad = ~jnp.all(jnp.isfinite(sol)) | ~(cond_K < ELIMINATED_COND_LIMIT)
     sol = eqx.error_if(
         sol,
         bad,
@@ -164,7 +161,7 @@ def keep_mask(model, method, C):
         return jnp.asarray(keep)
     if method != "auto":
         raise ValueError(f"expected 'auto' or mb.Eliminate(rows), got {method!r}")
-    _, R, order = pivoted_qr(jax.lax.stop_gradient(C).T)
+    _, R, order = pivoted_qr(C.T)
     d = jnp.zeros(rows, C.dtype).at[: min(R.shape)].set(jnp.abs(jnp.diagonal(R)))
     kept_pivots = d > RANK_RTOL * jnp.max(d, initial=0.0)
     return jnp.zeros(rows, bool).at[order].set(kept_pivots)

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._geometry import is_concrete
-from ._linalg import rank_mask
+from ._linalg import rank_mask, singular_values, svd
 
 SINGULAR_RTOL = 1e-4
 """sigma_k / sigma_max below this at the stop state marks a singular configuration."""
@@ -81,9 +81,9 @@ def _forces(model, q, qd, t):
 def _singular_share(model, q0, t0, q, t):
     """(sigma_k / sigma_max at (q, t) with k the rank of C at (q0, t0), share of each pair in the
     left singular vector u_k)."""
-    _, s0, _ = jnp.linalg.svd(model.C(q0, t0), full_matrices=False)
+    s0 = singular_values(model.C(q0, t0))
     rank0 = jnp.sum(rank_mask(s0))
-    U, s, _ = jnp.linalg.svd(jnp.nan_to_num(model.C(q, t)), full_matrices=False)
+    U, s, _ = svd(jax.lax.stop_gradient(jnp.nan_to_num(model.C(q, t))))
     k = jnp.clip(rank0 - 1, 0, s.shape[0] - 1)
     ratio = jnp.where(rank0 > 0, s[k] / jnp.maximum(s[0], 1e-300), 1.0)
     rows = jnp.asarray(model.row_pair_index)

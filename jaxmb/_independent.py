@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._linalg import RANK_RTOL
-from ._solvability import pivoted_qr
+from ._linalg import pivoted_qr, singular_values, solve
 
 NEWTON_TOL = 1e-13
 NEWTON_MAX_ITERATIONS = 30
@@ -78,7 +78,7 @@ def best_partition(Phi_r):
 
 
 def _cond(A):
-    s = jnp.linalg.svd(A, compute_uv=False)
+    s = singular_values(A)
     return s[0] / s[-1]
 
 
@@ -95,7 +95,7 @@ def dependent_coordinates(model, rows, y_idx, z_idx, z, q_guess, t):
     def body_fun(state):
         q, k = state
         Phi_y = _holonomic_C(model, q, t)[rows][:, y_idx]
-        step = jnp.linalg.solve(Phi_y, residual(q))
+        step = solve(Phi_y, residual(q))
         return q.at[y_idx].add(-step), k + 1
 
     q0 = q_guess.at[z_idx].set(z)
@@ -108,21 +108,21 @@ def reaction_matrix_solve(model, rows, y_idx, z_idx, q, zd, t):
     n = model.n
     C_r = _holonomic_C(model, q, t)[rows]
     Phi_y, Phi_z = C_r[:, y_idx], C_r[:, z_idx]
-    I_c = -jnp.linalg.solve(Phi_y, Phi_z)
+    I_c = -solve(Phi_y, Phi_z)
     b_r = model.b(q, t)[model.holonomic_rows][rows]
     qd = jnp.zeros(n, q.dtype).at[z_idx].set(zd).at[y_idx].set(
-        I_c @ zd - jnp.linalg.solve(Phi_y, b_r)
+        I_c @ zd - solve(Phi_y, b_r)
     )
     gamma_r = model.gamma(q, qd, t)[model.holonomic_rows][rows]
-    xi = jnp.linalg.solve(Phi_y, gamma_r)
+    xi = solve(Phi_y, gamma_r)
     r = y_idx.shape[0]
     Q_c = jnp.zeros((n, r), q.dtype).at[z_idx].set(-I_c.T).at[y_idx].set(jnp.eye(r))
     G = 1.0 / model.mass_diagonal()
     F = model.forces(q, qd, t)
     N_c = Q_c.T @ (G[:, None] * Q_c)
-    lam_c = jnp.linalg.solve(N_c, xi - Q_c.T @ (G * F))
+    lam_c = solve(N_c, xi - Q_c.T @ (G * F))
     qdd = G * (F + Q_c @ lam_c)
-    lam_r = -jnp.linalg.solve(Phi_y.T, lam_c)
+    lam_r = -solve(Phi_y.T, lam_c)
     return qd, qdd, lam_r
 
 

@@ -1,29 +1,341 @@
-"""Rank-revealing linear algebra with fixed shapes (the rank is data, never a shape).
+"""Rank-revealing linear algebra with fixed shapes, safe under vmap: no batched LAPACK call.
 
-Rank decisions use singular values s_k > RANK_RTOL * s_max (a relative tolerance): a
-redundant constraint set leaves singular values at round-off level (~1e-16 s_max), a genuine
-near-singular configuration shows up in the solvability report's margin.
+Every factorization and solve that jaxmb makes goes through this module, because of a hazard
+in jaxlib 0.10's CPU kernels: a LAPACK custom call that receives a batch of matrices splits it
+over XLA's intra-op thread pool (jaxlib's ParallelBatchMap) and blocks until the pieces are
+done. When every pool thread is blocked in such a wait, nothing is left to run the pieces and
+the program hangs (issue 18: vmapped solvability of 1024 robot configurations hung in 7 of 18
+runs). So jaxmb hands LAPACK one matrix at a time:
+
+- one matrix (no vmap): LAPACK, as jax.numpy would;
+- under vmap (`jax.custom_batching.custom_vmap`): either a pure-jnp algorithm vectorized over
+  the batch (the hot paths: pivoted QR and triangular solves, `householder_pivoted_qr`,
+  `_substitution`), or a sequential `lax.map` of single-matrix LAPACK calls (`per_member`).
+  Nested vmaps reach the same rules again, so no depth of vmap produces a batched call.
+
+Derivatives never differentiate a LAPACK call under vmap either: solves are
+`lax.custom_linear_solve` (implicit, transposable, so forward and reverse mode work), and the
+factorizations carry custom JVPs written with products and the safe triangular solve.
+tests/test_linalg.py scans the compiled programs of the documented vmapped uses for LAPACK
+custom calls with a batch dimension.
+
+Rank decisions use values s_k > RANK_RTOL * s_max (a relative tolerance): a redundant
+constraint set leaves singular values (or pivots |R_kk|) at round-off level (~1e-16 s_max), a
+genuine near-singular configuration shows up in the solvability report's margin.
 """
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg as jsl
 
 RANK_RTOL = 1e-9
 
 
 def rank_mask(s, rtol=RANK_RTOL):
-    """Mask of the singular values counted in the rank: s_k > rtol * max(s)."""
+    """Mask of the values counted in the rank: s_k > rtol * max(s) (singular values, or the
+    non-increasing |R_kk| of a pivoted QR)."""
     smax = jnp.max(s, initial=0.0)
     return s > rtol * smax
 
 
-def pinv_solve(A, b, rtol=RANK_RTOL):
-    """Minimum-norm least-squares solution x = A^+ b, via the SVD with masked singular values."""
-    U, s, Vt = jnp.linalg.svd(A, full_matrices=False)
+# --------------------------------------------------------------------------------------------
+# one matrix to LAPACK at a time
+
+
+def per_member(fun):
+    """`fun` of single matrices (LAPACK); under vmap a sequential `lax.map` over the batch, so
+    every LAPACK call still sees one matrix (nested vmaps reach this rule again)."""
+
+    @jax.custom_batching.custom_vmap
+    def wrapped(*args):
+        return fun(*args)
+
+    @wrapped.def_vmap
+    def _rule(axis_size, in_batched, *args):
+        args = tuple(
+            a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
+            for a, b in zip(args, in_batched)
+        )
+        out = jax.lax.map(lambda xs: wrapped(*xs), args)
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    return wrapped
+
+
+def _vectorized(single, batched):
+    """`single` for one matrix; under vmap `batched` (a pure-jnp function of single matrices,
+    vmapped here so nested vmaps vectorize too)."""
+
+    @jax.custom_batching.custom_vmap
+    def wrapped(*args):
+        return single(*args)
+
+    @wrapped.def_vmap
+    def _rule(axis_size, in_batched, *args):
+        axes = tuple(0 if b else None for b in in_batched)
+        out = jax.vmap(batched, in_axes=axes, axis_size=axis_size)(*args)
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    return wrapped
+
+
+# --------------------------------------------------------------------------------------------
+# triangular and general solves
+
+
+def _substitution(T, b, lower):
+    """x with T x = b for triangular T (k, k), b (k,) or (k, c): back or forward
+    substitution, x_i = (b_i - sum_{j beyond i} T_ij x_j) / T_ii, pure jnp."""
+    k = T.shape[0]
+    idx = jnp.arange(k)
+    order = idx if lower else idx[::-1]
+
+    def step(s, x):
+        i = order[s]
+        row = jnp.where((idx < i) if lower else (idx > i), T[i], 0.0)
+        return x.at[i].set((b[i] - row @ x) / T[i, i])
+
+    return jax.lax.fori_loop(0, k, step, jnp.zeros_like(b))
+
+
+def _tri_single(T, b, lower):
+    return jsl.solve_triangular(T, b, lower=lower)
+
+
+_tri = {
+    lower: _vectorized(
+        lambda T, b, lower=lower: _tri_single(T, b, lower),
+        lambda T, b, lower=lower: _substitution(T, b, lower),
+    )
+    for lower in (False, True)
+}
+
+
+def solve_triangular(R, b, *, lower=False, trans=False):
+    """x with R x = b (R^T x = b with `trans`), R triangular (k, k), b (k,) or (k, c):
+    LAPACK trsm for one system, vectorized substitution under vmap; differentiable in R and b
+    (implicit: dx = R^-1 (db - dR x), via lax.custom_linear_solve)."""
+    T = R.T if trans else R
+    low = lower != trans
+
+    def solve(_, rhs):
+        return _tri[low](T, rhs)
+
+    def transpose_solve(_, rhs):
+        return _tri[not low](T.T, rhs)
+
+    return jax.lax.custom_linear_solve(lambda x: T @ x, b, solve, transpose_solve)
+
+
+_lu_solve = per_member(lambda A, b: jnp.linalg.solve(A, b))
+
+
+def solve(A, b):
+    """x with A x = b, A square nonsingular, b (n,) or (n, c); differentiable (implicit)."""
+
+    def transpose_solve(_, rhs):
+        return _lu_solve(A.T, rhs)
+
+    return jax.lax.custom_linear_solve(lambda x: A @ x, b, lambda _, r: _lu_solve(A, r),
+                                       transpose_solve)
+
+
+# --------------------------------------------------------------------------------------------
+# QR
+
+
+def householder_pivoted_qr(A, full=False):
+    """A[:, perm] = Q R of one m x n matrix, pure jnp with fixed shapes (Golub & Van Loan,
+    Matrix Computations, 4th ed., alg. 5.4.1): Q (m, k) and R (k, n), k = min(m, n), or with
+    `full` Q (m, m) and R (m, n); R upper triangular with |R_jj| non-increasing, perm (n,).
+
+    At step j the remaining column of largest norm (the first one on ties) is swapped to
+    position j and the reflector H_j = I - tau v v^T zeroes it below the diagonal, with
+    LAPACK's dlarfg convention R_jj = -sign(x_j) ||x|| and H_j = I when x is already zero below
+    the diagonal, as geqp3 does; the column norms are recomputed at every step rather than
+    downdated, so only exact ties can be broken differently."""
+    m, n = A.shape
+    rows, cols = jnp.arange(m), jnp.arange(n)
+
+    def step(j, carry):
+        R, Q, perm = carry
+        below = rows >= j
+        norms = jnp.sum(jnp.where(below[:, None], R * R, 0.0), axis=0)
+        p = jnp.argmax(jnp.where(cols >= j, norms, -1.0))
+        swap = jnp.where(cols == j, p, jnp.where(cols == p, j, cols))
+        R, perm = R[:, swap], perm[swap]
+        x = jnp.where(below, R[:, j], 0.0)
+        alpha = x[j]
+        tail = jnp.sum(jnp.where(rows > j, x * x, 0.0))
+        beta = -jnp.where(alpha >= 0.0, 1.0, -1.0) * jnp.sqrt(alpha * alpha + tail)
+        v = jnp.where(rows == j, alpha - beta, x)
+        reflect = tail > 0.0
+        tau = jnp.where(reflect, 2.0 / jnp.where(reflect, jnp.sum(v * v), 1.0), 0.0)
+        R = R - jnp.outer(tau * v, v @ R)
+        R = jnp.where((cols[None, :] == j) & (rows[:, None] > j), 0.0, R)  # exact zeros
+        Q = Q - jnp.outer(Q @ v, tau * v)
+        return R, Q, perm
+
+    init = (A, jnp.eye(m, dtype=A.dtype), jnp.arange(n, dtype=jnp.int32))
+    k = min(m, n)
+    R, Q, perm = jax.lax.fori_loop(0, k, step, init)
+    if full:
+        return Q, R, perm
+    return Q[:, :k], R[:k], perm
+
+
+def _lapack_pivoted_qr(A, mode):
+    Q, R, perm = jsl.qr(A, mode=mode, pivoting=True)
+    return Q, R, perm.astype(jnp.int32)
+
+
+_pivoted_qr = {
+    mode: _vectorized(
+        lambda A, mode=mode: _lapack_pivoted_qr(A, mode),
+        lambda A, mode=mode: householder_pivoted_qr(A, full=mode == "full"),
+    )
+    for mode in ("economic", "full")
+}
+
+
+def _thin_qr_jvp(Q, R, dA):
+    """Tangents of A = Q R (m >= n, thin): with X = dA R^-1 and Omega the skew part of the
+    strictly lower triangle of Q^T X, dQ = Q (Omega - Q^T X) + X, dR = (Q^T X - Omega) R
+    (J. Townsend, "Differentiating the QR decomposition", 2018)."""
+    X = solve_triangular(R, dA.T, trans=True).T  # X R = dA
+    QtX = Q.T @ X
+    low = jnp.tril(QtX, -1)
+    omega = low - low.T
+    return Q @ (omega - QtX) + X, (QtX - omega) @ R
+
+
+@jax.custom_jvp
+def economic_pivoted_qr(A):
+    """Economic column-pivoted QR, A[:, perm] = Q R with |R_jj| non-increasing (LAPACK geqp3;
+    `householder_pivoted_qr` vectorized over the batch under vmap). Differentiable at any
+    order, forward and reverse, with the pivots held constant (m >= n, R nonsingular where
+    differentiated)."""
+    return _pivoted_qr["economic"](A)
+
+
+@economic_pivoted_qr.defjvp
+def _economic_pivoted_qr_jvp(primals, tangents):
+    (A,), (dA,) = primals, tangents
+    Q, R, perm = economic_pivoted_qr(A)
+    dQ, dR = _thin_qr_jvp(Q, R, dA[:, perm])
+    return (Q, R, perm), (dQ, dR, jnp.zeros(perm.shape, jax.dtypes.float0))
+
+
+def pivoted_qr(C):
+    """Full column-pivoted QR, C[:, perm] = Q R (seed 001, eq. 21), Q square; for rank
+    decisions and null-space bases (no derivative: the basis of a null space is not a
+    differentiable function of C)."""
+    return _pivoted_qr["full"](jax.lax.stop_gradient(C))
+
+
+_qr_single = per_member(lambda A: tuple(jnp.linalg.qr(A)))
+
+
+@jax.custom_jvp
+def qr(A):
+    """Economic QR A = Q R without pivoting (m >= n where differentiated)."""
+    return _qr_single(A)
+
+
+@qr.defjvp
+def _qr_jvp(primals, tangents):
+    (A,), (dA,) = primals, tangents
+    Q, R = qr(A)
+    return (Q, R), _thin_qr_jvp(Q, R, dA)
+
+
+# --------------------------------------------------------------------------------------------
+# SVD and what is built from it
+
+
+_svd_thin = per_member(lambda A: tuple(jnp.linalg.svd(A, full_matrices=False)))
+_svd_full = per_member(lambda A: tuple(jnp.linalg.svd(A, full_matrices=True)))
+_svd_values = per_member(lambda A: jnp.linalg.svd(A, compute_uv=False))
+
+
+@jax.custom_jvp
+def svd(A):
+    """Thin SVD A = U diag(s) Vt; differentiable where the singular values are distinct."""
+    return _svd_thin(A)
+
+
+@svd.defjvp
+def _svd_jvp(primals, tangents):
+    """dS = U^T dA V; ds = diag(dS); dU, dV from F_ij = 1 / (s_j^2 - s_i^2) (i != j) and the
+    parts of dA outside range(U) and range(V) (Townsend 2016; as jax.numpy's rule)."""
+    (A,), (dA,) = primals, tangents
+    U, s, Vt = svd(A)
+    V = Vt.T
+    dS = U.T @ dA @ V
+    ds = jnp.diagonal(dS)
+    k = s.shape[0]
+    eye = jnp.eye(k, dtype=A.dtype)
+    sr = s[None, :]
+    F = 1.0 / ((sr + sr.T) * (sr - sr.T) + eye) - eye
+    zero = (s == 0).astype(A.dtype)
+    s_inv = 1.0 / (s + zero) - zero
+    dU = U @ (F * (sr * dS + (sr * dS).T) + 0.5 * (dS - dS.T) * s_inv[None, :] * eye)
+    dV = V @ (F * (sr.T * dS + (sr.T * dS).T))
+    m, n = A.shape
+    s_safe = jnp.where(s == 0, 1.0, s)[None, :]
+    if m > n:
+        dAV = dA @ V
+        dU = dU + (dAV - U @ (U.T @ dAV)) / s_safe
+    if n > m:
+        dAtU = dA.T @ U
+        dV = dV + (dAtU - V @ (Vt @ dAtU)) / s_safe
+    return (U, s, Vt), (dU, ds, dV.T)
+
+
+def singular_values(A):
+    """Singular values, non-increasing (for rank decisions: no derivative)."""
+    return _svd_values(jax.lax.stop_gradient(A))
+
+
+def svd_full(A):
+    """Full SVD U (m, m), s, Vt (n, n), for null-space bases (no derivative)."""
+    return _svd_full(jax.lax.stop_gradient(A))
+
+
+def _masked_pinv(A, rtol):
+    U, s, Vt = _svd_thin(A)
     mask = rank_mask(s, rtol)
     s_inv = jnp.where(mask, 1.0 / jnp.where(mask, s, 1.0), 0.0)
-    return Vt.T @ (s_inv * (U.T @ b))
+    return (Vt.T * s_inv[None, :]) @ U.T
+
+
+@jax.custom_jvp
+def _pinv(A, rtol):
+    return _masked_pinv(A, rtol)
+
+
+@_pinv.defjvp
+def _pinv_jvp(primals, tangents):
+    """dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P, valid where the rank is
+    locally constant (Golub & Pereyra 1973, eq. 4.12; the rule jax.numpy uses)."""
+    A, rtol = primals
+    dA, _ = tangents
+    P = _pinv(A, rtol)
+    m, n = A.shape
+    dP = (-P @ dA @ P + P @ P.T @ dA.T @ (jnp.eye(m, dtype=A.dtype) - A @ P)
+          + (jnp.eye(n, dtype=A.dtype) - P @ A) @ dA.T @ P.T @ P)
+    return P, dP
+
+
+def pinv(A, rtol=RANK_RTOL):
+    """Moore-Penrose pseudo-inverse with singular values below rtol * s_max dropped."""
+    return _pinv(A, jnp.asarray(rtol, A.dtype))
+
+
+def pinv_solve(A, b, rtol=RANK_RTOL):
+    """Minimum-norm least-squares solution x = A^+ b."""
+    return pinv(A, rtol) @ b
 
 
 def null_space(A, rtol=RANK_RTOL):
@@ -32,11 +344,21 @@ def null_space(A, rtol=RANK_RTOL):
     Returns (V, mask) where mask[k] says whether column k belongs to the null space.
     """
     n = A.shape[1]
-    _, s, Vt = jnp.linalg.svd(A, full_matrices=True)
+    _, s, Vt = svd_full(A)
     s_full = jnp.zeros(n, A.dtype).at[: s.shape[0]].set(s)
     in_range = rank_mask(s_full, rtol) if s.shape[0] else jnp.zeros(n, bool)
     mask = ~in_range
     return Vt.T * mask[None, :], mask
+
+
+def cond(A):
+    """2-norm condition number s_max / s_min (inf when singular; no derivative)."""
+    s = singular_values(A)
+    return s[0] / s[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# pytree helpers
 
 
 def materialise(primal, tangent):

@@ -197,8 +197,7 @@ _reactions_one = eqx.filter_jit(_reactions_at)
 @eqx.filter_jit
 def _reactions_along(model, xs, kind, keep, label):
     """Reactions along the time axis of xs = (q, qd, ts) or (q, qd, ts, qdd)."""
-    return _map_over_time(
-        model, lambda x: _reactions_at(model, *x[:3], kind, keep, label, *x[3:]), xs)
+    return jax.vmap(lambda x: _reactions_at(model, *x[:3], kind, keep, label, *x[3:]))(xs)
 
 
 def inverse_dynamics(model, ts, q=None, method="min_norm"):
@@ -222,27 +221,6 @@ def inverse_dynamics(model, ts, q=None, method="min_norm"):
     with _naming_rows(method):
         rx = _reactions_along(model, (kin.q, kin.qd, kin.ts, kin.qdd), kind, keep, label)
     return traj, _named(rx, method)
-
-
-def _map_over_time(model, f, xs):
-    """f over the leading (time) axis, vmapped in chunks: jaxlib 0.10.2's CPU LAPACK splits a
-    batch over the intra-op thread pool once 10 m n batch >= 200,000, and two such calls at once
-    can deadlock (see the README); chunks stay below that size. The time axis is padded (with
-    its last entry) to whole chunks, so the program holds one copy of f (lax.map with a
-    remainder would trace a second one)."""
-    per_item = max(1, model.num_rows * model.n)
-    chunk = int(max(1, min(32, 19_999 // per_item)))
-    length = jax.tree.leaves(xs)[0].shape[0]
-    chunk = min(chunk, max(length, 1))
-    count = -(-length // chunk)
-    pad = count * chunk - length
-
-    def blocks(x):
-        x = jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]) if pad else x
-        return x.reshape((count, chunk) + x.shape[1:])
-
-    out = jax.lax.map(jax.vmap(f), jax.tree.map(blocks, xs))
-    return jax.tree.map(lambda y: y.reshape((count * chunk,) + y.shape[2:])[:length], out)
 
 
 def _success_codes(n_t):

@@ -26,10 +26,9 @@ B_X is judged zero when |B_X|_F <= `btol` |C_X|_F (default 1e-8).
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 import numpy as np
 
-from ._linalg import RANK_RTOL
+from ._linalg import RANK_RTOL, pivoted_qr, qr, singular_values, svd, svd_full
 
 B_RTOL = 1e-8
 MARGIN_WARNING = 1e2
@@ -48,14 +47,9 @@ def _margin(values, mask, rtol):
 
 
 def _rank_svd(A, rtol):
-    s = jnp.linalg.svd(A, compute_uv=False)
+    s = singular_values(A)
     mask = s > rtol * jnp.max(s, initial=0.0)
     return jnp.sum(mask), s, mask
-
-
-def pivoted_qr(C):
-    """Column-pivoted QR, C[:, perm] = Q R (seed 001, eq. 21), jit/vmap-able (LAPACK geqp3)."""
-    return jsl.qr(C, mode="full", pivoting=True)
 
 
 def _left_null_qr(C, rtol):
@@ -70,7 +64,7 @@ def _left_null_qr(C, rtol):
 
 def _left_null_svd(C, rtol):
     rows = C.shape[0]
-    U, s, _ = jnp.linalg.svd(C, full_matrices=True)
+    U, s, _ = svd_full(C)
     s_full = jnp.zeros(rows, C.dtype).at[: s.shape[0]].set(s)
     kept = s_full > rtol * jnp.max(s_full, initial=0.0)
     return U * (~kept)[None, :], jnp.sum(kept), _margin(s_full, kept, rtol)
@@ -86,10 +80,10 @@ def _unique_directions(CX, QX, scale, rtol, width):
 
     Returns (E, mask) with E of shape (n, width); columns outside the subspace are zero.
     """
-    Qa, Ra = jnp.linalg.qr(CX.T)
-    U, sb, _ = jnp.linalg.svd(Ra @ QX, full_matrices=False)
+    Qa, Ra = qr(CX.T)
+    U, sb, _ = svd(Ra @ QX)
     U = U * (sb > jnp.maximum(rtol * scale, B_RTOL * scale))[None, :]
-    Uw, sw, _ = jnp.linalg.svd(Ra - U @ (U.T @ Ra), full_matrices=False)
+    Uw, sw, _ = svd(Ra - U @ (U.T @ Ra))
     w_mask = sw > rtol * jnp.maximum(scale, 1e-300)
     E = Qa @ (Uw * w_mask[None, :])
     pad = width - E.shape[1]

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._geometry import is_concrete
+from ._linalg import solve
 
 
 def _f64(x):
@@ -101,7 +102,7 @@ class Spline(AbstractDrive):
         main = 2.0 * (h[:-1] + h[1:])
         rhs = 6.0 * jnp.diff(d)
         A = jnp.diag(main) + jnp.diag(h[1:-1], 1) + jnp.diag(h[1:-1], -1)
-        inner = jnp.linalg.solve(A, rhs)
+        inner = solve(A, rhs)
         return jnp.concatenate([jnp.zeros(1), inner, jnp.zeros(1)])
 
     def __call__(self, t):

@@ -1,4 +1,4 @@
-"""The batched column-pivoted QR (`jaxmb._batched_qr`) and the vmapped accelerations built on it.
+"""The batched column-pivoted QR (`jaxmb._linalg`) and the vmapped accelerations built on it.
 
 Independent references:
 - scipy.linalg.qr(pivoting=True) (LAPACK geqp3 through numpy) per batch member: A P = Q R,
@@ -22,7 +22,7 @@ import pytest
 import scipy.linalg as sl
 
 import jaxmb as mb
-from jaxmb._batched_qr import economic_pivoted_qr, householder_pivoted_qr
+from jaxmb._linalg import economic_pivoted_qr, householder_pivoted_qr
 from jaxmb._linalg import RANK_RTOL
 from jaxmb.models import mobile_robot, slider_crank
 
