@@ -8,7 +8,7 @@ The configurations are the robot's steering manoeuvre (seed 001, Fig. 2; 100 ins
 simulated run) each moved by random rigid motions, so every one is a consistent configuration
 with the paper's verdicts. Compared on the same C matrices:
 
-- jaxmb: `jax.jit(jax.lax.map(mb.solvability, batch_size=40))` (vmapped chunks) (pivoted QR, seed 001 eq. 21-27), timed as the
+- jaxmb: `jax.jit(jax.vmap(mb.solvability))` (pivoted QR, seed 001 eq. 21-27), timed as the
   full report (ranks, verdicts, |B_X|_F, margins, redundant rows and the unique directions,
   two small SVDs per pair) and as the verdicts only (rank, solvable, |B_X|_F: XLA drops the
   rest, so this is the per-pair work of the reference loop);
@@ -38,8 +38,6 @@ import scipy.linalg as sla
 from jaxmb.models import mobile_robot
 
 RANK_RTOL = 1e-9
-CHUNK = 40  # vmapped chunks: 10 m n CHUNK < 200,000 keeps jaxlib's batched LAPACK serial
-# (two parallel-split batched LAPACK calls at once can deadlock jaxlib 0.10.2's thread pool)
 B_RTOL = 1e-8
 N_MOTION = 100
 
@@ -103,8 +101,8 @@ def run(quick=False, n=None, repeats=None):
     pair_rows = [model.rows(nm) for nm in model.pair_names]
     Cs = np.asarray(jax.jit(jax.vmap(lambda q, t: model.C(q, t)))(q, t))
 
-    def full(q, t):  # the whole report's arrays (the group fields are empty: lax.map's
-        r = mb.solvability(model, q, t, method="qr")  # chunking cannot reshape size-0 outputs)
+    def full(q, t):  # the whole report's arrays
+        r = mb.solvability(model, q, t, method="qr")
         return r.rank, r.solvable, r.b_norm, r.unique_directions, r.unique_count, r.margin
 
     def verdicts(q, t):
@@ -116,9 +114,7 @@ def run(quick=False, n=None, repeats=None):
     for label, fn in (("jaxmb jit(vmap), full report", full),
                       ("jaxmb jit(vmap), verdicts only", verdicts)):
         t0 = time.perf_counter()
-        batched = lambda q, t, fn=fn: jax.lax.map(  # noqa: E731
-            lambda x: fn(*x), (q, t), batch_size=CHUNK)
-        compiled = jax.jit(batched).lower(q, t).compile()
+        compiled = jax.jit(jax.vmap(fn)).lower(q, t).compile()
         compile_s = time.perf_counter() - t0
         run_s, out = timed(lambda c=compiled: jax.block_until_ready(c(q, t)), repeats)
         rows.append((label, compile_s, run_s))

@@ -18,11 +18,9 @@ printed by name and value. `main(argv)` returns every map as numpy arrays.
     python examples/solvability_maps.py             # full grids
     python examples/solvability_maps.py --quick     # coarse grids (a few seconds after compiling)
 
-Batches run through `jax.lax.map(..., batch_size=chunk)` (vmap over chunks of `chunk` points)
-with chunk chosen so that no batched LAPACK call reaches jaxlib 0.10.2's parallel-batch
-threshold (10 m n batch >= 2e5, see `chunk_size`): above it the kernel splits the batch over
-XLA's intra-op thread pool and waits, and two such kernels running at once on a two-thread
-pool wait for each other forever.
+Batches are one `jax.jit(jax.vmap(...))` over blocks of a fixed number of points (one
+compilation per family); any block size is safe, since jaxmb hands LAPACK one matrix at a time
+under vmap (`jaxmb._linalg`).
 """
 
 import argparse
@@ -37,7 +35,6 @@ import numpy as np
 from jaxmb import drive
 from jaxmb.models import four_bar, n_four_bar, slider_crank
 
-LAPACK_PARALLEL_WORK = 200_000  # jaxlib 0.10.2: LAPACK kernels go parallel at 10 m n batch
 ASSEMBLY_TOL = 1e-9
 SIGNATURE = ("rank", "solvable", "b_norm", "unique_count", "margin", "warning")
 
@@ -45,14 +42,6 @@ SIGNATURE = ("rank", "solvable", "b_norm", "unique_count", "margin", "warning")
 # ------------------------------------------------------------------------------------------
 # batched evaluation
 # ------------------------------------------------------------------------------------------
-def chunk_size(models):
-    """Largest vmap chunk for which every batched LAPACK call of `mb.solvability` (the largest
-    is the per-pair SVD of B_X, batch = chunk * pairs, matrix n x rows) stays below the parallel
-    threshold, so that it runs inline in the calling thread."""
-    work = max(10 * m.n * m.num_rows * len(m.pair_names) for m in models)
-    return max(1, (LAPACK_PARALLEL_WORK - 1) // work)
-
-
 def analyse(model, q):
     """The fields of `mb.solvability(model, q)` kept in the maps (fixed shapes, no empty
     arrays), with C itself for the numpy cross-checks."""
@@ -61,14 +50,14 @@ def analyse(model, q):
 
 
 class BatchedMap:
-    """`one(*xs)` mapped over the leading axis of xs: jit(lax.map(one, batch_size=chunk)) on
-    blocks of fixed length (inputs padded with their last entry), so every call of one family
-    reuses one compiled function."""
+    """`one(*xs)` mapped over the leading axis of xs: jit(vmap(one)) on blocks of fixed length
+    (inputs padded with their last entry), so every call of one family reuses one compiled
+    function."""
 
-    def __init__(self, one, models, blocks=16):
-        self.chunk = chunk_size(models)
-        self.block = self.chunk * blocks
-        self.fn = jax.jit(lambda xs: jax.lax.map(lambda x: one(*x), xs, batch_size=self.chunk))
+    def __init__(self, one, models, block=512):
+        del models  # any block size is safe: no batched LAPACK call (jaxmb._linalg)
+        self.block = block
+        self.fn = jax.jit(jax.vmap(lambda x: one(*x)))
 
     def __call__(self, *xs):
         xs = tuple(np.asarray(x, np.float64) for x in xs)

@@ -63,9 +63,16 @@ def per_member(fun):
     return wrapped
 
 
+BLOCK_BYTES = 1 << 17
+"""Working set of one block of a vectorized factorization: a batch is processed in blocks of
+about this many bytes per matrix argument, so the loop over columns stays in cache (a batch
+of 2,000 22 x 22 matrices is 7.7 MB: memory-bound when swept whole at every step)."""
+
+
 def _vectorized(single, batched):
-    """`single` for one matrix; under vmap `batched` (a pure-jnp function of single matrices,
-    vmapped here so nested vmaps vectorize too)."""
+    """`single` for one matrix; under vmap `batched` (a pure-jnp function of single matrices)
+    vmapped over blocks of the batch (BLOCK_BYTES) and mapped sequentially over the blocks;
+    nested vmaps reach the rule again and vectorize too."""
 
     @jax.custom_batching.custom_vmap
     def wrapped(*args):
@@ -73,8 +80,13 @@ def _vectorized(single, batched):
 
     @wrapped.def_vmap
     def _rule(axis_size, in_batched, *args):
-        axes = tuple(0 if b else None for b in in_batched)
-        out = jax.vmap(batched, in_axes=axes, axis_size=axis_size)(*args)
+        args = tuple(
+            a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
+            for a, b in zip(args, in_batched)
+        )
+        item = max(a[0].size * a.dtype.itemsize for a in args)
+        block = int(min(axis_size, max(1, BLOCK_BYTES // item)))
+        out = jax.lax.map(lambda xs: batched(*xs), args, batch_size=block)
         return out, jax.tree_util.tree_map(lambda _: True, out)
 
     return wrapped
@@ -150,22 +162,27 @@ def householder_pivoted_qr(A, full=False):
     Matrix Computations, 4th ed., alg. 5.4.1): Q (m, k) and R (k, n), k = min(m, n), or with
     `full` Q (m, m) and R (m, n); R upper triangular with |R_jj| non-increasing, perm (n,).
 
-    At step j the remaining column of largest norm (the first one on ties) is swapped to
-    position j and the reflector H_j = I - tau v v^T zeroes it below the diagonal, with
+    At step j the remaining column of largest norm (the first one in the current order on
+    ties) becomes pivot j and the reflector H_j = I - tau v v^T zeroes it below row j, with
     LAPACK's dlarfg convention R_jj = -sign(x_j) ||x|| and H_j = I when x is already zero below
     the diagonal, as geqp3 does; the column norms are recomputed at every step rather than
-    downdated, so only exact ties can be broken differently."""
+    downdated, so only exact ties can be broken differently. The columns are not moved during
+    the loop (a moving column is a gather per step, slow when vectorized over a batch): `pos`
+    tracks the order a swapping implementation would have, and R is permuted once at the end."""
     m, n = A.shape
     rows, cols = jnp.arange(m), jnp.arange(n)
 
     def step(j, carry):
-        R, Q, perm = carry
+        R, Q, pos, done = carry
         below = rows >= j
         norms = jnp.sum(jnp.where(below[:, None], R * R, 0.0), axis=0)
-        p = jnp.argmax(jnp.where(cols >= j, norms, -1.0))
-        swap = jnp.where(cols == j, p, jnp.where(cols == p, j, cols))
-        R, perm = R[:, swap], perm[swap]
-        x = jnp.where(below, R[:, j], 0.0)
+        cand = jnp.where(done, -1.0, norms)
+        best = jnp.max(cand)
+        p = jnp.argmin(jnp.where(cand == best, pos, n))  # first in the current order
+        pick = cols == p
+        pos = jnp.where(pos == j, jnp.sum(jnp.where(pick, pos, 0)), jnp.where(pick, j, pos))
+        pos = pos.astype(jnp.int32)
+        x = jnp.where(below, jnp.sum(jnp.where(pick[None, :], R, 0.0), axis=1), 0.0)
         alpha = x[j]
         tail = jnp.sum(jnp.where(rows > j, x * x, 0.0))
         beta = -jnp.where(alpha >= 0.0, 1.0, -1.0) * jnp.sqrt(alpha * alpha + tail)
@@ -173,13 +190,15 @@ def householder_pivoted_qr(A, full=False):
         reflect = tail > 0.0
         tau = jnp.where(reflect, 2.0 / jnp.where(reflect, jnp.sum(v * v), 1.0), 0.0)
         R = R - jnp.outer(tau * v, v @ R)
-        R = jnp.where((cols[None, :] == j) & (rows[:, None] > j), 0.0, R)  # exact zeros
+        R = jnp.where(pick[None, :] & (rows[:, None] > j), 0.0, R)  # exact zeros
         Q = Q - jnp.outer(Q @ v, tau * v)
-        return R, Q, perm
+        return R, Q, pos, done | pick
 
-    init = (A, jnp.eye(m, dtype=A.dtype), jnp.arange(n, dtype=jnp.int32))
     k = min(m, n)
-    R, Q, perm = jax.lax.fori_loop(0, k, step, init)
+    init = (A, jnp.eye(m, dtype=A.dtype), cols.astype(jnp.int32), jnp.zeros(n, bool))
+    R, Q, pos, _ = jax.lax.fori_loop(0, k, step, init)
+    perm = jnp.zeros(n, jnp.int32).at[pos].set(cols.astype(jnp.int32))
+    R = R[:, perm]
     if full:
         return Q, R, perm
     return Q[:, :k], R[:k], perm

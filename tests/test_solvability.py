@@ -245,17 +245,13 @@ def motion(robot):
     return np.asarray(traj.q), np.asarray(traj.ts)
 
 
-CHUNK = 40  # vmapped chunks below jaxlib 0.10.2's parallel batched-LAPACK size (10 m n batch
-# < 200,000): two parallel-split LAPACK calls side by side can deadlock its thread pool
-
-
 def _chunked(f):
-    """jit of f mapped over (q, t) in vmapped chunks of CHUNK."""
-    return jax.jit(lambda q, t: jax.lax.map(lambda x: f(*x), (q, t), batch_size=CHUNK))
+    """jit(vmap(f)) over (q, t): one batch of any size (no batched LAPACK call, jaxmb._linalg)."""
+    return jax.jit(jax.vmap(f))
 
 
 def batched(model, method, groups=None):
-    """jit(vmap(q, t -> (solvability report, C))) for one model and method (chunked)."""
+    """jit(vmap(q, t -> (solvability report, C))) for one model and method."""
     return _chunked(
         lambda q, t: (mb.solvability(model, q, t, method=method, groups=groups), model.C(q, t)))
 
@@ -642,7 +638,7 @@ def test_parallelogram_rigid_motion_and_renumbering(para_fn):
 # ------------------------------------------------------------------------------------------
 def test_vmap_10000_configurations(robot, motion, reports, rng):
     """Reference: the 100-configuration analysis and rigid-motion invariance. 10,000
-    configurations (each of the 100 moved by 100 random rigid motions) in one jit call (vmapped chunks)
+    configurations (each of the 100 moved by 100 random rigid motions) in one jit(vmap) call
     give the same ranks, verdicts and |B_X|_F as their unmoved originals. (Only ranks, verdicts,
     norms, margins and row order are returned, so XLA drops the unique-direction SVDs; those are
     checked on the 100 configurations above.)"""
@@ -656,13 +652,12 @@ def test_vmap_10000_configurations(robot, motion, reports, rng):
     big_t = np.tile(ts, reps)
     assert big_q.shape == (10_000, 21)
 
-    def one(x):
-        r = mb.solvability(robot, x[0], x[1])
+    def one(q, t):
+        r = mb.solvability(robot, q, t)
         return r.rank, r.solvable, r.b_norm, r.warning, r.row_order
 
-    # vmapped in chunks of 40: a single 10,000-wide vmap runs two large batched LAPACK calls
-    # (QR of C and of C^T) side by side, which can deadlock jaxlib 0.10.2 (see the README)
-    analyse = jax.jit(lambda q, t: jax.lax.map(one, (q, t), batch_size=40))
+    # one 10,000-wide vmap: it used to deadlock jaxlib 0.10.2's batched LAPACK (issue 18)
+    analyse = jax.jit(jax.vmap(one))
     rank, ok, b, warn, order = analyse(big_q, big_t)
     ref = reports["qr"][0]
     assert rank.shape == (10_000,) and ok.shape == (10_000, 14) and order.shape == (10_000, 22)
