@@ -96,15 +96,109 @@ def run(quick=False, sizes=None, repeats=None, loop=None):
     return figures
 
 
+def _rhs_costs(model, size, repeats, inner=100):
+    """Seconds per member of one right-hand side, each timed inside one compiled loop of
+    `inner` evaluations (t varies, so nothing is hoisted): single state vs vmapped over size."""
+    from jaxmb._simulate import Baumgarte, _Dynamics
+
+    rhs = _Dynamics(model, Baumgarte(), "null_space")
+    q0 = model.q0
+    qd0 = mb.consistent_velocity(model, q0, jnp.zeros(model.n))
+
+    def loop(q, qd):
+        def body(i, acc):
+            return acc + rhs(1e-3 * i, (q, qd), None)[1]
+        return jax.lax.fori_loop(0, inner, body, jnp.zeros_like(qd))
+
+    single = jax.jit(loop)
+    batched = jax.jit(jax.vmap(loop))
+    qs, qds = jnp.tile(q0, (size, 1)), jnp.tile(qd0, (size, 1))
+    block(single(q0, qd0))
+    block(batched(qs, qds))
+    t_single = median_time(lambda: block(single(q0, qd0)), repeats)
+    t_batch = median_time(lambda: block(batched(qs, qds)), repeats)
+    return t_single / inner, t_batch / (inner * size)
+
+
+def batch_paths(size, loop, repeats, chunk=mb.batch.DEFAULT_CHUNK):
+    """One batch of `size` slider-cranks three ways on this process's devices; returns figures
+    (seconds, loop of single jitted runs scaled from `loop` members, step statistics)."""
+    model = slider_crank.build()
+    one = make_run(model)
+    thetas, omegas = (jnp.asarray(x) for x in initial_states(size))
+    single = jax.jit(one)
+    block(single(thetas[0], omegas[0]))
+    t_loop = median_time(lambda: [block(single(a, b)) for a, b in
+                                  zip(thetas[:loop], omegas[:loop])], repeats) * size / loop
+    vmapped = jax.jit(jax.vmap(one))
+    q_v, steps = block(vmapped(thetas, omegas))
+    t_vmap = median_time(lambda: block(vmapped(thetas, omegas)), repeats)
+    q_m, _ = block(mb.batch.map(one, thetas, omegas, chunk=chunk))
+    t_map = median_time(lambda: block(mb.batch.map(one, thetas, omegas, chunk=chunk)), repeats)
+    rhs_single, rhs_member = _rhs_costs(model, size, repeats)
+    steps = np.asarray(steps)
+    chunks = steps[: size // chunk * chunk].reshape(-1, chunk).max(axis=1).sum() * chunk
+    return dict(size=size, devices=jax.device_count(), loop_s=t_loop, vmap_s=t_vmap,
+                map_s=t_map, chunk=chunk, steps_sum=int(steps.sum()),
+                steps_lockstep=int(steps.max()) * size, steps_chunked=int(chunks),
+                rhs_single_us=1e6 * rhs_single, rhs_batched_us=1e6 * rhs_member,
+                max_dq_map_vs_vmap=float(np.nanmax(np.abs(np.asarray(q_m) - np.asarray(q_v)))))
+
+
+def compare_devices(size, loop, repeats, counts):
+    """batch_paths in fresh processes with 1 .. N CPU devices (JAXMB_CPU_DEVICES), one table."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    figures = []
+    for count in counts:
+        env = dict(os.environ, JAXMB_CPU_DEVICES=str(count))
+        proc = subprocess.run([sys.executable, __file__, "--worker", str(size), str(loop),
+                               str(repeats)], env=env, capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(proc.stderr[-3000:])
+        figures.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    rows = [[f["devices"], f["loop_s"], f["vmap_s"], f["map_s"], f["loop_s"] / f["map_s"],
+             figures[0]["map_s"] / f["map_s"]] for f in figures]
+    table(f"Slider-crank batch of {size} x {T1:g} s: loop of single jitted runs (timed on "
+          f"{loop}, scaled) vs jit(vmap) vs mb.batch.map (chunks of {figures[0]['chunk']}), "
+          f"by number of CPU devices, median of {repeats}",
+          ["devices", "loop s", "jit(vmap) s", "batch.map s", "map vs loop",
+           "map vs 1 device"], rows)
+    f = figures[0]
+    table("Where a vmapped batch loses (1 device)",
+          ["steps: sum", "lock-step (max x N)", f"chunks of {f['chunk']}",
+           "RHS us: single", "RHS us/member: vmapped", "max |dq| map vs vmap"],
+          [[f["steps_sum"], f["steps_lockstep"], f["steps_chunked"], f["rhs_single_us"],
+            f["rhs_batched_us"], f["max_dq_map_vs_vmap"]]])
+    return figures
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sizes", type=int, nargs="*")
     parser.add_argument("--repeats", type=int)
     parser.add_argument("--loop", type=int)
+    parser.add_argument("--paths", type=int, default=None,
+                        help="batch size for the loop / vmap / batch.map comparison on 1 and "
+                             "all CPU devices (default 1024, --quick 256)")
+    parser.add_argument("--worker", nargs=3, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.worker:
+        import json
+
+        print(json.dumps(batch_paths(*args.worker)))
+        return None
     print(machine())
-    return run(args.quick, args.sizes, args.repeats, args.loop)
+    import os
+
+    cores = len(os.sched_getaffinity(0))
+    paths = compare_devices(args.paths or (256 if args.quick else 1024), 16 if args.quick else 64,
+                            args.repeats or 3, sorted({1, cores}))
+    return dict(sizes=run(args.quick, args.sizes, args.repeats, args.loop), paths=paths)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,10 @@ import jax as _jax  # noqa: E402
 _jax.config.update("jax_enable_x64", True)
 
 from . import batch as batch, drive as drive  # noqa: E402
+
+if _os.environ.get("JAXMB_CPU_DEVICES"):  # the one switch for batches on every CPU core
+    _count = _os.environ["JAXMB_CPU_DEVICES"]
+    batch.use_all_cores(None if _count == "all" else int(_count))
 from ._assemble import assemble as assemble  # noqa: E402
 from ._dynamics import Eliminate as Eliminate, accelerations as accelerations  # noqa: E402
 from ._geometry import Body as Body  # noqa: E402

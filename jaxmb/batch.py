@@ -1,19 +1,49 @@
-"""Batches across devices: a 1-D device mesh and a NamedSharding of the leading (batch) axis.
+"""Batches across cores, GPUs and hosts: a 1-D device mesh over the leading (batch) axis.
 
-    inputs = mb.batch.shard(inputs)                   # split the batch over all devices
-    out = jax.jit(jax.vmap(run))(*inputs)             # XLA runs each shard on its device
+    mb.batch.use_all_cores()                    # CPU: one device per core (before any JAX work)
+    out = mb.batch.map(run, amplitudes, speeds) # every device maps its shard in vmapped chunks
 
-The same code runs on one CPU, on several GPUs of one host, and on several hosts after
+`map` pads the batch to whole chunks per device, gives each device its shard (`jax.shard_map`
+over the mesh) and, on each device, maps the shard through `jax.lax.map(run, batch_size=chunk)`:
+a vmapped `run` per chunk. Two things follow:
+
+- every core works: XLA:CPU runs one program per device, each on its own thread, so on a
+  CPU the batch spreads over the cores once there is one CPU device per core. That is the one
+  switch, `use_all_cores()` (or the environment variable `JAXMB_CPU_DEVICES=all` or a count,
+  read when jaxmb is imported); it must come before JAX starts its CPU backend.
+- no lock-step waste beyond a chunk: a vmapped adaptive integration runs as many steps as its
+  slowest member for every member; in chunks, a member waits only for the slowest of its chunk.
+
+The same code runs on several GPUs of one host, and on several hosts after
 `jax.distributed.initialize()` (then `jax.devices()` lists every host's devices and each host
-feeds its addressable shards; see the JAX multi-process documentation). On CPU,
-`XLA_FLAGS=--xla_force_host_platform_device_count=4` exposes 4 host devices for testing.
+feeds its addressable shards; see the JAX multi-process documentation).
+`shard`, `mesh` and `batch_sharding` are the lower-level pieces for a hand-written
+`jax.jit(jax.vmap(run))` on sharded inputs.
 """
 
+import os
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 BATCH_AXIS = "batch"
+DEFAULT_CHUNK = 64
+"""Members vmapped together on one device by `map` (a chunk runs its slowest member's steps)."""
+
+
+def use_all_cores(count=None):
+    """Expose `count` CPU devices (default: the number of cores this process may use), so that
+    `map` and sharded batches run on every core. Call before any JAX computation: the CPU
+    backend reads the count when it starts (JAX raises if it has already started)."""
+    if count is None:
+        count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    count = int(count)
+    if count < 1:
+        raise ValueError(f"batch.use_all_cores: count must be at least 1, got {count}")
+    jax.config.update("jax_num_cpu_devices", count)
+    return count
 
 
 def mesh(devices=None) -> Mesh:
@@ -27,14 +57,23 @@ def batch_sharding(devices=None) -> NamedSharding:
     return NamedSharding(mesh(devices), PartitionSpec(BATCH_AXIS))
 
 
+def _batch_size(leaves, where):
+    sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in leaves}
+    if None in sizes or len(sizes) != 1:
+        raise ValueError(
+            f"{where}: every input needs the same leading (batch) axis; got shapes "
+            f"{[np.shape(leaf) for leaf in leaves]}"
+        )
+    return sizes.pop()
+
+
 def shard(tree, devices=None):
     """Place every array of `tree` with its leading axis split across the devices.
 
     Raises when the batch size is not a multiple of the number of devices (pad the batch)."""
     sharding = batch_sharding(devices)
     num = sharding.mesh.size
-    leaves = jax.tree.leaves(tree)
-    for leaf in leaves:
+    for leaf in jax.tree.leaves(tree):
         size = np.shape(leaf)[0] if np.ndim(leaf) else None
         if size is None or size % num:
             raise ValueError(
@@ -48,3 +87,51 @@ def num_shards(tree) -> int:
     """How many devices hold a piece of the first array of `tree` (1 when unsharded)."""
     leaf = jax.tree.leaves(tree)[0]
     return len(leaf.sharding.device_set)
+
+
+_programs: dict = {}
+
+
+def _program(fn, chunk, devices):
+    key = (fn, chunk, tuple(devices))
+    if key not in _programs:
+        m = mesh(devices)
+        spec = PartitionSpec(BATCH_AXIS)
+
+        def local(*xs):  # one device's shard, in vmapped chunks
+            return jax.lax.map(lambda x: fn(*x), xs, batch_size=chunk)
+
+        _programs[key] = jax.jit(jax.shard_map(local, mesh=m, in_specs=spec, out_specs=spec,
+                                                check_vma=False))  # equinox checks: no vma types
+    return _programs[key]
+
+
+def map(fn, *xs, chunk=DEFAULT_CHUNK, devices=None):  # noqa: A001 (mb.batch.map reads well)
+    """`fn` over the leading axis of the arrays `xs` (pytrees allowed), on every device, each
+    device mapping its shard in vmapped chunks of `chunk` members. Returns the outputs with the
+    batch axis first, as `jax.vmap(fn)(*xs)` would (equal to it member by member; sharded
+    programs may round differently, which can move an adaptive step).
+
+    One compilation per (fn, chunk, devices, input shapes): pass the same `fn` object to reuse
+    it. The batch is padded with copies of its last member to a multiple of
+    devices x chunk; the padding is dropped from the result."""
+    devices = jax.devices() if devices is None else list(devices)
+    leaves = jax.tree.leaves(xs)
+    size = _batch_size(leaves, "batch.map")
+    if size == 0:
+        raise ValueError("batch.map: the batch is empty")
+    chunk = int(chunk)
+    if chunk < 1:
+        raise ValueError(f"batch.map: chunk must be at least 1, got {chunk}")
+    per_device = -(-size // len(devices))
+    chunk = min(chunk, per_device)
+    per_device = -(-per_device // chunk) * chunk
+    pad = per_device * len(devices) - size
+
+    def padded(x):
+        x = jnp.asarray(x)
+        return jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]) if pad else x
+
+    xs = shard(jax.tree.map(padded, xs), devices)
+    out = _program(fn, chunk, devices)(*xs)
+    return jax.tree.map(lambda y: y[:size], out)
