@@ -190,3 +190,22 @@ def test_stress_vmapped_solvability_in_a_fresh_process():
 
     status, seconds = stress_batches.run_case(stress_batches.CASES["solvability x1024"], 300)
     assert status == "ok", f"{status} after {seconds:.0f} s"
+
+
+def test_factorizations_only_in_linalg_module():
+    """Every factorization and solve goes through jaxmb/_linalg.py (the vmap-safe layer): no
+    other module of the library calls jnp.linalg / jax.scipy.linalg / lax.linalg decompositions
+    or solves directly (norms are fine). Reference: the source text."""
+    import pathlib
+
+    root = pathlib.Path(mb.__file__).parent
+    pattern = re.compile(r"(jnp\.linalg|jax\.numpy\.linalg|jsl|jax\.scipy\.linalg|lax\.linalg)"
+                         r"\.(?!norm\b)\w+")
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "_linalg.py":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if pattern.search(line.split("#")[0]):
+                offenders.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    assert not offenders, "use jaxmb._linalg instead:\n" + "\n".join(offenders)
