@@ -20,6 +20,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from . import _errors
 from ._dynamics import check_shapes, checked_finite
 from ._linalg import materialise, null_space, pinv_solve, rank_mask, solve, split_inexact, svd
 
@@ -142,7 +143,9 @@ def assemble(model, q=None, t=0.0, *, tol=1e-12, max_steps=100, throw=True):
     return _assemble_compiled(model, q_init, t, tol, max_steps, throw)
 
 
-@eqx.filter_jit  # eager calls run compiled (robot: 5.9 s op by op, 2.4 s compiled); inlined in jit
+# eager calls run compiled (robot: 5.9 s op by op, 2.4 s compiled), with the checks returned as
+# data (no host callback: the persistent cache keeps the program); inlined in jit
+@_errors.checked_jit
 def _assemble_compiled(model, q_init, t, tol, max_steps, throw):
     if throw:
         q_init = checked_finite(model, q_init, "assemble", "q")
@@ -152,5 +155,5 @@ def _assemble_compiled(model, q_init, t, tol, max_steps, throw):
     if throw:
         r = jax.lax.stop_gradient(model.phi(q_star, t))
         bad = ~(jnp.max(jnp.abs(r)) < tol)
-        q_star = eqx.branched_error_if(q_star, bad, _worst_pair(model, r), _failure_messages(model))
+        q_star = _errors.branched_error_if(q_star, bad, _worst_pair(model, r), _failure_messages(model))
     return q_star

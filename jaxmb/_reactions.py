@@ -19,6 +19,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from . import _errors
 from ._dynamics import (
     Eliminate,
     accelerations,
@@ -242,7 +243,7 @@ def statics(model, q, t=0.0, method="min_norm"):
     F = model.forces(q, zeros, t)
     unbalanced = F + jnp.sum(rx.generalized_array, axis=0)
     scale = 1.0 + jnp.max(jnp.abs(F))
-    lam = eqx.error_if(
+    lam = _errors.error_if(
         rx.lam,
         jnp.max(jnp.abs(unbalanced)) > 1e-9 * scale,
         "statics: the applied forces are not balanced by the constraints at this configuration "

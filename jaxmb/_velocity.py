@@ -4,6 +4,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from . import _errors
 from ._assemble import assemble
 from ._linalg import pinv_solve
 
@@ -22,13 +23,18 @@ def consistent_velocity(model, q, qd, t=0.0, *, throw=True):
     qd = jnp.asarray(qd, jnp.float64)
     if model.num_rows == 0:
         return qd
+    return _consistent_velocity(model, q, qd, jnp.asarray(t, jnp.float64), throw)
+
+
+@_errors.checked_jit  # one compiled program per model structure, cacheable (no callback)
+def _consistent_velocity(model, q, qd, t, throw):
     C = model.C(q, t)
     g = model.velocity_residual(q, qd, t)
     qd_star = qd - pinv_solve(C, g)
     if throw:
         residual = jax.lax.stop_gradient(C @ qd_star + model.b(q, t))
         scale = 1.0 + jnp.max(jnp.abs(jax.lax.stop_gradient(qd)))
-        qd_star = eqx.error_if(
+        qd_star = _errors.error_if(
             qd_star,
             jnp.max(jnp.abs(residual)) > VELOCITY_TOL * scale,
             "consistent_velocity: the velocity constraints C qd + b = 0 have no solution "
