@@ -100,7 +100,8 @@ def _assemble_jvp(primals, tangents, *, tol, max_steps):
     return q, w_p + V @ y
 
 
-def _failure_messages(model):
+def failure_messages(model):
+    """assemble's failure message for each holonomic pair (the one keeping the largest residual)."""
     names = [p.name for p in model.pairs if p.holonomic]
     return tuple(
         f"assemble: no configuration satisfies the constraints; pair {name!r} keeps the largest "
@@ -153,7 +154,15 @@ def _assemble_compiled(model, q_init, t, tol, max_steps, throw):
         return q_init
     q_star = _assemble_core(model, q_init, t, tol=tol, max_steps=max_steps)
     if throw:
-        r = jax.lax.stop_gradient(model.phi(q_star, t))
-        bad = ~(jnp.max(jnp.abs(r)) < tol)
-        q_star = _errors.branched_error_if(q_star, bad, _worst_pair(model, r), _failure_messages(model))
+        bad, worst = assembly_failure(model, q_star, t, tol)
+        q_star = _errors.branched_error_if(q_star, bad, worst, failure_messages(model))
     return q_star
+
+
+def assembly_failure(model, q_star, t, tol):
+    """(failed, index of the holonomic pair owning the largest residual) for a result of
+    `assemble`: failed unless max |Phi(q_star, t)| < tol (nan fails)."""
+    if model.m == 0:
+        return jnp.asarray(False), jnp.asarray(0)
+    r = jax.lax.stop_gradient(model.phi(q_star, t))
+    return ~(jnp.max(jnp.abs(r)) < tol), _worst_pair(model, r)

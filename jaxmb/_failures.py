@@ -27,7 +27,6 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from . import _errors
 from ._linalg import rank_mask, singular_values, svd
