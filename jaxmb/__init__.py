@@ -36,6 +36,7 @@ if _os.environ.get("JAXMB_CPU_DEVICES"):  # the one switch for batches on every 
     _count = _os.environ["JAXMB_CPU_DEVICES"]
     batch.use_all_cores(None if _count == "all" else int(_count))
 from ._assemble import assemble as assemble  # noqa: E402
+from ._cache import enable_compilation_cache as enable_compilation_cache  # noqa: E402
 from ._dynamics import Eliminate as Eliminate, accelerations as accelerations  # noqa: E402
 from ._geometry import Body as Body  # noqa: E402
 from ._independent import (  # noqa: E402

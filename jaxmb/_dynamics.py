@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _errors
 from ._linalg import RANK_RTOL, cond, economic_pivoted_qr, pinv, pivoted_qr, solve, solve_triangular
 
 ELIMINATED_COND_LIMIT = 1e12
@@ -135,7 +136,7 @@ def eliminated_solve(M, F, C, gamma, keep, label="Eliminate"):
     sol = solve(K, jnp.concatenate([F, gamma * w]))
     cond_K = cond(K)
     bad = ~jnp.all(jnp.isfinite(sol)) | ~(cond_K < ELIMINATED_COND_LIMIT)
-    sol = eqx.error_if(
+    sol = _errors.error_if(
         sol,
         bad,
         f"{label}: the remaining rows leave a singular augmented system (condition number "
@@ -187,7 +188,7 @@ def checked_finite(model, x, where: str, label: str):
         for c, comp in enumerate(("x", "y", "phi"))
     )
     bad = ~jnp.isfinite(x)
-    return eqx.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
+    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
 
 
 def accelerations(model, q, qd, t=0.0, *, gamma=None):

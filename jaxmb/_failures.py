@@ -19,7 +19,7 @@ when sigma_k / sigma_max is about 1e-6 (1.3e-6 for the pushed pendulum of the te
 below 1e-4, while regular configurations of reasonably scaled mechanisms stay far above it.
 The diagnosis runs only after a failure, so a false verdict can only change a message.
 
-Messages are static strings per cause (eqx.branched_error_if), so they also work inside jit;
+Messages are static strings per cause (`_errors.branched_error_if`), so they also work inside jit;
 an eager call adds the time reached and every pair involved.
 """
 
@@ -27,9 +27,8 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from ._geometry import is_concrete
+from . import _errors
 from ._linalg import rank_mask, singular_values, svd
 
 SINGULAR_RTOL = 1e-4
@@ -129,7 +128,7 @@ def check_initial_forces(model, q0, qd0, t0):
         "initial state (t0); check its parameters and its drive function"
         for f in model.force_elements
     )
-    return eqx.branched_error_if(q0, ~jnp.all(ok), jnp.argmin(ok), texts)
+    return _errors.branched_error_if(q0, ~jnp.all(ok), jnp.argmin(ok), texts)
 
 
 def check_stop(model, result, start, stop, dtmin, saved, throw):
@@ -138,8 +137,8 @@ def check_stop(model, result, start, stop, dtmin, saved, throw):
     (t, q, qd) the last state reached. Eagerly a successful run skips the analysis, and the
     message of a failure gives the time reached and every pair with over 10 % of the
     dependent combination."""
-    failed = result != diffrax.RESULTS.successful
-    if is_concrete(failed) and not bool(np.asarray(failed)):
+    failed = _errors.concrete(result != diffrax.RESULTS.successful)
+    if failed is not None and not bool(failed):  # also under an eager jax.grad
         return saved, jnp.asarray(False)
     # a diagnosis, not a result: no derivative flows through it (nor through its SVDs)
     frozen = jax.tree.map(lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x,
@@ -148,12 +147,13 @@ def check_stop(model, result, start, stop, dtmin, saved, throw):
     cause, singular, ratio, share = diagnose(model, result, t0, q0, t, q, qd, 1e3 * dtmin)
     if not throw:
         return saved, singular
-    if not is_concrete(cause):
-        return eqx.branched_error_if(saved, cause != 0, cause, messages(model)), singular
-    code = int(np.asarray(cause))
-    text = messages(model, when=f"{float(np.asarray(t)):.10g}")[code]
+    if _errors.concrete(cause) is None:
+        return _errors.branched_error_if(saved, cause != 0, cause, messages(model)), singular
+    code = int(_errors.concrete(cause))
+    text = messages(model, when=f"{float(_errors.concrete(t)):.10g}")[code]
     E = len(model.force_elements)
     if E < code <= E + len(model.pairs):
-        names = [nm for nm, w in zip(model.pair_names, np.asarray(share)) if w > 0.1]
-        text += f"; pairs involved: {names}; sigma_k / sigma_max = {float(ratio):.2e}"
+        share, ratio = _errors.concrete(share), float(_errors.concrete(ratio))
+        names = [nm for nm, w in zip(model.pair_names, share) if w > 0.1]
+        text += f"; pairs involved: {names}; sigma_k / sigma_max = {ratio:.2e}"
     raise RuntimeError(text)

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _errors
 from ._linalg import RANK_RTOL
 from ._linalg import pivoted_qr, singular_values, solve
 
@@ -142,7 +143,7 @@ def multipliers(model, q, qd, t=0.0, *, rank=None):
     rows = independent_rows(Phi_q, rank)
     y_idx, z_idx = best_partition(Phi_q[rows])
     _, _, lam_r = reaction_matrix_solve(model, rows, y_idx, z_idx, q, qd[z_idx], t)
-    lam_r = eqx.error_if(
+    lam_r = _errors.error_if(
         lam_r, ~jnp.all(jnp.isfinite(lam_r)),
         "reaction_matrix_multipliers: the reaction matrix N_c is singular: the constraints are "
         "redundant (pass rank=r, the rank of Phi_q) or the configuration is singular.",
@@ -174,7 +175,7 @@ def simulate_independent(model, q0, qd0, ts, *, option, solver, rtol, atol, max_
     return _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, throw)
 
 
-@eqx.filter_jit  # eager calls reuse the compiled program (the closures below are new each call)
+@_errors.checked_jit  # reused by eager calls (the closures below are new each call); no callback
 def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, throw):
     Phi0 = _holonomic_C(model, q0, ts[0])
     rows = independent_rows(Phi0, r)
@@ -255,7 +256,7 @@ def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, thr
     qds = jnp.concatenate([qd0[None], qds])
     repartitioned = jnp.concatenate([jnp.zeros(1, bool), switched])
     if throw:
-        qs = eqx.error_if(
+        qs = _errors.error_if(
             qs, result != diffrax.RESULTS.successful,
             "simulate(formulation='independent'): the integration failed (step-size collapse, "
             "too many steps, or a singular configuration); rerun with throw=False to inspect "

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _errors
 from ._geometry import GROUND_INDEX, Body, is_concrete
 from ._model import Model
 from .elements import AbstractElement, AbstractForceElement, AbstractPair
@@ -103,7 +104,7 @@ def _checked_finite(x, labels):
         return x
     bad = ~jnp.isfinite(x)
     messages = tuple(f"{label} is not finite (traced value)" for label in labels)
-    return eqx.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
+    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
 
 
 def _checked_positive(x, labels):
@@ -112,7 +113,7 @@ def _checked_positive(x, labels):
         return x
     bad = ~(x > 0.0) | ~jnp.isfinite(x)
     messages = tuple(f"{label} must be positive and finite (traced value)" for label in labels)
-    return eqx.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
+    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
 
 
 def _checked_element(element):
@@ -123,6 +124,6 @@ def _checked_element(element):
             return leaf
         field = jax.tree_util.keystr(path).lstrip(".")
         message = f"{type(element).__name__} {element.name!r}: {field} is not finite (traced value)"
-        return eqx.error_if(leaf, ~jnp.all(jnp.isfinite(leaf)), message)
+        return _errors.error_if(leaf, ~jnp.all(jnp.isfinite(leaf)), message)
 
     return jax.tree_util.tree_map_with_path(check, element)

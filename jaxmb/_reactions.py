@@ -19,6 +19,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from . import _errors
 from ._dynamics import (
     Eliminate,
     accelerations,
@@ -191,10 +192,11 @@ def _naming_rows(method):
 
 # Compiled once per model structure and method kind (the rows of an Eliminate are data), so
 # eager calls reuse the program; inside an outer jit they are inlined.
-_reactions_one = eqx.filter_jit(_reactions_at)
+# The checks are returned as data (jaxmb._errors), so the persistent cache stores the programs.
+_reactions_one = _errors.checked_jit(_reactions_at)
 
 
-@eqx.filter_jit
+@_errors.checked_jit
 def _reactions_along(model, xs, kind, keep, label):
     """Reactions along the time axis of xs = (q, qd, ts) or (q, qd, ts, qdd)."""
     return jax.vmap(lambda x: _reactions_at(model, *x[:3], kind, keep, label, *x[3:]))(xs)
@@ -235,14 +237,21 @@ def statics(model, q, t=0.0, method="min_norm"):
     Raises when F is not balanced by the constraints (the configuration is not an equilibrium).
     """
     q = jnp.asarray(q, jnp.float64)
-    zeros = jnp.zeros_like(q)
     kind, keep = _method_parts(model, method, "statics")
-    rx = _reactions_at(model, q, zeros, t, kind, keep, _label(method, shared=False), qdd=zeros)
-    rx = _named(rx, method)
+    label = _label(method, shared=not _traced(model, q, t))
+    with _naming_rows(method):
+        rx = _statics(model, q, jnp.asarray(t, jnp.float64), kind, keep, label)
+    return _named(rx, method)
+
+
+@_errors.checked_jit  # one compiled program per model structure and method kind, cacheable
+def _statics(model, q, t, kind, keep, label):
+    zeros = jnp.zeros_like(q)
+    rx = _reactions_at(model, q, zeros, t, kind, keep, label, qdd=zeros)
     F = model.forces(q, zeros, t)
     unbalanced = F + jnp.sum(rx.generalized_array, axis=0)
     scale = 1.0 + jnp.max(jnp.abs(F))
-    lam = eqx.error_if(
+    lam = _errors.error_if(
         rx.lam,
         jnp.max(jnp.abs(unbalanced)) > 1e-9 * scale,
         "statics: the applied forces are not balanced by the constraints at this configuration "

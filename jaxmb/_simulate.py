@@ -16,7 +16,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from . import _failures
+from . import _errors, _failures
 from ._dynamics import (
     Eliminate,
     accelerations,
@@ -76,10 +76,9 @@ def _worst_pair_error(model, x, residual, tol, text, holonomic_only):
     owner = np.concatenate([np.full(p.num_rows, k) for k, p in enumerate(pairs)])
     worst = jnp.asarray(owner)[jnp.argmax(jnp.abs(residual))]
     bad = ~(jnp.max(jnp.abs(residual)) <= tol)
-    return eqx.branched_error_if(x, bad, worst, tuple(text.format(p.name) for p in pairs))
+    return _errors.branched_error_if(x, bad, worst, tuple(text.format(p.name) for p in pairs))
 
 
-@eqx.filter_jit  # compiled: a dozen small op-by-op dispatches cost more when called eagerly
 def _check_initial_state(model, q0, qd0, t0):
     q0 = checked_finite(model, q0, "simulate", "q0")
     qd0 = checked_finite(model, qd0, "simulate", "qd0")
@@ -97,6 +96,10 @@ def _check_initial_state(model, q0, qd0, t0):
             "pair {!r}; call mb.consistent_velocity(model, q0, qd0) first.", False,
         )
     return _failures.check_initial_forces(model, q0, qd0, t0), qd0
+
+
+# the independent-coordinate formulation checks the initial state in its own small program
+_checked_initial_state = _errors.checked_jit(_check_initial_state)
 
 
 class _Dynamics(eqx.Module):
@@ -179,13 +182,17 @@ def simulate(
     q0 = jnp.asarray(q0, jnp.float64)
     qd0 = jnp.asarray(qd0, jnp.float64)
     t0 = jnp.asarray(t0, jnp.float64)
+    t1 = jnp.asarray(t1, jnp.float64)
     ts = jnp.linspace(t0, t1, 201) if ts is None else jnp.asarray(ts, jnp.float64)
+    # numbers as arrays: a new value reuses the compiled program instead of recompiling
+    rtol, atol = jnp.asarray(rtol, jnp.float64), jnp.asarray(atol, jnp.float64)
+    dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
     check_shapes(model, "simulate", q0=q0, qd0=qd0)
-    q0, qd0 = _check_initial_state(model, q0, qd0, t0)
 
     if formulation == "independent":
         formulation = IndependentCoordinates()
     if isinstance(formulation, IndependentCoordinates):
+        q0, qd0 = _checked_initial_state(model, q0, qd0, t0)
         ts_full = jnp.concatenate([t0[None], ts])
         q, qd, result, steps, switched = simulate_independent(
             model, q0, qd0, ts_full, option=formulation,
@@ -202,33 +209,79 @@ def simulate(
     if isinstance(formulation, Eliminate):
         keep_mask(model, formulation, None)  # range check of the rows at trace time
 
-    dtmin = _failures.DTMIN_RTOL * jnp.abs(jnp.asarray(t1, jnp.float64) - t0)
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(_Dynamics(model, stabilization, formulation)),
-        diffrax.Tsit5() if solver is None else solver,
-        t0=t0,
-        t1=t1,
-        dt0=dt0,
-        y0=(q0, qd0),
-        saveat=diffrax.SaveAt(ts=ts, t1=True),  # t1: the last state reached, even on failure
-        stepsize_controller=(
-            diffrax.PIDController(rtol=rtol, atol=atol, dtmin=dtmin, force_dtmin=False)
-            if stepsize_controller is None
-            else stepsize_controller
-        ),
-        max_steps=max_steps,
-        adjoint=diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint,
-        throw=False,
-        progress_meter=diffrax.TextProgressMeter() if progress else diffrax.NoProgressMeter(),
+    options = _Options(solver, stabilization, adjoint, formulation, stepsize_controller,
+                       max_steps, progress)
+    q, qd, result, num_steps, stop, dtmin = _integrate(
+        model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options)
+    t_stop, q_stop, qd_stop = stop
+    q, singular = _failures.check_stop(
+        model, result, (t0, q0), (t_stop, q_stop, qd_stop), dtmin, q, throw
     )
+    return Trajectory(ts=ts, q=q, qd=qd, result=result, num_steps=num_steps,
+                      t_stop=t_stop, singular=singular)
+
+
+class _Options(eqx.Module):
+    """simulate's solver options (array leaves, e.g. a user controller's tolerances, stay data)."""
+
+    solver: object
+    stabilization: object
+    adjoint: object
+    formulation: object
+    stepsize_controller: object
+    max_steps: int = eqx.field(static=True)
+    progress: bool = eqx.field(static=True)
+
+
+def _check_save_times(ts, t0, t1):
+    """ts, failing unless the save times are finite, ordered from t0 towards t1 and within
+    [t0, t1] (diffrax's own checks of SaveAt(ts) are switched off: they are host callbacks)."""
+    lo, hi = jnp.minimum(t0, t1), jnp.maximum(t0, t1)
+    ts = _errors.error_if(
+        ts, ~jnp.all((ts >= lo) & (ts <= hi)),
+        "simulate: every save time in ts must be finite and lie between t0 and t1",
+    )
+    step = jnp.diff(ts) * jnp.sign(t1 - t0)
+    return _errors.error_if(
+        ts, jnp.any(step < 0), "simulate: the save times ts must be ordered from t0 to t1"
+    )
+
+
+@_errors.checked_jit  # one program, no host callback: the persistent cache stores it
+def _integrate(model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options):
+    """The integration of `simulate` (null-space and eliminated formulations): the initial
+    checks, diffeqsolve and the saved states; the failure diagnosis runs after it."""
+    q0, qd0 = _check_initial_state(model, q0, qd0, t0)
+    ts = _check_save_times(ts, t0, t1)
+    if dt0 is not None:
+        dt0 = _errors.error_if(dt0, (t1 - t0) * dt0 < 0,
+                               "simulate: dt0 must have the sign of t1 - t0")
+    dtmin = _failures.DTMIN_RTOL * jnp.abs(t1 - t0)
+    solver, controller = options.solver, options.stepsize_controller
+    with _errors.quiet_third_party_checks():  # diffrax's SaveAt / dt0 checks: done above
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(_Dynamics(model, options.stabilization, options.formulation)),
+            diffrax.Tsit5() if solver is None else solver,
+            t0=t0,
+            t1=t1,
+            dt0=dt0,
+            y0=(q0, qd0),
+            saveat=diffrax.SaveAt(ts=ts, t1=True),  # t1: the last state reached, even on failure
+            stepsize_controller=(
+                diffrax.PIDController(rtol=rtol, atol=atol, dtmin=dtmin, force_dtmin=False)
+                if controller is None
+                else controller
+            ),
+            max_steps=options.max_steps,
+            adjoint=(diffrax.RecursiveCheckpointAdjoint() if options.adjoint is None
+                     else options.adjoint),
+            throw=False,
+            progress_meter=(diffrax.TextProgressMeter() if options.progress
+                            else diffrax.NoProgressMeter()),
+        )
     # the last state reached follows the saved instants reached (inf after it)
     stop = jnp.sum(jnp.isfinite(sol.ts)) - 1
     reached = (jnp.arange(ts.shape[0]) < stop)[:, None]
     q, qd = (jnp.where(reached, y[:-1], jnp.inf) for y in sol.ys)
-    t_stop, q_stop, qd_stop = sol.ts[stop], sol.ys[0][stop], sol.ys[1][stop]
-    q, singular = _failures.check_stop(
-        model, sol.result, (t0, q0), (t_stop, q_stop, qd_stop), dtmin, q, throw
-    )
-    return Trajectory(ts=ts, q=q, qd=qd, result=sol.result, num_steps=sol.stats["num_steps"],
-                      t_stop=t_stop, singular=singular)
-
+    last = (sol.ts[stop], sol.ys[0][stop], sol.ys[1][stop])
+    return q, qd, sol.result, sol.stats["num_steps"], last, dtmin

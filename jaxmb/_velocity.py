@@ -4,7 +4,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ._assemble import assemble
+from . import _errors
+from ._assemble import assemble, assembly_failure, failure_messages
+from ._dynamics import checked_finite
 from ._linalg import pinv_solve
 
 VELOCITY_TOL = 1e-9
@@ -22,13 +24,18 @@ def consistent_velocity(model, q, qd, t=0.0, *, throw=True):
     qd = jnp.asarray(qd, jnp.float64)
     if model.num_rows == 0:
         return qd
+    return _consistent_velocity(model, q, qd, jnp.asarray(t, jnp.float64), throw)
+
+
+@_errors.checked_jit  # one compiled program per model structure, cacheable (no callback)
+def _consistent_velocity(model, q, qd, t, throw):
     C = model.C(q, t)
     g = model.velocity_residual(q, qd, t)
     qd_star = qd - pinv_solve(C, g)
     if throw:
         residual = jax.lax.stop_gradient(C @ qd_star + model.b(q, t))
         scale = 1.0 + jnp.max(jnp.abs(jax.lax.stop_gradient(qd)))
-        qd_star = eqx.error_if(
+        qd_star = _errors.error_if(
             qd_star,
             jnp.max(jnp.abs(residual)) > VELOCITY_TOL * scale,
             "consistent_velocity: the velocity constraints C qd + b = 0 have no solution "
@@ -58,12 +65,19 @@ def kinematics(model, ts, q=None, *, tol=1e-12):
     ts = jnp.asarray(ts, jnp.float64)
     q_start = jnp.asarray(model.q0 if q is None else q, jnp.float64)
 
+    q_start = checked_finite(model, q_start, "assemble", "q")
+
     def step(q_prev, t):
-        q_t = assemble(model, q_prev, t, tol=tol)
+        # the assembly check leaves the loop as data (a check inside it would be a callback)
+        q_t = assemble(model, q_prev, t, tol=tol, throw=False)
+        bad, worst = assembly_failure(model, q_t, t, tol)
         C = model.C(q_t, t)
         qd_t = pinv_solve(C, -model.b(q_t, t))
         qdd_t = pinv_solve(C, model.gamma(q_t, qd_t, t))
-        return q_t, (q_t, qd_t, qdd_t)
+        return q_t, (q_t, qd_t, qdd_t, bad, worst)
 
-    _, (qs, qds, qdds) = jax.lax.scan(step, q_start, ts)
+    _, (qs, qds, qdds, bad, worst) = jax.lax.scan(step, q_start, ts)
+    if model.m:
+        qs = _errors.branched_error_if(qs, jnp.any(bad), worst[jnp.argmax(bad)],
+                                       failure_messages(model))
     return KinematicsResult(ts, qs, qds, qdds)

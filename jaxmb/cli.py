@@ -6,9 +6,10 @@ n_four_bar), a Python file defining `build() -> Model` (and optionally
 schema in docs/model_files.md, with an optional `initial_velocity` list).
 
 Compiled programs are kept in JAX's persistent compilation cache (`$JAX_COMPILATION_CACHE_DIR`,
-default ~/.cache/jaxmb/jax; `JAXMB_NO_CACHE=1` switches it off) and reused by later commands;
-JAX does not cache programs that carry runtime checks (host callbacks of `eqx.error_if`), so
-the simulations still compile each time.
+default ~/.cache/jaxmb/jax; `JAXMB_NO_CACHE=1` switches it off; see
+`jaxmb.enable_compilation_cache`) and reused by later commands, which then compile nothing.
+The analyses are called eagerly (not inside `jax.jit`), so their programs carry no host
+callbacks and can be cached.
 """
 
 import argparse
@@ -160,19 +161,19 @@ def cmd_report(args):
 def _trajectory(spec, t1, num_saves, rtol=1e-8):
     """MODEL simulated from its assembled q0 and consistent initial velocity (the module's
     `initial_velocity`, else zero) to t1, saved at num_saves times: (model, Trajectory)."""
-    import jax
     import jax.numpy as jnp
 
     import jaxmb as mb
 
     module = load_model_module(spec)
     model = module.build()
-    q0 = jax.jit(mb.assemble)(model, model.q0, 0.0) if model.m else jnp.asarray(model.q0)
+    # eager calls: each runs one compiled program without host callbacks (cacheable)
+    q0 = mb.assemble(model, model.q0, 0.0) if model.m else jnp.asarray(model.q0)
     init = getattr(module, "initial_velocity", None)
     qd0 = init(model) if init is not None else jnp.zeros(model.n)
-    qd0 = jax.jit(mb.consistent_velocity)(model, q0, qd0, 0.0)  # jit: compiles faster
+    qd0 = mb.consistent_velocity(model, q0, qd0, 0.0)
     ts = jnp.linspace(0.0, t1, num_saves)
-    return model, jax.jit(lambda m: mb.simulate(m, q0, qd0, t1, ts=ts, rtol=rtol))(model)
+    return model, mb.simulate(model, q0, qd0, t1, ts=ts, rtol=rtol)
 
 
 def cmd_simulate(args):
@@ -192,7 +193,6 @@ def cmd_simulate(args):
 
 
 def cmd_plot(args):
-    import jax
     import matplotlib.figure
 
     import jaxmb as mb
@@ -203,8 +203,8 @@ def cmd_plot(args):
         raise SystemExit(f"jaxmb: --out {args.out!r}: expected an image file name (.png, .pdf, "
                          ".svg, ...)")
     model, traj = _trajectory(args.model, args.t1, args.num_saves)
-    report = jax.jit(mb.solvability)(model, traj.q[0], traj.ts[0])
-    rx = jax.jit(lambda tr: mb.reactions(model, tr))(traj)
+    report = mb.solvability(model, traj.q[0], traj.ts[0])
+    rx = mb.reactions(model, traj)
     drawing.overview(model, traj, rx, report, args.out)
     print(f"simulated {args.t1:g} s; wrote {args.out} (mechanism at t = 0 with the solvability "
           "of each pair, paths, reactions; dashed: not unique, method-dependent)")
@@ -217,13 +217,11 @@ def cmd_animate(args):
     if args.frames < 2:
         raise SystemExit(f"jaxmb: --frames {args.frames}: expected at least 2")
 
-    import jax
-
     import jaxmb as mb
     from jaxmb import drawing
 
     model, traj = _trajectory(args.model, args.t1, args.frames)
-    flags = jax.jit(mb.solvability)(model, traj.q[0], traj.ts[0]) if args.solvability else None
+    flags = mb.solvability(model, traj.q[0], traj.ts[0]) if args.solvability else None
     try:
         info = drawing.animate(model, traj, args.out, frames=args.frames, fps=args.fps,
                                solvable=flags)
@@ -274,15 +272,11 @@ def build_parser():
 
 
 def use_compilation_cache():
-    """Switch on JAX's persistent compilation cache for this process (see the module docstring);
-    an explicit JAX_COMPILATION_CACHE_DIR wins, JAXMB_NO_CACHE=1 leaves it off."""
-    import jax
+    """Switch on JAX's persistent compilation cache for this process (see the module docstring
+    and `jaxmb.enable_compilation_cache`); JAXMB_NO_CACHE=1 leaves it off."""
+    from jaxmb import enable_compilation_cache
 
-    if os.environ.get("JAXMB_NO_CACHE") == "1" or jax.config.jax_compilation_cache_dir:
-        return
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    jax.config.update("jax_compilation_cache_dir", os.path.join(base, "jaxmb", "jax"))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    enable_compilation_cache()
 
 
 def main(argv=None):

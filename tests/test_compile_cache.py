@@ -1,0 +1,139 @@
+"""The programs jaxmb compiles for eager calls hold no host callback, so JAX's persistent
+compilation cache stores them and a second process compiles nothing; numeric options are data
+(a new rtol or t1 reuses the compiled simulate).
+
+References: the second process's results must equal the first's bit for bit (same programs);
+JAX's own cache monitoring events count the misses; the rtol test compares two tolerances'
+trajectories with each other (a looser rtol changes the step sequence, within its accuracy).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax.numpy as jnp
+import pytest
+
+import jaxmb as mb
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Eager simulate, reactions along the run and jax.grad of a reaction loss (through assemble,
+# consistent_velocity and reactions) of the slider-crank, counting the persistent cache's
+# misses and the programs it refused for their host callbacks.
+_SCRIPT = textwrap.dedent(
+    """
+    import collections, json, logging, sys
+    import jax
+    from jax._src import monitoring
+    events, refused = collections.Counter(), []
+    monitoring.register_event_listener(lambda event, **kw: events.update([event]))
+
+    class Refused(logging.Handler):
+        def emit(self, record):
+            if "host callbacks" in record.getMessage():
+                refused.append(record.getMessage())
+
+    logging.getLogger("jax._src.compiler").addHandler(Refused())
+    jax.config.update("jax_explain_cache_misses", True)  # the refusals at WARNING level
+    logging.getLogger("jax._src.compiler").setLevel(logging.WARNING)
+    import jax.numpy as jnp
+    import jaxmb as mb
+    from jaxmb.models import slider_crank
+
+    def state(model):
+        q = mb.assemble(model, model.q0, 0.0)
+        return q, mb.consistent_velocity(model, q, jnp.zeros(model.n).at[2].set(1.0), 0.0)
+
+    model = slider_crank.build()
+    q0, qd0 = state(model)
+    traj = mb.simulate(model, q0, qd0, 0.2, ts=jnp.linspace(0.0, 0.2, 5))
+    rx = mb.reactions(model, traj)
+
+    def loss(r):
+        m = slider_crank.build(r=r)
+        q, qd = state(m)
+        return jnp.sum(mb.reactions(m, q, qd, 0.0).lam ** 2)
+
+    g = jax.grad(loss)(0.1)
+    print(json.dumps({
+        "q": traj.q.tolist(), "lam": rx.lam.tolist(), "grad": float(g),
+        "misses": events["/jax/compilation_cache/cache_misses"],
+        "hits": events["/jax/compilation_cache/cache_hits"],
+        "refused": refused,
+    }))
+    """
+)
+
+
+def _run(cache_dir):
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(cache_dir),
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+               JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0", JAXMB_NO_CACHE="",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_second_process_compiles_nothing(tmp_path):
+    first = _run(tmp_path)
+    assert first["refused"] == []  # no program kept out of the cache for a host callback
+    assert first["misses"] > 0  # the first process compiled (and stored) its programs
+    second = _run(tmp_path)
+    assert second["misses"] == 0 and second["hits"] > 0
+    assert second["refused"] == []
+    for key in ("q", "lam", "grad"):  # the same programs: identical numbers
+        assert second[key] == first[key]
+
+
+def _pendulum(name):
+    """A point-mass pendulum (length 1, gravity 9.81) with its own body name, so that its
+    compiled simulate is new to this test."""
+    m = mb.Mechanism()
+    bob = m.body(name, mass=1.0, inertia=1e-3, q=(1.0, 0.0, 0.0))
+    m.add(mb.Revolute("pin", m.ground, bob, s_i=(0.0, 0.0), s_j=(-1.0, 0.0)))
+    m.add(mb.Gravity((0.0, -9.81)))
+    return m.build()
+
+
+def test_new_tolerance_or_end_time_reuses_the_compiled_simulate(monkeypatch):
+    from jaxmb import _simulate
+
+    traces = []
+    original = _simulate._check_initial_state  # runs once per trace of simulate's program
+
+    def counting(*args):
+        traces.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(_simulate, "_check_initial_state", counting)
+    model = _pendulum("bob_retrace_test")
+    q0, qd0 = model.q0, jnp.zeros(model.n)
+    ts = jnp.linspace(0.0, 0.5, 6)
+    tight = mb.simulate(model, q0, qd0, 0.5, ts=ts, rtol=1e-10, atol=1e-12)
+    assert len(traces) == 1
+    loose = mb.simulate(model, q0, qd0, 0.5, ts=ts, rtol=1e-5, atol=1e-7)
+    longer = mb.simulate(model, q0, qd0, 0.6, ts=ts, rtol=1e-5, atol=1e-7)
+    assert len(traces) == 1  # neither the new rtol, atol nor t1 retraced
+    # the new tolerance was used: fewer steps, the same motion within the loose tolerance
+    assert int(loose.num_steps) < int(tight.num_steps)
+    assert float(jnp.max(jnp.abs(loose.q - tight.q))) < 1e-4
+    assert int(longer.num_steps) > int(loose.num_steps)  # ran on to the new t1
+
+
+def test_save_time_checks_still_raise():
+    """diffrax's own SaveAt(ts) checks are off inside simulate's program; simulate's own
+    replace them (same model and shapes as above: the compiled program is reused)."""
+    model = _pendulum("bob_retrace_test")
+    q0, qd0 = model.q0, jnp.zeros(model.n)
+    outside = jnp.linspace(0.0, 0.7, 6)
+    with pytest.raises(RuntimeError, match="save time in ts must be finite and lie between"):
+        mb.simulate(model, q0, qd0, 0.5, ts=outside)
+    with pytest.raises(RuntimeError, match="save time in ts must be finite and lie between"):
+        mb.simulate(model, q0, qd0, 0.5, ts=outside.at[2].set(jnp.nan))
+    with pytest.raises(RuntimeError, match="save times ts must be ordered from t0 to t1"):
+        mb.simulate(model, q0, qd0, 0.5, ts=jnp.linspace(0.5, 0.0, 6))
