@@ -41,6 +41,12 @@ from ._independent import (  # noqa: E402
 from ._io import load as load, save as save  # noqa: E402
 from ._mechanism import Mechanism as Mechanism  # noqa: E402
 from ._model import Model as Model  # noqa: E402
+from ._reaction_methods._base import (  # noqa: E402
+    AbstractReactionMethod as AbstractReactionMethod,
+)
+from ._reaction_methods.auto import Auto as Auto  # noqa: E402
+from ._reaction_methods.compliance import Compliance as Compliance  # noqa: E402
+from ._reaction_methods.min_norm import MinNorm as MinNorm  # noqa: E402
 from ._reactions import (  # noqa: E402
     Reactions as Reactions,
     inverse_dynamics as inverse_dynamics,
