@@ -48,6 +48,7 @@ from ._reaction_methods.auto import Auto as Auto  # noqa: E402
 from ._reaction_methods.compliance import Compliance as Compliance  # noqa: E402
 from ._reaction_methods.min_norm import MinNorm as MinNorm  # noqa: E402
 from ._reactions import (  # noqa: E402
+    NonUniqueReactionWarning as NonUniqueReactionWarning,
     Reactions as Reactions,
     inverse_dynamics as inverse_dynamics,
     reactions as reactions,

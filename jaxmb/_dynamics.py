@@ -41,6 +41,7 @@ class Eliminate(AbstractReactionMethod):
     `simulate` formulation."""
 
     rows: tuple[int, ...] = eqx.field(static=True, converter=lambda r: tuple(int(k) for k in r))
+    physical: ClassVar[bool] = False
 
     def __check_init__(self):
         repeated = sorted({k for k in self.rows if self.rows.count(k) > 1})
@@ -64,6 +65,7 @@ class KeptRows(AbstractReactionMethod):
 
     keep: jnp.ndarray
     name: ClassVar[str] = "mb.Eliminate(rows)"
+    physical: ClassVar[bool] = False
 
     def bind(self, model, where):
         if self.keep.shape != (model.num_rows,):

@@ -17,6 +17,7 @@ Only the reactions of solvable pairs (see `solvability`) are the same whichever 
 
 import contextlib
 import dataclasses
+import warnings
 
 import equinox as eqx
 import jax
@@ -32,6 +33,27 @@ from ._velocity import kinematics
 
 SPELLINGS = {"min_norm": MinNorm, "auto": Auto}
 """The string spellings of reaction methods, still accepted wherever a method is."""
+
+
+class NonUniqueReactionWarning(UserWarning):
+    """Reactions of pairs that are not unique were computed by a method that picks one of
+    infinitely many (min-norm, elimination); `mb.Compliance` gives the physical ones."""
+
+
+def _warn_not_unique(method, rx, where):
+    """Warn (once per call site: the default warnings filter, with the warning attributed to
+    the caller of `where`) when `method` is not physical and some pairs' reactions are not
+    unique. Eager calls only: inside jit the flags are not known while tracing."""
+    if method.physical or _traced(rx.solvable_array):
+        return
+    flags = jnp.reshape(rx.solvable_array, (-1, len(rx.pair_names)))
+    names = [n for n, ok in zip(rx.pair_names, flags.all(axis=0).tolist()) if not ok]
+    if names:
+        warnings.warn(
+            f"{where}: the reactions of {', '.join(names)} are not unique (seed 001, section 3); "
+            f"method {method.name!r} returns one of infinitely many, not what the joints "
+            "carry. method=mb.Compliance(stiffness, default) gives the reactions the joints' "
+            "stiffness selects.", NonUniqueReactionWarning, stacklevel=3)
 
 
 class Reactions(eqx.Module):
@@ -155,7 +177,9 @@ def reactions(model, q, qd=None, t=0.0, method="min_norm"):
             rx = _reactions_one(model, jnp.asarray(q, jnp.float64),
                                 jnp.asarray(qd, jnp.float64), jnp.asarray(t, jnp.float64),
                                 bound, label)
-    return _named(rx, method)
+    rx = _named(rx, method)
+    _warn_not_unique(method, rx, "reactions")
+    return rx
 
 
 def _named(rx, method):
@@ -211,7 +235,9 @@ def inverse_dynamics(model, ts, q=None, method="min_norm"):
     label = _label(method, bound, _traced(model, method, kin.q, ts))
     with _naming(method, bound):
         rx = _reactions_along(model, (kin.q, kin.qd, kin.ts, kin.qdd), bound, label)
-    return traj, _named(rx, method)
+    rx = _named(rx, method)
+    _warn_not_unique(method, rx, "inverse_dynamics")
+    return traj, rx
 
 
 def _map_over_time(model, f, xs):
@@ -249,9 +275,12 @@ def statics(model, q, t=0.0, method="min_norm"):
     """
     q = jnp.asarray(q, jnp.float64)
     zeros = jnp.zeros_like(q)
+    t = jnp.asarray(t, jnp.float64)
     method = as_method(method, "statics")
     bound = method.bind(model, "statics")
-    rx = _reactions_at(model, q, zeros, t, bound, _label(method, bound, True), qdd=zeros)
+    label = _label(method, bound, _traced(model, method, q, t))
+    with _naming(method, bound):
+        rx = _reactions_one(model, q, zeros, t, bound, label, qdd=zeros)
     rx = _named(rx, method)
     F = model.forces(q, zeros, t)
     unbalanced = F + jnp.sum(rx.generalized_array, axis=0)
@@ -262,4 +291,6 @@ def statics(model, q, t=0.0, method="min_norm"):
         "statics: the applied forces are not balanced by the constraints at this configuration "
         "(it is not an equilibrium: add a driver or a support, or use mb.simulate)",
     )
-    return eqx.tree_at(lambda r: r.lam, rx, lam)
+    rx = eqx.tree_at(lambda r: r.lam, rx, lam)
+    _warn_not_unique(method, rx, "statics")
+    return rx

@@ -13,8 +13,12 @@ References:
   knife-edge part, so the bearings' stiffness changes no reaction;
 - solvable pairs: the reactions of the min-norm method (any solution has them), for random K;
 - gradients: central differences;
-- method spellings: the method objects, bitwise; a user-defined method: numpy's lstsq.
+- method spellings: the method objects, bitwise; a user-defined method: numpy's lstsq;
+- units (m, kg -> mm, t, forces in N in both): the physical transformation (forces equal,
+  moments and angle-row multipliers times 1000).
 """
+
+import warnings
 
 import equinox as eqx
 import jax
@@ -135,6 +139,7 @@ class LeastSquares(mb.AbstractReactionMethod):
     """A user-defined method, written without touching jaxmb: lambda from jnp.linalg.lstsq."""
 
     name = "lstsq"
+    physical = False
 
     def bind(self, model, where):
         return self
@@ -340,3 +345,62 @@ def test_compliance_bad_input(para):
     with pytest.raises(RuntimeError, match="Compliance: the stiffness of pair 'A2' must be "
                                            "positive and finite"):
         traced(0.0)
+
+
+# ------------------------------------------------------------------------------------------
+# units and the warning (item 4)
+# ------------------------------------------------------------------------------------------
+def test_units_m_to_mm():
+    """The propped cantilever in m, kg, s (N) and in mm, t, s (N, the FE unit system): lengths
+    x 1000, masses / 1000, gravity 9810 mm/s^2; stiffness N/m -> N/mm (/ 1000), N m/rad ->
+    N mm/rad (x 1000). Physics says the support forces stay the same and the moments (and the
+    weld's angle-row multiplier) grow 1000 times: Compliance does so to 1e-9. Its self-stresses
+    mix N and N m rows (a prop force against a clamp moment), so the minimum-norm answer changes
+    with the unit by far more (> 1 % of the largest force)."""
+    si = dict(L=2.0, a=1.3, load=(3.0, -40.0), mass=4.0, g=9.81)
+    mm = dict(L=2000.0, a=1300.0, load=(3.0, -40.0), mass=4e-3, g=9810.0)
+    k_si = {"clamp": CLAMP_K, "prop": PROP_K}
+    k_mm = {"clamp": (CLAMP_K[0] / 1e3, CLAMP_K[1] / 1e3, CLAMP_K[2] * 1e3),
+            "prop": (PROP_K[0] / 1e3, PROP_K[1] / 1e3)}
+    unit = np.array([1.0, 1.0, 1e3])  # fx, fy, torque (N, N, N m -> N mm)
+    results = {}
+    for label, args, k in (("si", si, k_si), ("mm", mm, k_mm)):
+        model = cantilever(**args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", mb.NonUniqueReactionWarning)
+            results[label] = [_statics(model, model.q0, method=m)
+                              for m in (mb.Compliance(k), mb.MinNorm())]
+    (comp_si, norm_si), (comp_mm, norm_mm) = results["si"], results["mm"]
+    scale = np.max(np.abs(comp_si.on_body("clamp", "beam")))
+    for pair in ("clamp", "prop"):
+        np.testing.assert_allclose(comp_mm.on_body(pair, "beam"),
+                                   unit * np.asarray(comp_si.on_body(pair, "beam")), rtol=0,
+                                   atol=ALG_TOL * 1e3 * scale, err_msg=pair)
+    np.testing.assert_allclose(comp_mm.lam, np.array([1, 1, 1e3, 1, 1]) * comp_si.lam, rtol=0,
+                               atol=ALG_TOL * 1e3 * scale)
+    moved = np.abs(np.asarray(norm_mm.on_body("prop", "beam"))
+                   - np.asarray(norm_si.on_body("prop", "beam")))
+    assert np.max(moved[:2]) > 1e-2 * scale
+
+
+def test_warning_names_non_unique_pairs_once_per_call_site(para):
+    """Eager min-norm and elimination answers for a model with non-unique reactions warn
+    (NonUniqueReactionWarning), naming those pairs and pointing to mb.Compliance, once per call
+    site under the default filter; Compliance does not warn, nor does a traced call (its
+    flags are unknown while tracing)."""
+    q, qd = para.q0, jnp.zeros(para.n)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for _ in range(3):  # one call site, three calls
+            mb.reactions(para, q, qd, method="min_norm")
+        mb.statics(para, q, method=mb.Auto())  # a second call site
+        mb.statics(para, q, method=mb.Compliance(default=1.0))
+        jax.jit(lambda q: mb.reactions(para, q, qd).lam)(q)
+    found = [w for w in caught if issubclass(w.category, mb.NonUniqueReactionWarning)]
+    assert len(found) == 2, [str(w.message) for w in found]
+    first, second = (str(w.message) for w in found)
+    assert first.startswith("reactions: the reactions of O1, O2, O3, A1, A2, A3 are not unique")
+    assert "'min_norm'" in first and "mb.Compliance(stiffness, default)" in first
+    assert second.startswith("statics: the reactions of O1, O2, O3, A1, A2, A3") and "'auto'" in \
+        second
+    assert all(w.filename == __file__ for w in found)  # attributed to the caller's line

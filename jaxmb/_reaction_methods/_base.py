@@ -21,8 +21,13 @@ class AbstractReactionMethod(eqx.Module):
     - `multipliers(model, M, F, C, gamma, qdd, label)`: `(qdd, lam)`, where `qdd` is the
       given acceleration or, when None, the unique one of the model; runtime errors start with
       `label`;
-    - `name`: how `Reactions.method` and error messages name it.
+    - `name`: how `Reactions.method` and error messages name it;
+    - `physical`: True when the reactions of non-unique pairs are the physical ones (e.g.
+      `Compliance`), False when they are a mathematical choice (then `reactions` warns,
+      once per call site, naming the pairs whose reactions are not unique).
     """
+
+    physical: eqx.AbstractClassVar[bool]
 
     @abc.abstractmethod
     def bind(self, model, where: str) -> "AbstractReactionMethod":

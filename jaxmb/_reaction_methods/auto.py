@@ -12,6 +12,7 @@ class Auto(AbstractReactionMethod):
     them zero multipliers; spelled "auto". The rows chosen depend on the configuration."""
 
     name: ClassVar[str] = "auto"
+    physical: ClassVar[bool] = False
 
     def bind(self, model, where):
         return self

@@ -57,6 +57,7 @@ knife-edge and the holonomic rows); without knife edges (or without holonomic ro
 """
 
 import difflib
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -145,6 +146,7 @@ class Compliance(AbstractReactionMethod):
     pairs: tuple[str, ...] = eqx.field(static=True)
     values: tuple[jnp.ndarray, ...]
     default: jnp.ndarray | None
+    physical: ClassVar[bool] = True
 
     def __init__(self, stiffness=None, default=None):
         stiffness = {} if stiffness is None else dict(stiffness)

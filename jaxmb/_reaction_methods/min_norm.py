@@ -16,6 +16,7 @@ class MinNorm(AbstractReactionMethod):
     """
 
     name: ClassVar[str] = "min_norm"
+    physical: ClassVar[bool] = False
 
     def bind(self, model, where):
         return self
