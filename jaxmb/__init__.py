@@ -66,6 +66,7 @@ from ._velocity import (  # noqa: E402
 )
 from .elements import (  # noqa: E402
     AbsoluteDriver as AbsoluteDriver,
+    Bushing as Bushing,
     Distance as Distance,
     Force as Force,
     Gear as Gear,
