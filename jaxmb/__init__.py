@@ -46,7 +46,14 @@ from ._independent import (  # noqa: E402
 from ._io import load as load, save as save  # noqa: E402
 from ._mechanism import Mechanism as Mechanism  # noqa: E402
 from ._model import Model as Model  # noqa: E402
+from ._reaction_methods._base import (  # noqa: E402
+    AbstractReactionMethod as AbstractReactionMethod,
+)
+from ._reaction_methods.auto import Auto as Auto  # noqa: E402
+from ._reaction_methods.compliance import Compliance as Compliance  # noqa: E402
+from ._reaction_methods.min_norm import MinNorm as MinNorm  # noqa: E402
 from ._reactions import (  # noqa: E402
+    NonUniqueReactionWarning as NonUniqueReactionWarning,
     Reactions as Reactions,
     inverse_dynamics as inverse_dynamics,
     reactions as reactions,
@@ -64,6 +71,7 @@ from ._velocity import (  # noqa: E402
 )
 from .elements import (  # noqa: E402
     AbsoluteDriver as AbsoluteDriver,
+    Bushing as Bushing,
     Distance as Distance,
     Force as Force,
     Gear as Gear,

@@ -16,7 +16,7 @@ with any multiplier solution lambda (V^T dC^T eta = 0 for eta in null(C^T) when 
 locally constant), i.e. the same solve with new right-hand sides and the same factorization.
 """
 
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import equinox as eqx
 import jax
@@ -25,23 +25,55 @@ import numpy as np
 
 from . import _errors
 from ._linalg import RANK_RTOL, cond, economic_pivoted_qr, pinv, pivoted_qr, solve, solve_triangular
+from ._reaction_methods._base import AbstractReactionMethod
 
 ELIMINATED_COND_LIMIT = 1e12
 """Largest condition number accepted for the reduced augmented system of `Eliminate`."""
 
 
-class Eliminate(eqx.Module):
+class Eliminate(AbstractReactionMethod):
     """Redundant-constraint elimination (seed 001, section 3.1): drop the rows `rows` (0-based
     rows of C), solve the reduced, nonsingular augmented system (eq. 11) and give the dropped
     rows zero multipliers. The rows must be a removable set of exactly p = redundancy rows,
-    e.g. `mb.solvability(...).redundant_rows` or the paper's (5, 20)."""
+    e.g. `mb.solvability(...).redundant_rows` or the paper's (5, 20). A reaction method and a
+    `simulate` formulation."""
 
     rows: tuple[int, ...] = eqx.field(static=True, converter=lambda r: tuple(int(k) for k in r))
+    physical: ClassVar[bool] = False
 
     def __check_init__(self):
         repeated = sorted({k for k in self.rows if self.rows.count(k) > 1})
         if repeated:
             raise ValueError(f"Eliminate: row(s) {repeated} listed more than once in {self.rows}")
+
+    @property
+    def name(self):
+        return f"Eliminate(rows={self.rows})"
+
+    def bind(self, model, where):
+        """The kept rows as a mask array: every elimination shares one compiled program."""
+        return KeptRows(keep_mask(model, self, None))
+
+    def multipliers(self, model, M, F, C, gamma, qdd, label):
+        return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd, label)
+
+
+class KeptRows(AbstractReactionMethod):
+    """`Eliminate` with its kept rows as data (a boolean mask over the rows of C)."""
+
+    keep: jnp.ndarray
+    name: ClassVar[str] = "mb.Eliminate(rows)"
+    physical: ClassVar[bool] = False
+
+    def bind(self, model, where):
+        if self.keep.shape != (model.num_rows,):
+            raise ValueError(f"{where}: the kept-row mask has shape {self.keep.shape}; C has "
+                             f"{model.num_rows} rows")
+        return self
+
+    def multipliers(self, model, M, F, C, gamma, qdd, label):
+        qdd_e, lam = eliminated_solve(M, F, C, gamma, self.keep, label=label)
+        return (qdd_e if qdd is None else qdd), lam
 
 
 class _GaussFactor(NamedTuple):

@@ -2,36 +2,59 @@
 
 M qdd + C^T lambda = F (seed 001, eq. 10); the generalized reaction that pair X applies to the
 system is -C_X^T lambda_X (eq. 16, sign of API.md), and their sum is M qdd - F (eq. 15).
-With redundant constraints lambda is not unique; three ways to pick one:
+With redundant constraints lambda is not unique; a reaction method (one class per method, of
+the base `AbstractReactionMethod`, see `jaxmb._reaction_methods`) picks one:
 
-- "min_norm": the minimum-norm lambda (pseudo-inverse);
-- `Eliminate(rows)`: drop those rows, solve the reduced nonsingular augmented system (eq. 11)
-  and set their multipliers to zero (seed 001, section 3.1 and 4.4);
-- "auto": eliminate the rows that pivoted QR of C^T marks dependent.
+- `mb.MinNorm()` ("min_norm"): the minimum-norm lambda (pseudo-inverse);
+- `mb.Eliminate(rows)`: drop those rows, solve the reduced nonsingular augmented system
+  (eq. 11) and set their multipliers to zero (seed 001, section 3.1 and 4.4);
+- `mb.Auto()` ("auto"): eliminate the rows that pivoted QR of C^T marks dependent;
+- `mb.Compliance(stiffness, default)`: the reactions that the joints' stiffness selects
+  (the rigid limit of the compliant mechanism; unit-consistent).
 
 Only the reactions of solvable pairs (see `solvability`) are the same whichever is used.
 """
 
 import contextlib
 import dataclasses
+import warnings
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
 from . import _errors
-from ._dynamics import (
-    Eliminate,
-    accelerations,
-    check_shapes,
-    eliminated_solve,
-    keep_mask,
-    min_norm_multipliers,
-    null_space_solve,
-)
+from ._dynamics import check_shapes
+from ._reaction_methods._base import AbstractReactionMethod
+from ._reaction_methods.auto import Auto
+from ._reaction_methods.min_norm import MinNorm
 from ._simulate import Trajectory
 from ._solvability import solvability
 from ._velocity import kinematics
+
+SPELLINGS = {"min_norm": MinNorm, "auto": Auto}
+"""The string spellings of reaction methods, still accepted wherever a method is."""
+
+
+class NonUniqueReactionWarning(UserWarning):
+    """Reactions of pairs that are not unique were computed by a method that picks one of
+    infinitely many (min-norm, elimination); `mb.Compliance` gives the physical ones."""
+
+
+def _warn_not_unique(method, rx, where):
+    """Warn (once per call site: the default warnings filter, with the warning attributed to
+    the caller of `where`) when `method` is not physical and some pairs' reactions are not
+    unique. Eager calls only: inside jit the flags are not known while tracing."""
+    if method.physical or _traced(rx.solvable_array):
+        return
+    flags = jnp.reshape(rx.solvable_array, (-1, len(rx.pair_names)))
+    names = [n for n, ok in zip(rx.pair_names, flags.all(axis=0).tolist()) if not ok]
+    if names:
+        warnings.warn(
+            f"{where}: the reactions of {', '.join(names)} are not unique (seed 001, section 3); "
+            f"method {method.name!r} returns one of infinitely many, not what the joints "
+            "carry. method=mb.Compliance(stiffness, default) gives the reactions the joints' "
+            "stiffness selects.", NonUniqueReactionWarning, stacklevel=3)
 
 
 class Reactions(eqx.Module):
@@ -71,38 +94,33 @@ class Reactions(eqx.Module):
         return f[..., k], f[..., k + 1], f[..., k + 2]
 
 
-def _method_name(method):
-    return method if isinstance(method, str) else f"eliminate{tuple(method.rows)}"
-
-
-_ELIMINATE_LABEL = "mb.Eliminate(rows)"  # in messages from compiled code (rows are data there)
-
-
-def _method_parts(model, method, where="reactions"):
-    """(kind, keep): kind "min_norm", "auto" or "eliminate"; for `Eliminate` the kept-row mask
-    as an array, so that eliminations of different rows share one compiled program. Raises for
-    any other method (naming the function `where`)."""
-    if not (isinstance(method, Eliminate) or method in ("min_norm", "auto")):
+def as_method(method, where="reactions") -> AbstractReactionMethod:
+    """The method object for `method` (a method, or one of the `SPELLINGS`); raises naming the
+    function `where` for anything else."""
+    if isinstance(method, str) and method in SPELLINGS:
+        return SPELLINGS[method]()
+    if not isinstance(method, AbstractReactionMethod):
         raise ValueError(
-            f"{where}: method must be 'min_norm', 'auto' or mb.Eliminate(rows), got {method!r}"
+            f"{where}: method must be 'min_norm', 'auto', mb.Eliminate(rows), "
+            f"mb.Compliance(...) or another mb.AbstractReactionMethod, got {method!r}"
         )
-    if isinstance(method, Eliminate):
-        return "eliminate", keep_mask(model, method, None)
-    return method, None
+    return method
 
 
-def _label(method, shared):
-    """The method as error messages name it; `shared`: the program serves every Eliminate."""
-    if isinstance(method, Eliminate) and shared:
-        return f"reactions(method={_ELIMINATE_LABEL})"
-    return f"reactions(method={method!r})"
+def _label(method, bound, traced):
+    """The method as error messages name it. An eager call runs the program compiled for the
+    bound method (shared by all methods with the same bound form, e.g. every Eliminate), whose
+    messages name the bound form; a traced call is inlined and names the method itself."""
+    return f"reactions(method={(method if traced else bound).name})"
 
 
 def _traced(*trees):
     return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(trees))
 
 
-def _reactions_at(model, q, qd, t, kind, keep, label, qdd=None):
+def _reactions_at(model, q, qd, t, method, label, qdd=None):
+    """Reactions at one state by the bound `method`; `qdd` given (statics, inverse dynamics)
+    or, when None, the model's unique accelerations."""
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
@@ -114,15 +132,7 @@ def _reactions_at(model, q, qd, t, kind, keep, label, qdd=None):
         C, gamma = terms.C, terms.gamma
     else:
         C, gamma = jnp.zeros((0, model.n)), jnp.zeros(0)
-    if kind == "min_norm":
-        if qdd is None:
-            qdd = (null_space_solve(M, F, C, gamma) if model.num_rows
-                   else accelerations(model, q, qd, t))
-        lam = min_norm_multipliers(C, F - M @ qdd)
-    else:
-        mask = keep if kind == "eliminate" else keep_mask(model, "auto", C)
-        qdd_e, lam = eliminated_solve(M, F, C, gamma, mask, label=label)
-        qdd = qdd_e if qdd is None else qdd
+    qdd, lam = method.multipliers(model, M, F, C, gamma, qdd, label)
     gen = []
     start = 0
     for p in model.pairs:
@@ -138,7 +148,7 @@ def _reactions_at(model, q, qd, t, kind, keep, label, qdd=None):
     return Reactions(
         pair_names=model.pair_names,
         body_names=model.body_names,
-        method=kind,  # replaced by the full name (rows included) outside the compiled part
+        method=method.name,  # replaced by the caller's method's name outside the compiled part
         lam=lam,
         qdd=qdd,
         generalized_array=jnp.stack(gen) if gen else jnp.zeros((0, model.n)),
@@ -149,57 +159,60 @@ def _reactions_at(model, q, qd, t, kind, keep, label, qdd=None):
 def reactions(model, q, qd=None, t=0.0, method="min_norm"):
     """Constraint reactions at a state, or along a `Trajectory` (vmapped over time).
 
-    **Arguments:** `model`; `q`, `qd`, `t` (or a `Trajectory` as `q`); `method`: "min_norm",
-    "auto" or `mb.Eliminate(rows=(...))`.
+    **Arguments:** `model`; `q`, `qd`, `t` (or a `Trajectory` as `q`); `method`: a reaction
+    method, `mb.MinNorm()` (or "min_norm", the default), `mb.Auto()` (or "auto"),
+    `mb.Eliminate(rows=(...))` or `mb.Compliance(stiffness, default)`.
 
     **Returns:** `Reactions`. Only the pairs flagged in `Reactions.solvable` have reactions
-    that do not depend on `method`.
+    that do not depend on `method`; `mb.Compliance` gives the physical ones of the others.
     """
-    kind, keep = _method_parts(model, method)
+    method = as_method(method)
     if not isinstance(q, Trajectory) and qd is None:
         raise TypeError("reactions: pass qd (or a Trajectory)")
-    # eager calls share one compiled program among all Eliminate rows (their error message
-    # gets the rows back in _naming_rows); traced calls are inlined and name them directly
-    label = _label(method, shared=not _traced(model, q, qd, t))
-    with _naming_rows(method):
+    bound = method.bind(model, "reactions")
+    label = _label(method, bound, _traced(model, method, q, qd, t))
+    with _naming(method, bound):
         if isinstance(q, Trajectory):
-            rx = _reactions_along(model, (q.q, q.qd, q.ts), kind, keep, label)
+            rx = _reactions_along(model, (q.q, q.qd, q.ts), bound, label)
         else:
             rx = _reactions_one(model, jnp.asarray(q, jnp.float64),
                                 jnp.asarray(qd, jnp.float64), jnp.asarray(t, jnp.float64),
-                                kind, keep, label)
-    return _named(rx, method)
+                                bound, label)
+    rx = _named(rx, method)
+    _warn_not_unique(method, rx, "reactions")
+    return rx
 
 
 def _named(rx, method):
-    """rx with its `method` field naming the method in full (e.g. "eliminate(5, 20)")."""
-    return dataclasses.replace(rx, method=_method_name(method))
+    """rx with its `method` field naming the caller's method (e.g. "Eliminate(rows=(5, 20))")."""
+    return dataclasses.replace(rx, method=method.name)
 
 
 @contextlib.contextmanager
-def _naming_rows(method):
-    """The compiled program is shared by all Eliminate rows, so its error message cannot list
-    them; when the error surfaces here (an eager call), put the rows back into it."""
+def _naming(method, bound):
+    """An eager call runs the program compiled for the bound method (shared, e.g., by every
+    Eliminate), whose error messages name the bound form; when such an error surfaces here,
+    name the caller's method instead (an Eliminate's rows)."""
     try:
         yield
     except Exception as err:  # equinox's runtime error (its type depends on the JAX version)
-        generic = _label(method, shared=True)
-        if isinstance(method, Eliminate) and generic in str(err):
-            named = str(err).replace(generic, _label(method, shared=False))
-            raise eqx.EquinoxRuntimeError(named) from None
+        generic, own = (_label(method, bound, traced) for traced in (False, True))
+        if generic != own and generic in str(err):
+            raise eqx.EquinoxRuntimeError(str(err).replace(generic, own)) from None
         raise
 
 
-# Compiled once per model structure and method kind (the rows of an Eliminate are data), so
-# eager calls reuse the program; inside an outer jit they are inlined.
-# The checks are returned as data (jaxmb._errors), so the persistent cache stores the programs.
+# Compiled once per model structure and bound-method structure (an Eliminate's rows and a
+# Compliance's numbers are data), so eager calls reuse the program; inside an outer jit they
+# are inlined. The checks are returned as data (jaxmb._errors), so the persistent cache stores
+# the programs.
 _reactions_one = _errors.checked_jit(_reactions_at)
 
 
 @_errors.checked_jit
-def _reactions_along(model, xs, kind, keep, label):
+def _reactions_along(model, xs, method, label):
     """Reactions along the time axis of xs = (q, qd, ts) or (q, qd, ts, qdd)."""
-    return jax.vmap(lambda x: _reactions_at(model, *x[:3], kind, keep, label, *x[3:]))(xs)
+    return jax.vmap(lambda x: _reactions_at(model, *x[:3], method, label, *x[3:]))(xs)
 
 
 def inverse_dynamics(model, ts, q=None, method="min_norm"):
@@ -209,7 +222,8 @@ def inverse_dynamics(model, ts, q=None, method="min_norm"):
 
     **Returns:** `(Trajectory, Reactions)` with a leading time axis.
     """
-    kind, keep = _method_parts(model, method, "inverse_dynamics")  # before the kinematics
+    method = as_method(method, "inverse_dynamics")  # checked before the kinematics
+    bound = method.bind(model, "inverse_dynamics")
     kin = kinematics(model, ts, q)
     n_t = kin.ts.shape[0]
     traj = Trajectory(
@@ -219,10 +233,12 @@ def inverse_dynamics(model, ts, q=None, method="min_norm"):
         result=_success_codes(n_t),
         num_steps=jnp.asarray(n_t),
     )
-    label = _label(method, shared=not _traced(model, kin.q, ts))
-    with _naming_rows(method):
-        rx = _reactions_along(model, (kin.q, kin.qd, kin.ts, kin.qdd), kind, keep, label)
-    return traj, _named(rx, method)
+    label = _label(method, bound, _traced(model, method, kin.q, ts))
+    with _naming(method, bound):
+        rx = _reactions_along(model, (kin.q, kin.qd, kin.ts, kin.qdd), bound, label)
+    rx = _named(rx, method)
+    _warn_not_unique(method, rx, "inverse_dynamics")
+    return traj, rx
 
 
 def _success_codes(n_t):
@@ -232,22 +248,27 @@ def _success_codes(n_t):
 
 
 def statics(model, q, t=0.0, method="min_norm"):
-    """Static reactions: qd = 0, qdd = 0, C^T lambda = F (seed 003, "Statics").
+    """Static reactions: qd = 0, qdd = 0, C^T lambda = F (seed 003, "Statics"); redundancy
+    handled by `method` as in `reactions`.
 
     Raises when F is not balanced by the constraints (the configuration is not an equilibrium).
     """
     q = jnp.asarray(q, jnp.float64)
-    kind, keep = _method_parts(model, method, "statics")
-    label = _label(method, shared=not _traced(model, q, t))
-    with _naming_rows(method):
-        rx = _statics(model, q, jnp.asarray(t, jnp.float64), kind, keep, label)
-    return _named(rx, method)
+    t = jnp.asarray(t, jnp.float64)
+    method = as_method(method, "statics")
+    bound = method.bind(model, "statics")
+    label = _label(method, bound, _traced(model, method, q, t))
+    with _naming(method, bound):
+        rx = _statics(model, q, t, bound, label)
+    rx = _named(rx, method)
+    _warn_not_unique(method, rx, "statics")
+    return rx
 
 
-@_errors.checked_jit  # one compiled program per model structure and method kind, cacheable
-def _statics(model, q, t, kind, keep, label):
+@_errors.checked_jit  # one compiled program per model and bound-method structure, cacheable
+def _statics(model, q, t, bound, label):
     zeros = jnp.zeros_like(q)
-    rx = _reactions_at(model, q, zeros, t, kind, keep, label, qdd=zeros)
+    rx = _reactions_at(model, q, zeros, t, bound, label, qdd=zeros)
     F = model.forces(q, zeros, t)
     unbalanced = F + jnp.sum(rx.generalized_array, axis=0)
     scale = 1.0 + jnp.max(jnp.abs(F))

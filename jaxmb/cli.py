@@ -1,7 +1,7 @@
 """The `jaxmb` command: `demo`, `report MODEL`, `simulate MODEL`, `plot MODEL`, `animate MODEL`.
 
 MODEL is a built-in model name (mobile_robot, slider_crank, four_bar, composed_pendulum,
-n_four_bar), a Python file defining `build() -> Model` (and optionally
+n_four_bar, parallelogram), a Python file defining `build() -> Model` (and optionally
 `initial_velocity(model) -> qd0`), or a model file (.json, .yaml, .yml; written by `jaxmb.save`,
 schema in docs/model_files.md, with an optional `initial_velocity` list).
 
@@ -20,7 +20,8 @@ import time
 
 import numpy as np
 
-BUILTIN_MODELS = ("mobile_robot", "slider_crank", "four_bar", "composed_pendulum", "n_four_bar")
+BUILTIN_MODELS = ("mobile_robot", "slider_crank", "four_bar", "composed_pendulum", "n_four_bar",
+                  "parallelogram")
 
 
 def load_model_module(spec: str):

@@ -5,7 +5,8 @@ Each body is a link through the global points where its elements attach, r + A(p
 a block when they coincide. Pairs go on top, each named: revolutes as pins (on a hatched support
 when one side is the ground), translational and pin-in-slot pairs as a block on a guide line
 (hatched when the ground guides), knife edges as a blade across their normal n, drivers in
-orange, welds, distances and springs; other pairs as a dotted line between their bodies.
+orange, welds, distances, springs and bushings (a grey ring round a pin); other pairs as a
+dotted line between their bodies.
 
 With solvability flags (`mb.solvability`, seed 001 section 3) every pair gets a ring: solid
 green when its reaction is unique, dashed red with the label "NAME (not unique)" when it is one
@@ -33,6 +34,7 @@ from matplotlib.patches import Circle, FancyArrowPatch, Polygon  # noqa: E402
 from . import plotting  # noqa: E402
 from .elements import (  # noqa: E402
     AbsoluteDriver,
+    Bushing,
     Distance,
     Force,
     Gravity,
@@ -337,6 +339,20 @@ def _draw_pair(ax, model, pair, q, scale):
     return "other pair", xy.mean(axis=0)
 
 
+def _draw_bushing(ax, element, q, scale):
+    """A rubber ring (grey annulus) around a pin at P_i, a zigzag to P_j when they differ."""
+    pi, pj = _point(q, element.i, element.s_i), _point(q, element.j, element.s_j)
+    gid = f"force:{element.name}"
+    ring = Circle(pi, 2.1 * _PIN * scale, facecolor="0.6", edgecolor="0.25", lw=1.2, zorder=4.5)
+    ring.set_gid(gid)
+    ax.add_patch(ring)
+    ax.add_patch(Circle(pi, _PIN * scale, facecolor="white", edgecolor="black", lw=1.2,
+                        zorder=4.6))
+    if np.linalg.norm(pj - pi) > 1e-9 * scale:
+        ax.plot(*_zigzag(pi, pj, scale).T, color="0.3", lw=1.3, zorder=3, gid=f"{gid}:link")
+    return "bushing", pi
+
+
 def _draw_force(ax, element, q, t, scale):
     """Draw a force element; returns (legend kind, label anchor), or None (gravity)."""
     gid = f"force:{element.name}"
@@ -344,6 +360,8 @@ def _draw_force(ax, element, q, t, scale):
         pi, pj = _point(q, element.i, element.s_i), _point(q, element.j, element.s_j)
         ax.plot(*_zigzag(pi, pj, scale).T, color="0.3", lw=1.3, zorder=3, gid=gid)
         return "spring-damper", (pi + pj) / 2
+    if isinstance(element, Bushing):
+        return _draw_bushing(ax, element, q, scale)
     if isinstance(element, RotationalSpringDamper):
         centre = _pose(q, element.j)[0]
         return "spring-damper", _curved_arrow(ax, centre, 0.04 * scale, "0.3", gid, 30, 150)
@@ -508,6 +526,7 @@ _LEGEND = {
     "weld": dict(marker="s", ls="", color="black", ms=6),
     "distance": dict(marker="o", ls="-", color="0.25", mfc="white", ms=4),
     "spring-damper": dict(ls="-", color="0.3", lw=1.3, marker="$\\sim$", ms=10),
+    "bushing": dict(marker="o", ls="", mfc="0.6", mec="0.25", ms=10),
     "applied force": dict(ls="-", color=FORCE_COLOR, lw=2.0),
     "other pair": dict(ls=":", color="0.4"),
 }

@@ -125,7 +125,8 @@ def test_robot_solvability_is_drawn_distinctly(robot):
 
 def test_every_element_type_is_drawn_at_its_points():
     """A gallery model (need not be assembled) with a pin-in-slot, distance, weld, gear, spring,
-    force, torque and absolute driver: each symbol sits at r + A(phi) s computed by hand."""
+    force, torque, bushing and absolute driver: each symbol sits at r + A(phi) s computed by
+    hand."""
     m = mb.Mechanism()
     arm = m.body("arm", mass=1.0, inertia=0.1, q=(0.3, 0.1, 0.5))
     block = m.body("block", mass=1.0, inertia=0.1, q=(0.8, 0.2, -0.2))
@@ -141,6 +142,8 @@ def test_every_element_type_is_drawn_at_its_points():
                           damping=0.1, free_length=0.3))
     m.add(mb.Force("push", block, s=(0.05, 0.02), f=(3.0, 4.0)))
     m.add(mb.Torque("tau", plate, 1.0))
+    m.add(mb.Bushing("bu", plate, m.ground, s_i=(0.05, 0.0), s_j=(0.9, -0.1),
+                     stiffness=(1e3, 1e3, 0.0)))
     model = m.build()
     q = np.asarray(model.q0)
     r = {name: q[3 * k : 3 * k + 2] for k, name in enumerate(model.body_names)}
@@ -169,7 +172,11 @@ def test_every_element_type_is_drawn_at_its_points():
     np.testing.assert_allclose(zigzag[[0, -1]], [(1.2, 0.5), at("block", (0.05, 0.0))], atol=TOL)
     tip = np.asarray(artist(ax, "label:push").xy) - at("block", (0.05, 0.02))
     assert abs(tip[0] * 4.0 - tip[1] * 3.0) < TOL and tip @ [3.0, 4.0] > 0  # along f
-    for gid in ("driver:ax", "force:tau", "pin:O", "label:ax", "label:tau", "label:k"):
+    np.testing.assert_allclose(artist(ax, "force:bu").center, at("plate", (0.05, 0.0)), atol=TOL)
+    np.testing.assert_allclose(artist(ax, "force:bu:link").get_xydata()[[0, -1]],
+                               [at("plate", (0.05, 0.0)), (0.9, -0.1)], atol=TOL)
+    for gid in ("driver:ax", "force:tau", "pin:O", "label:ax", "label:tau", "label:k",
+                "label:bu"):
         artist(ax, gid)
     plt.close(ax.figure)
 

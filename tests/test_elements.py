@@ -877,6 +877,22 @@ def _rot_spring_Q(q, qd, i, j, k, c, th0):
     return Q
 
 
+def _bushing_Q(q, qd, i, j, si, sj, k, c, th0):
+    """Bushing: e = [P_i - P_j; phi_j - phi_i - th0], de/dt = [v_Pi - v_Pj; w_j - w_i],
+    lambda = K e + D de/dt (elementwise); force -lambda_xy at P_i and +lambda_xy at P_j,
+    torque +lambda_phi on i and -lambda_phi on j."""
+    (ri, pi), (rj, pj) = pose(q, i), pose(q, j)
+    (vi, wi), (vj, wj) = pose(qd, i), pose(qd, j)
+    e = np.concatenate([ri + A(pi) @ si - rj - A(pj) @ sj, [pj - pi - th0]])
+    ed = np.concatenate([vi + wi * OMEGA @ A(pi) @ si - vj - wj * OMEGA @ A(pj) @ sj, [wj - wi]])
+    lam = k * e + c * ed
+    Q = _point_Q(q, i, si, -lam[:2]) + _point_Q(q, j, sj, lam[:2])
+    for body, sign in ((i, 1.0), (j, -1.0)):
+        if body is not None:
+            Q[3 * body + 2] += sign * lam[2]
+    return Q
+
+
 def _force_cases(rng, masses):
     """(element factory, hand Q(q, qd, t)) pairs."""
     g = vec(rng, 10.0)
@@ -936,6 +952,17 @@ def _force_cases(rng, masses):
     coeffs = rng.uniform(-2, 2, 3)
     out.append(("torque_poly", lambda H: mb.Torque("T2", H(2), drive.Polynomial(coeffs)),
                 lambda q, qd, t: torque_Q(2, np.polynomial.polynomial.polyval(t, coeffs))))
+    for i, j in ((0, 1), (G, 2)):
+        si, sj = vec(rng), vec(rng)
+        k, c, th0 = rng.uniform(1, 100, 3), rng.uniform(0, 5, 3), rng.uniform(-1, 1)
+        out.append((
+            f"bushing{i}{j}",
+            lambda H, i=i, j=j, si=si, sj=sj, k=k, c=c, th0=th0: mb.Bushing(
+                f"bu{i}{j}", H(i), H(j), s_i=si, s_j=sj, stiffness=k, damping=c,
+                free_angle=th0),
+            lambda q, qd, t, i=i, j=j, si=si, sj=sj, k=k, c=c, th0=th0: _bushing_Q(
+                q, qd, i, j, si, sj, k, c, th0),
+        ))
     return out
 
 
@@ -962,7 +989,8 @@ FORCE_NAMES = [c[0] for c in _force_world(5)[3]]
 def test_force_element_generalized_force(which):
     """model.forces of a model holding one force element vs the hand generalized force
     (point force [f, (Omega A s)^T f]; spring tension along the unit vector; torsion spring
-    +tau on i, -tau on j; gravity [m g, 0]) at 5 random states, 1e-12 relative to |Q|."""
+    +tau on i, -tau on j; bushing force -lambda at P_i, +lambda at P_j, torque +-lambda_phi;
+    gravity [m g, 0]) at 5 random states, 1e-12 relative to |Q|."""
     rng, masses, inertias, cases = _force_world(5)
     name, fac, ref = next(c for c in cases if c[0] == which)
     model = _force_model(masses, inertias, [fac])

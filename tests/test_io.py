@@ -75,6 +75,8 @@ def _all_types_model(rng):
     m.add(mb.Force("F", c, s=v(), f=drive.Linear(v(), v())))
     m.add(mb.Torque("Tq", d, tau=drive.Constant(x())))
     m.add(mb.Torque("Tq2", a, tau=x()))
+    m.add(mb.Bushing("BU", a, c, s_i=v(), s_j=v(), stiffness=rng.uniform(0.5, 2.0, 3),
+                     damping=rng.uniform(0.1, 1.0, 3), free_angle=x()))
     return m.build()
 
 

@@ -7,6 +7,7 @@ from ._base import (
     AbstractNonholonomicPair as AbstractNonholonomicPair,
     AbstractPair as AbstractPair,
 )
+from .bushing import Bushing as Bushing
 from .distance import Distance as Distance
 from .drivers import (
     AbsoluteDriver as AbsoluteDriver,

@@ -1,0 +1,43 @@
+"""The abstract reaction method."""
+
+import abc
+
+import equinox as eqx
+
+
+class AbstractReactionMethod(eqx.Module):
+    """How the multipliers lambda of M qdd + C^T lambda = F (seed 001, eq. 10) are picked.
+
+    With redundant constraints C^T lambda = F - M qdd has infinitely many solutions (seed 001,
+    section 2.2); a method chooses one. Every choice gives the same total reaction C^T lambda
+    and the same reactions of the solvable pairs (seed 001, section 3.2).
+
+    A method implements:
+
+    - `bind(model, where)`: trace-time checks against the model (a ValueError naming `where`
+      and the problem); returns the method as the compiled program receives it, with any
+      model-dependent data as arrays, so that methods differing only in data share one
+      compiled program (`Eliminate` returns its kept-row mask);
+    - `multipliers(model, M, F, C, gamma, qdd, label)`: `(qdd, lam)`, where `qdd` is the
+      given acceleration or, when None, the unique one of the model; runtime errors start with
+      `label`;
+    - `name`: how `Reactions.method` and error messages name it;
+    - `physical`: True when the reactions of non-unique pairs are the physical ones (e.g.
+      `Compliance`), False when they are a mathematical choice (then `reactions` warns,
+      once per call site, naming the pairs whose reactions are not unique).
+    """
+
+    physical: eqx.AbstractClassVar[bool]
+
+    @abc.abstractmethod
+    def bind(self, model, where: str) -> "AbstractReactionMethod":
+        """The checked method as the compiled program receives it."""
+
+    @abc.abstractmethod
+    def multipliers(self, model, M, F, C, gamma, qdd, label: str):
+        """(qdd, lambda) with C^T lambda = F - M qdd."""
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str:
+        """The method's name in `Reactions.method` and in error messages."""

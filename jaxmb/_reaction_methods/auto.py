@@ -1,0 +1,22 @@
+"""Elimination of the rows that pivoted QR marks dependent."""
+
+from typing import ClassVar
+
+from .._dynamics import eliminated_solve, keep_mask
+from ._base import AbstractReactionMethod
+
+
+class Auto(AbstractReactionMethod):
+    """Eliminate the rows of C that column-pivoted QR of C^T ranks after the numerical rank
+    (seed 001, sections 3.1 and 3.3), solve the reduced augmented system (eq. 11) and give
+    them zero multipliers; spelled "auto". The rows chosen depend on the configuration."""
+
+    name: ClassVar[str] = "auto"
+    physical: ClassVar[bool] = False
+
+    def bind(self, model, where):
+        return self
+
+    def multipliers(self, model, M, F, C, gamma, qdd, label):
+        qdd_e, lam = eliminated_solve(M, F, C, gamma, keep_mask(model, "auto", C), label=label)
+        return (qdd_e if qdd is None else qdd), lam

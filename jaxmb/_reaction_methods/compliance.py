@@ -1,0 +1,221 @@
+"""Compliance-resolved reactions: the reactions that the stiffness of the joints selects.
+
+A rigid overconstrained mechanism has infinitely many multiplier solutions of
+
+    C^T lambda = f,   f = F - M qdd                      (seed 001, eq. 10 and 15)
+
+and seed 001 (section 5) notes that the real ones are set by the compliance of the joints. Give
+each holonomic row a stiffness k (N/m for a position row, N m/rad for an angle row) and let the
+joints deflect by delta = K^-1 lambda. The deflections must be those of some small displacement
+dq of the bodies, delta = C dq (compatibility), so
+
+    lambda* = K C dq,   C^T K C dq = f   =>   lambda* = K C (C^T K C)^+ f,
+
+the minimiser of the complementary energy 1/2 lambda^T K^-1 lambda subject to C^T lambda = f
+(Menabrea / Castigliano; the displacement method of structural analysis applied to rigid bodies
+joined by linear springs). Equivalently lambda* = lambda_p - N (N^T K^-1 N)^-1 N^T K^-1 lambda_p
+for any particular solution lambda_p and any basis N of the self-stresses null(C^T): the result
+does not depend on N, and it is unit-consistent (K^-1 lambda^2 is an energy for N and N m rows
+alike), whereas the minimum-norm multipliers (K = I) add newtons to newton metres. The reactions
+of solvable pairs are the same for every K, since every solution of C^T lambda = f has them.
+
+It is computed in the scaled multipliers mu = K^(-1/2) lambda: C^ = K^(1/2) C,
+mu = (C^^T)^+ f (the minimum-norm solution of C^^T mu = f), lambda* = K^(1/2) mu; jaxmb._linalg.pinv
+is differentiable where the rank is locally constant, so jit, vmap and grad (geometry and
+stiffness) work.
+
+Knife edges (Pfaffian rows, seed 001 eq. 30). A knife edge forbids a lateral velocity, not a
+position, so its compliance is no stiffness: a rolling tyre carries a lateral force
+F = -c_alpha alpha = -(c_alpha / v) v_lat, with alpha = v_lat / v the slip angle, c_alpha the
+cornering stiffness and v the rolling speed: a damping d = c_alpha / v (N s/m, lateral force per
+slip velocity) on the row's velocity residual g = n^T v_K, lambda = d g. In the compliant model
+(springs s K on the holonomic rows, dampers s D on the knife edges) write
+lambda = lambda_p + N alpha; compatibility of the spring deflections (differentiated in time)
+and of the slip velocities with the bodies' motion, N^T [K^-1 d(lambda_h)/dt; D^-1 lambda_n] = 0,
+gives for the self-stress amplitudes alpha(t)
+
+    (N_h^T K^-1 N_h) d(alpha)/dt + (N_n^T D^-1 N_n) alpha = -N_h^T K^-1 d(lambda_p,h)/dt
+                                                           - N_n^T D^-1 lambda_p,n,
+
+independent of s: a relaxation with time constants of order d / k (about 1e-4 s for rubber
+tyres on steel bearings). Self-stresses without a knife-edge part follow the spring rule above
+exactly; in the others the knife edges slip until their part satisfies N_n^T D^-1 lambda_n = 0,
+the springs' share decaying as exp(-t k / d). For loads that change slowly against d / k (the
+quasi-static limit, which is also the limit of springs s^2 K and dampers s D as s grows) the
+reactions are therefore the lexicographic minimiser:
+
+1. lambda_n minimises lambda_n^T D^-1 lambda_n over all solutions of C^T lambda = f
+   (the tyres share what they can carry in proportion to their damping, i.e. to the cornering
+   stiffness over speed: the classical steady-cornering rule of vehicle dynamics);
+2. among those, lambda_h minimises lambda_h^T K^-1 lambda_h.
+
+Only the ratios within each class matter, so one `default` can serve both classes. Stage 1 and
+2 are projections in mu-space: with Pi = I - C^ (C^)^+ the projector onto the scaled
+self-stresses, mu1 = mu - Pi (E_n Pi)^+ E_n mu, S = Pi (I - (E_n Pi)^+ E_n Pi) spanning the
+self-stresses without a knife-edge part, mu* = mu1 - S (E_h S)^+ E_h mu1 (E_n, E_h select the
+knife-edge and the holonomic rows); without knife edges (or without holonomic rows) mu* = mu.
+"""
+
+import difflib
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _errors
+from .._geometry import is_concrete
+from .._linalg import RANK_RTOL, pinv
+from ._base import AbstractReactionMethod
+from ._common import unique_accelerations
+
+
+def _pinv(A, floor=None):
+    """Pseudo-inverse with singular values below RANK_RTOL max(s_max, floor) treated as zero
+    (the one pseudo-inverse of this module; jaxmb._linalg.pinv's derivative rule holds where the
+    rank is locally constant). `floor` puts the cut-off on an absolute scale: a matrix of
+    round-off entries is then treated as zero instead of inverted."""
+    if floor is None:
+        return pinv(A, RANK_RTOL)
+    a, b = A.shape
+    padded = jnp.zeros((a + 1, b + 1), A.dtype).at[:a, :b].set(A).at[a, b].set(floor)
+    return pinv(padded, RANK_RTOL)[:b, :a]
+
+
+def compliance_multipliers(C, f, k, holonomic):
+    """The compliance-resolved multipliers (module docstring) of C^T lambda = f.
+
+    **Arguments:** `C` (rows, n); `f` (n,), in range(C^T); `k` (rows,) positive: the stiffness
+    of each holonomic row and the damping of each knife-edge row; `holonomic` (rows,) a static
+    boolean mask.
+
+    **Returns:** lambda (rows,).
+    """
+    holonomic = np.asarray(holonomic, bool)
+    rows = C.shape[0]
+    if rows == 0:
+        return jnp.zeros(0, C.dtype)
+    # each class scaled by its largest value: the result depends only on ratios within a
+    # class (so the scale carries no derivative), and the pseudo-inverses stay well scaled
+    scale = jnp.ones_like(k)
+    for mask in (holonomic, ~holonomic):
+        if mask.any():
+            scale = jnp.where(mask, jax.lax.stop_gradient(jnp.max(k[mask])), scale)
+    root = jnp.sqrt(k / scale)
+    Cs = C * root[:, None]  # C^ = K^(1/2) C
+    P = _pinv(Cs.T)  # (C^^T)^+, rows x n
+    mu = P @ f
+    if holonomic.all() or not holonomic.any():
+        return root * mu
+    knife, held = ~holonomic, holonomic
+    Pi = jnp.eye(rows, dtype=C.dtype) - Cs @ P.T  # onto the scaled self-stresses
+    B = Pi[knife]  # E_n Pi
+    Bp = _pinv(B, floor=1.0)  # Pi has norm 1: round-off entries are zero
+    mu = mu - Pi @ (Bp @ mu[knife])
+    S = Pi - Pi @ (Bp @ B)  # the self-stresses without a knife-edge part
+    mu = mu - S @ (_pinv(S[held], floor=1.0) @ mu[held])
+    return root * mu
+
+
+class Compliance(AbstractReactionMethod):
+    """Reactions set by the compliance of the joints (module docstring; seed 001, section 5).
+
+    lambda* = K C (C^T K C)^+ (F - M qdd): the multipliers of least complementary energy
+    1/2 lambda^T K^-1 lambda, i.e. the rigid limit of the mechanism with its pairs replaced by
+    linear springs of stiffness K (the bushing forces of such a model converge to lambda* as
+    the stiffness grows, with error O(1/stiffness)). Unit-consistent, independent of any
+    null-space basis, equal to the unique reactions for solvable pairs whatever K is.
+
+    **Arguments:**
+    - `stiffness`: dict pair name -> one number for all rows of the pair, or one per row, in the
+      rows' own units: N/m for position rows (a revolute's x and y), N m/rad for angle rows
+      (a weld's or a translational pair's angle, an angle driver). For a knife edge the number
+      is its lateral damping d (N s/m: lateral force per slip velocity, a tyre's cornering
+      stiffness over its rolling speed); knife-edge reactions follow the quasi-static rule
+      of the module docstring (knife edges shared by D first, then the springs by K).
+    - `default`: the number for every pair not in `stiffness` (None: every pair must be
+      listed). Only ratios within the holonomic rows, and within the knife edges, matter.
+
+    All numbers are differentiable parameters (jit, vmap, grad).
+
+    ```python
+    rx = mb.reactions(model, q, qd, method=mb.Compliance({"B": 2e7, "C": 2e7}, default=1e8))
+    ```
+    """
+
+    pairs: tuple[str, ...] = eqx.field(static=True)
+    values: tuple[jnp.ndarray, ...]
+    default: jnp.ndarray | None
+    physical: ClassVar[bool] = True
+
+    def __init__(self, stiffness=None, default=None):
+        stiffness = {} if stiffness is None else dict(stiffness)
+        for name in stiffness:
+            if not isinstance(name, str):
+                raise ValueError(f"Compliance: stiffness keys must be pair names, got {name!r}")
+        self.pairs = tuple(stiffness)
+        self.values = tuple(_checked(v, f"stiffness of pair {n!r}") for n, v in stiffness.items())
+        self.default = None if default is None else _checked(default, "default", scalar=True)
+
+    @property
+    def stiffness(self) -> dict:
+        """Pair name -> the number(s) given for it."""
+        return dict(zip(self.pairs, self.values))
+
+    @property
+    def name(self):
+        listed = ", ".join(self.pairs)
+        rest = "default" if self.default is not None else ""
+        return f"Compliance({', '.join(x for x in (listed, rest) if x)})"
+
+    def bind(self, model, where):
+        unknown = [n for n in self.pairs if n not in model.pair_names]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], model.pair_names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"{where}: Compliance names unknown pair(s) {unknown}{hint}; the "
+                             f"pairs are {list(model.pair_names)}")
+        for name, value in self.stiffness.items():
+            rows = model.pair(name).num_rows
+            if jnp.shape(value) not in ((), (rows,)):
+                raise ValueError(f"{where}: Compliance stiffness of pair {name!r} has shape "
+                                 f"{jnp.shape(value)}; give one number or one per row ({rows})")
+        missing = [n for n in model.pair_names if n not in self.pairs]
+        if missing and self.default is None:
+            raise ValueError(f"{where}: Compliance has no stiffness for pair(s) {missing} and "
+                             "no default; list them or pass default=...")
+        return self
+
+    def row_stiffness(self, model):
+        """The number of every row of C (row order), checked positive and finite at run time
+        (the error names the pair)."""
+        given = self.stiffness
+        parts = [jnp.broadcast_to(given.get(p.name, self.default), (p.num_rows,))
+                 for p in model.pairs]
+        k = jnp.concatenate(parts) if parts else jnp.zeros(0)
+        messages = tuple(f"Compliance: the stiffness of pair {p.name!r} must be positive and "
+                         "finite (traced value)" for p in model.pairs for _ in range(p.num_rows))
+        if not messages or is_concrete(k):
+            return k
+        bad = ~(k > 0.0) | ~jnp.isfinite(k)
+        return _errors.branched_error_if(k, jnp.any(bad), jnp.argmax(bad), messages)
+
+    def multipliers(self, model, M, F, C, gamma, qdd, label):
+        qdd = unique_accelerations(M, F, C, gamma, qdd)
+        k = self.row_stiffness(model)
+        return qdd, compliance_multipliers(C, F - M @ qdd, k, model.holonomic_rows)
+
+
+def _checked(value, label, scalar=False):
+    """value as float64; concrete values must be positive and finite (one number, or one per
+    row unless `scalar`)."""
+    x = jnp.asarray(value, jnp.float64)
+    if x.ndim > (0 if scalar else 1):
+        want = "one number" if scalar else "one number or one per row"
+        raise ValueError(f"Compliance: {label} must be {want}, got shape {x.shape}")
+    if is_concrete(x):
+        v = np.asarray(x)
+        if not np.all(np.isfinite(v) & (v > 0.0)):
+            raise ValueError(f"Compliance: {label} = {v.tolist()} must be positive and finite")
+    return x

@@ -1,0 +1,71 @@
+"""Bushing: a compliant joint (linear spring-damper in x, y and the relative angle)."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._geometry import Body, as_f64, is_concrete, point, pose
+from ._base import AbstractForceElement
+
+
+class Bushing(AbstractForceElement):
+    """Point s_i of body i held to point s_j of body j by springs and dampers.
+
+    Deflection e = [r_i + A_i s_i - r_j - A_j s_j; phi_j - phi_i - free_angle] (the rows of a
+    Weld, seed 001 eq. 40; a Revolute's are the first two; x and y in the global frame), force
+    lambda = K e + D de/dt with K = diag(stiffness), D = diag(damping), generalized force
+    Q = -(de/dq)^T lambda. So lambda plays the part of the rigid pair's multipliers:
+    (lambda_x, lambda_y) is the force on body j at the point (minus it on body i), -lambda_phi
+    the torque on body j. Stiffness (k, k, 0) is a compliant revolute, (kx, ky, kphi) a
+    compliant weld; as the stiffness grows, lambda tends to the `mb.Compliance` reactions of the
+    rigid pair (issue 20; tests/test_rigid_limit.py).
+
+    **Arguments:** `name`; bodies `i`, `j`; body-frame points `s_i`, `s_j`; `stiffness`
+    (kx, ky, kphi) in N/m, N/m, N m/rad; `damping` (cx, cy, cphi) in N s/m, N s/m, N m s/rad
+    (default 0); `free_angle` (rad, default 0).
+    """
+
+    name: str = eqx.field(static=True)
+    i: Body = eqx.field(static=True)
+    j: Body = eqx.field(static=True)
+    s_i: jnp.ndarray = eqx.field(converter=as_f64)
+    s_j: jnp.ndarray = eqx.field(converter=as_f64)
+    stiffness: jnp.ndarray = eqx.field(converter=as_f64)
+    damping: jnp.ndarray = eqx.field(converter=as_f64, default=(0.0, 0.0, 0.0))
+    free_angle: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+
+    def __check_init__(self):
+        self.check_distinct(self.i, self.j)
+        self.check_vector(self.s_i, "s_i")
+        self.check_vector(self.s_j, "s_j")
+        for label in ("stiffness", "damping"):
+            self._check_rates(getattr(self, label), label)
+        self.check_scalar(self.free_angle, "free_angle")
+
+    def _check_rates(self, value, label):
+        """A 3-vector (x, y, angle) of finite, non-negative numbers."""
+        if jnp.shape(value) != (3,):
+            self.fail(f"{label} must be 3 numbers (x, y, angle), got shape {jnp.shape(value)}")
+        if is_concrete(value):
+            v = np.asarray(value)
+            if not np.all(np.isfinite(v) & (v >= 0.0)):
+                self.fail(f"{label} = {v.tolist()} must be finite and non-negative")
+
+    def bodies(self):
+        return (self.i, self.j)
+
+    def deflection(self, q):
+        """e(q): point offset (global x, y) and relative angle, as the rows of a Weld."""
+        d = point(q, self.i, self.s_i) - point(q, self.j, self.s_j)
+        angle = pose(q, self.j)[1] - pose(q, self.i)[1] - self.free_angle
+        return jnp.concatenate([d, jnp.reshape(angle, (1,))])
+
+    def force(self, q, qd):
+        """lambda = K e + D de/dt (3,): the rigid pair's multipliers' counterpart."""
+        e, ed = jax.jvp(self.deflection, (q,), (qd,))
+        return self.stiffness * e + self.damping * ed
+
+    def generalized_force(self, model, q, qd, t):
+        _, vjp = jax.vjp(self.deflection, q)
+        return -vjp(self.force(q, qd))[0]

@@ -1,0 +1,67 @@
+"""The triple-crank parallelogram: a parallelogram linkage with a redundant third crank.
+
+Cranks 1, 2, 3 of length L are pivoted on the ground at O1 = (0, 0), O2 = (d, 0) and
+O3 = (d/2, 0), all at the angle theta from +x; their tips A1, A2, A3 hold a coupler of length d
+at its ends and at its middle (its centre of mass). Pairs, in row order: revolutes "O1", "O2",
+"O3" (ground - crank k), "A1", "A2", "A3" (crank k - coupler), then the optional motor
+(RelativeAngleDriver ground - crank 1). Bodies: "crank1", "crank2", "crank3", "coupler"
+(slender rods of masses `masses`).
+
+The third crank is redundant (p = 1, hand derivation in tests/test_solvability.py): its one
+self-stress is an axial force t in cranks 1 and 2 and -2t in crank 3, carried by every revolute,
+so no revolute reaction is unique; the motor torque is. With the motor dof = 0 (rank 12 of 13
+rows), without it dof = 1.
+"""
+
+import jax.numpy as jnp
+
+from .. import drive
+from .._mechanism import Mechanism
+from ..elements import Force, Gravity, RelativeAngleDriver, Revolute
+
+PIVOTS = {"1": 0.0, "2": 1.0, "3": 0.5}
+"""Ground pivot of each crank as a fraction of d."""
+
+
+def configuration(theta, L=0.2, d=0.4):
+    """q of crank1, crank2, crank3, coupler with every crank at `theta` (traceable)."""
+    theta = jnp.asarray(theta, jnp.float64)
+    u = jnp.stack([jnp.cos(theta), jnp.sin(theta)])
+    z = 0.0 * theta
+    cranks = [jnp.stack([f * d + L / 2 * u[0], L / 2 * u[1], theta]) for f in PIVOTS.values()]
+    coupler = jnp.stack([d / 2 + L * u[0], L * u[1], z])
+    return jnp.concatenate([*cranks, coupler])
+
+
+def build(L=0.2, d=0.4, theta=0.7, *, motor=True, masses=(0.5, 0.5, 0.5, 1.0),
+          gravity=(0.0, -9.81), load=None):
+    """Build the linkage at crank angle `theta` (every argument but the flags is traceable).
+
+    **Arguments:** crank length `L`, coupler length `d`; `motor`: True (hold crank 1 at
+    `theta`), False, or a drive function of crank 1's absolute angle; `masses` of the three
+    cranks and the coupler (slender rods); `gravity` (None: none); `load`: a constant global
+    force (fx, fy) at the coupler's right end (the Force element "load"), or None.
+    """
+    m = Mechanism()
+    q = configuration(theta, L, d).reshape(4, 3)
+    lengths = (L, L, L, d)
+    names = ("crank1", "crank2", "crank3", "coupler")
+    bodies = {nm: m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)
+              for nm, mm, ll, qq in zip(names, masses, lengths, q)}
+    z = 0.0 * L
+    coupler = bodies["coupler"]
+    for k, f in PIVOTS.items():
+        crank = bodies[f"crank{k}"]
+        m.add(Revolute(f"O{k}", m.ground, crank, s_i=jnp.stack([f * d, z]),
+                       s_j=jnp.stack([-L / 2, z])))
+    for k, f in PIVOTS.items():
+        m.add(Revolute(f"A{k}", bodies[f"crank{k}"], coupler, s_i=jnp.stack([L / 2, z]),
+                       s_j=jnp.stack([(f - 0.5) * d, z])))
+    if motor is not False:
+        f = drive.Constant(jnp.asarray(theta, jnp.float64)) if motor is True else motor
+        m.add(RelativeAngleDriver("motor", m.ground, bodies["crank1"], f=f))
+    if gravity is not None:
+        m.add(Gravity(gravity))
+    if load is not None:
+        m.add(Force("load", coupler, s=jnp.stack([d / 2, z]), f=jnp.asarray(load, jnp.float64)))
+    return m.build()

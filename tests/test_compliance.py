@@ -1,0 +1,406 @@
+"""Reaction methods as objects, and compliance-resolved reactions (`mb.Compliance`, issue 20).
+
+References:
+- the propped cantilever (a beam clamped by a weld at x = 0, propped by a revolute at x = L):
+  the displacement method by hand (the beam rigid, the supports linear springs), a closed form;
+- the null-space form lambda_p - N (N^T K^-1 N)^-1 N^T K^-1 lambda_p with N a RANDOM basis of
+  null(C^T) from scipy (jaxmb computes the pseudo-inverse form K C (C^T K C)^+ f: a second
+  formulation, and basis independence), for the triple-crank parallelogram; for the robot of
+  seed 001 (knife edges) the two-stage version of it (the quasi-static rule of
+  jaxmb/_reaction_methods/compliance.py);
+- hand derivations: the rear axle's knife edges W3 and W4 share a lateral load in proportion
+  to their damping (equal slip velocity on one axle line); in the robot every self-stress has a
+  knife-edge part, so the bearings' stiffness changes no reaction;
+- solvable pairs: the reactions of the min-norm method (any solution has them), for random K;
+- gradients: central differences;
+- method spellings: the method objects, bitwise; a user-defined method: numpy's lstsq;
+- units (m, kg -> mm, t, forces in N in both): the physical transformation (forces equal,
+  moments and angle-row multipliers times 1000).
+"""
+
+import warnings
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+
+import jaxmb as mb
+from jaxmb import drive
+from jaxmb.models import mobile_robot, parallelogram
+
+ALG_TOL = 1e-9  # float64 algebra on O(1)-conditioned matrices
+GRAD_RTOL = 1e-6  # central differences, step 1e-5 relative: truncation ~1e-10, round-off ~1e-11
+ROBOT_T = 1.2  # inside the first steering ramp (0.5 s to 2.5 s): the robot turns
+
+
+# ------------------------------------------------------------------------------------------
+# models and references
+# ------------------------------------------------------------------------------------------
+def cantilever(L=2.0, a=1.3, load=(3.0, -40.0), mass=4.0, g=9.81):
+    """A beam of length L (centre at (L/2, 0)) welded to the ground at x = 0 ("clamp") and
+    pinned at x = L ("prop"), loaded at x = a and by gravity. p = 2 (5 rows, 3 coordinates)."""
+    m = mb.Mechanism()
+    beam = m.body("beam", mass=mass, inertia=mass * L**2 / 12, q=(L / 2, 0.0, 0.0))
+    m.add(mb.Weld("clamp", m.ground, beam, s_i=(0.0, 0.0), s_j=(-L / 2, 0.0)))
+    m.add(mb.Revolute("prop", m.ground, beam, s_i=(L, 0.0), s_j=(L / 2, 0.0)))
+    m.add(mb.Force("P", beam, s=(a - L / 2, 0.0), f=load))
+    m.add(mb.Gravity((0.0, -g)))
+    return m.build()
+
+
+CLAMP_K, PROP_K = (3e6, 5e6, 2e5), (4e6, 1e6)  # N/m, N/m, N m/rad; N/m, N/m
+
+
+def cantilever_by_hand(L, a, load, mass, g, clamp_k, prop_k):
+    """Displacement method: the clamp point moves by (u, v), the beam turns by th; the prop
+    point moves by (u, v + L th). Minimum of the potential energy:
+        (kx1 + kx2) u = Px,
+        [ky1 + ky2, ky2 L; ky2 L, kph + ky2 L^2] [v; th] = [Py - m g; Py a - m g L/2].
+    Support forces on the beam: clamp (-kx1 u, -ky1 v) and moment -kph th; prop
+    (-kx2 u, -ky2 (v + L th)). Returns {pair: (fx, fy, torque about the beam's centre)}."""
+    (kx1, ky1, kph), (kx2, ky2) = clamp_k, prop_k
+    Px, Py = load
+    u = Px / (kx1 + kx2)
+    A = np.array([[ky1 + ky2, ky2 * L], [ky2 * L, kph + ky2 * L**2]])
+    v, th = np.linalg.solve(A, [Py - mass * g, Py * a - mass * g * L / 2])
+    clamp = np.array([-kx1 * u, -ky1 * v])
+    prop = np.array([-kx2 * u, -ky2 * (v + L * th)])
+    return {"clamp": (*clamp, -kph * th - L / 2 * clamp[1]), "prop": (*prop, L / 2 * prop[1])}
+
+
+def null_space_reference(C, f, k, holonomic, seed=0):
+    """The compliance multipliers from the null-space form with a random basis N of null(C^T)
+    (numpy / scipy). Without knife edges: lambda_p - N (N^T W N)^-1 N^T W lambda_p,
+    W = K^-1. With them, two stages: the knife-edge rows by D^-1 first, then among the
+    remaining self-stresses (those without a knife-edge part) the holonomic rows by K^-1."""
+    rng = np.random.default_rng(seed)
+    lam = np.linalg.lstsq(C.T, f, rcond=None)[0]
+    N = scipy.linalg.null_space(C.T)
+    N = N @ rng.normal(size=(N.shape[1], N.shape[1]))  # any basis
+    w = 1.0 / k
+    knife = ~holonomic
+    if knife.any():
+        root = np.sqrt(w[knife])
+        lam = lam - N @ np.linalg.lstsq(root[:, None] * N[knife], root * lam[knife],
+                                        rcond=None)[0]
+        N = N @ scipy.linalg.null_space(N[knife])
+    if N.shape[1]:
+        Nh, W = N[holonomic], np.diag(w[holonomic])
+        lam = lam - N @ np.linalg.solve(Nh.T @ W @ Nh, Nh.T @ W @ lam[holonomic])
+    return lam
+
+
+def row_values(model, stiffness):
+    return np.concatenate([np.broadcast_to(stiffness[p.name], (p.num_rows,))
+                           for p in model.pairs])
+
+
+def random_stiffness(model, rng, low=1e2, high=1e8):
+    """One log-uniform number per row of every pair."""
+    return {p.name: 10 ** rng.uniform(np.log10(low), np.log10(high), p.num_rows)
+            for p in model.pairs}
+
+
+# ------------------------------------------------------------------------------------------
+# fixtures: one compiled program each
+# ------------------------------------------------------------------------------------------
+_statics = eqx.filter_jit(mb.statics)
+_reactions = eqx.filter_jit(mb.reactions)
+
+
+@pytest.fixture(scope="module")
+def para():
+    """The triple-crank parallelogram held by its motor, under gravity and a load."""
+    return parallelogram.build(load=(3.0, -5.0))
+
+
+@pytest.fixture(scope="module")
+def robot_state():
+    """The robot of seed 001 in its first turn: assembled at ROBOT_T, consistent velocity."""
+    model = mobile_robot.build()
+    q = jax.jit(mb.assemble)(model, model.q0, ROBOT_T)
+    qd = jax.jit(mb.consistent_velocity)(model, q, mobile_robot.initial_velocity(model), ROBOT_T)
+    return model, q, qd
+
+
+def _terms(model, q, qd, t, qdd):
+    C = np.asarray(model.C(q, t))
+    f = np.asarray(model.forces(q, qd, t) - model.mass_matrix() @ qdd)
+    return C, f
+
+
+# ------------------------------------------------------------------------------------------
+# method objects (item 5)
+# ------------------------------------------------------------------------------------------
+class LeastSquares(mb.AbstractReactionMethod):
+    """A user-defined method, written without touching jaxmb: lambda from jnp.linalg.lstsq."""
+
+    name = "lstsq"
+    physical = False
+
+    def bind(self, model, where):
+        return self
+
+    def multipliers(self, model, M, F, C, gamma, qdd, label):
+        qdd = mb.accelerations(model, jnp.zeros(model.n), jnp.zeros(model.n)) if qdd is None \
+            else qdd
+        return qdd, jnp.linalg.lstsq(C.T, F - M @ qdd)[0]
+
+
+def test_spellings_are_method_objects(para):
+    """"min_norm" and "auto" give bitwise the results of mb.MinNorm() and mb.Auto(); every
+    method is an mb.AbstractReactionMethod and names itself in Reactions.method."""
+    q, qd = para.q0, jnp.zeros(para.n)
+    for spelled, obj in (("min_norm", mb.MinNorm()), ("auto", mb.Auto())):
+        a, b = (_reactions(para, q, qd, method=m) for m in (spelled, obj))
+        np.testing.assert_array_equal(a.lam, b.lam)
+        assert a.method == b.method == spelled
+    methods = (mb.MinNorm(), mb.Auto(), mb.Eliminate((5, 20)), mb.Compliance(default=1.0))
+    assert all(isinstance(m, mb.AbstractReactionMethod) for m in methods)
+    assert [m.name for m in methods] == ["min_norm", "auto", "Eliminate(rows=(5, 20))",
+                                         "Compliance(default)"]
+    with pytest.raises(ValueError, match="reactions: method must be 'min_norm', 'auto', "
+                                         r"mb.Eliminate\(rows\), mb.Compliance"):
+        mb.reactions(para, q, qd, method="least_squares")
+
+
+def test_user_defined_method(para):
+    """A method defined outside jaxmb works in statics: numpy's lstsq (minimum-norm solution
+    of C^T lambda = F) is the reference."""
+    q = para.q0
+    rx = _statics(para, q, method=LeastSquares())
+    C, f = _terms(para, q, jnp.zeros(para.n), 0.0, jnp.zeros(para.n))
+    ref = np.linalg.lstsq(C.T, f, rcond=None)[0]
+    np.testing.assert_allclose(rx.lam, ref, rtol=0, atol=ALG_TOL * np.max(np.abs(ref)))
+    assert rx.method == "lstsq"
+
+
+# ------------------------------------------------------------------------------------------
+# Compliance (item 1)
+# ------------------------------------------------------------------------------------------
+def test_propped_cantilever_matches_displacement_method():
+    """Reference: `cantilever_by_hand` (closed form). Anisotropic per-row stiffness; each
+    support's force and torque on the beam to 1e-9 relative; min-norm differs (it is not the
+    physical answer)."""
+    args = dict(L=2.0, a=1.3, load=(3.0, -40.0), mass=4.0, g=9.81)
+    model = cantilever(**args)
+    method = mb.Compliance({"clamp": CLAMP_K, "prop": PROP_K})
+    rx = mb.statics(model, model.q0, method=method)
+    hand = cantilever_by_hand(**args, clamp_k=CLAMP_K, prop_k=PROP_K)
+    scale = np.max(np.abs(np.concatenate(list(hand.values()))))
+    for pair, ref in hand.items():
+        np.testing.assert_allclose(rx.on_body(pair, "beam"), ref, rtol=0, atol=ALG_TOL * scale,
+                                   err_msg=pair)
+    other = mb.statics(model, model.q0)
+    assert np.max(np.abs(np.asarray(other.on_body("prop", "beam")) - hand["prop"])) > 0.1
+
+
+def test_parallelogram_matches_null_space_form_with_any_basis(para):
+    """Reference: `null_space_reference` with two different random bases of null(C^T), and
+    random per-row stiffness spanning six decades: jaxmb's lambda to 1e-9 relative."""
+    rng = np.random.default_rng(3)
+    q = para.q0
+    for draw in range(2):
+        stiffness = random_stiffness(para, rng)
+        rx = _statics(para, q, method=mb.Compliance(stiffness))
+        C, f = _terms(para, q, jnp.zeros(para.n), 0.0, jnp.zeros(para.n))
+        ref = null_space_reference(C, f, row_values(para, stiffness), para.holonomic_rows, draw)
+        np.testing.assert_allclose(rx.lam, ref, rtol=0, atol=ALG_TOL * np.max(np.abs(ref)))
+
+
+KNIFE_CASE = {"W1": 2e3, "W2": 3e3, "W3": 1e3, "W4": 4e3, "B": 1e7, "C": 1e7}
+"""Tyre dampings (N s/m) and bearing stiffness (N/m) of `test_robot_knife_edges_share_by_damping`
+(every other pair 1e8); the same with B 1e10 and C 1e5."""
+
+
+@pytest.fixture(scope="module")
+def robot_draws(robot_state):
+    """Compliance reactions of the turning robot for 6 random stiffness draws and the two
+    `KNIFE_CASE` variants (one vmapped program)."""
+    model, q, qd = robot_state
+    rng = np.random.default_rng(11)
+    draws = [random_stiffness(model, rng) for _ in range(6)]
+    for case in (KNIFE_CASE, dict(KNIFE_CASE, B=1e10, C=1e5)):
+        draws.append({p.name: np.full(p.num_rows, case.get(p.name, 1e8)) for p in model.pairs})
+    stacked = {n: jnp.stack([d[n] for d in draws]) for n in model.pair_names}
+    many = jax.jit(jax.vmap(lambda s: mb.reactions(model, q, qd, ROBOT_T,
+                                                   method=mb.Compliance(s))))(stacked)
+    C, f = _terms(model, q, qd, ROBOT_T, many.qdd[0])
+    return draws, many, (C, f)
+
+
+def test_robot_matches_two_stage_null_space_form(robot_state, robot_draws):
+    """Reference: the two-stage null-space form (knife edges by their damping first, then the
+    holonomic rows), random basis; every draw to 1e-9 relative."""
+    model, q, qd = robot_state
+    draws, many, (C, f) = robot_draws
+    for k, stiffness in enumerate(draws):
+        ref = null_space_reference(C, f, row_values(model, stiffness), model.holonomic_rows, k)
+        np.testing.assert_allclose(many.lam[k], ref, rtol=0, atol=ALG_TOL * np.max(np.abs(ref)))
+
+
+def test_solvable_reactions_do_not_depend_on_stiffness(robot_state, robot_draws):
+    """Reference: the generalized reactions -C_X^T lambda_X of the pairs flagged solvable from
+    numpy's minimum-norm lstsq solution (every solution of C^T lambda = F - M qdd has them).
+    For every stiffness draw they agree to 1e-9 of the largest reaction, the total
+    -C^T lambda equals M qdd - F, and the non-unique pairs (B, C, W1-W4, seed 001 section
+    4.2) do change with the stiffness."""
+    model, q, qd = robot_state
+    _, many, (C, f) = robot_draws
+    lam = np.linalg.lstsq(C.T, f, rcond=None)[0]
+    ref = np.stack([-C[model.rows(n)].T @ lam[model.rows(n)] for n in model.pair_names])
+    solvable = np.asarray(many.solvable_array[0])
+    assert [n for n, s in zip(model.pair_names, solvable) if not s] == [
+        "B", "C", "W1", "W2", "W3", "W4"]
+    scale = np.max(np.abs(ref))
+    gen = np.asarray(many.generalized_array)
+    for k in range(len(gen)):
+        np.testing.assert_allclose(gen[k][solvable], ref[solvable], rtol=0,
+                                   atol=ALG_TOL * scale)
+        np.testing.assert_allclose(gen[k].sum(axis=0), -f, rtol=0, atol=ALG_TOL * scale)
+    spread = np.max(np.abs(gen[:, ~solvable] - gen[:1, ~solvable]))
+    assert spread > 1e-3 * scale
+
+
+def test_robot_knife_edges_share_by_damping(robot_state, robot_draws):
+    """Hand derivations for the robot (every self-stress has a knife-edge part):
+    - W3 and W4 sit on one axle line of the platform, so their slip velocities are equal and
+      lambda_W3 / d_W3 = lambda_W4 / d_W4;
+    - the bearings' stiffness selects nothing: scaling k_B by 1e3 and k_C by 1e-2 changes no
+      reaction (1e-9)."""
+    model, _, _ = robot_state
+    _, many, _ = robot_draws
+    base, stiffer = np.asarray(many.lam[-2]), np.asarray(many.lam[-1])
+    scale = np.max(np.abs(base))
+    w3, w4 = base[model.rows("W3")], base[model.rows("W4")]
+    np.testing.assert_allclose(w3 / KNIFE_CASE["W3"], w4 / KNIFE_CASE["W4"], rtol=0,
+                               atol=ALG_TOL * scale / KNIFE_CASE["W3"])
+    assert abs(w3[0]) > 1e-3 * scale
+    np.testing.assert_allclose(stiffer, base, rtol=0, atol=ALG_TOL * scale)
+
+
+def test_gradients_match_central_differences():
+    """d(reaction)/d(log stiffness) and d(reaction)/d(length) of the propped cantilever's
+    non-unique support reactions (the clamp's rotational stiffness, the beam's length) by
+    reverse mode against central differences (step 1e-5 relative), to 1e-6 relative."""
+    def loss(params):
+        log_k, L = params
+        model = cantilever(L=L)
+        method = mb.Compliance({"clamp": jnp.stack([3e6, 5e6, jnp.exp(log_k)]), "prop": PROP_K})
+        rx = mb.statics(model, model.q0, method=method)
+        return rx.on_body("prop", "beam")[1] + 0.1 * rx.on_body("clamp", "beam")[2]
+
+    x0 = jnp.array([np.log(2e5), 2.0])
+    value, grad = jax.jit(jax.value_and_grad(loss))(x0)
+    steps = 1e-5 * np.maximum(np.abs(np.asarray(x0)), 1.0)
+    f = jax.jit(jax.vmap(loss))
+    shifts = np.concatenate([np.diag(steps), -np.diag(steps)])
+    values = np.asarray(f(x0 + shifts))
+    fd = (values[:2] - values[2:]) / (2 * steps)
+    assert np.all(np.abs(fd) > 1e-3 * abs(float(value)))  # both parameters matter
+    np.testing.assert_allclose(grad, fd, rtol=GRAD_RTOL)
+
+
+def test_inverse_dynamics_and_along_a_trajectory(para):
+    """The driven parallelogram (motor angle 0.7 + 0.4 sin 3t): inverse_dynamics with
+    Compliance equals reactions() at the same states (its own null-space qdd; a second
+    path), and the null-space form with a random basis at one instant."""
+    model = parallelogram.build(motor=drive.Harmonic(0.4, 3.0, -np.pi / 2, 0.7),
+                                load=(3.0, -5.0))
+    method = mb.Compliance({"O1": 2e6, "O2": 5e6, "A3": 3e5}, default=1e6)
+    ts = jnp.linspace(0.0, 1.0, 5)
+    traj, rx = eqx.filter_jit(mb.inverse_dynamics)(model, ts, method=method)
+    again = _reactions(model, traj, method=method)
+    scale = np.max(np.abs(rx.lam))
+    np.testing.assert_allclose(again.lam, rx.lam, rtol=0, atol=ALG_TOL * scale)
+    C, f = _terms(model, traj.q[3], traj.qd[3], ts[3], rx.qdd[3])
+    k = row_values(model, {n: method.stiffness.get(n, 1e6) for n in model.pair_names})
+    ref = null_space_reference(C, f, k, model.holonomic_rows)
+    np.testing.assert_allclose(rx.lam[3], ref, rtol=0, atol=ALG_TOL * scale)
+
+
+def test_compliance_bad_input(para):
+    """Each mistake names the pair and the problem: unknown pair (with a suggestion), a pair
+    without stiffness and no default, a wrong number of values, a non-positive value (at
+    construction, and traced inside jit)."""
+    q = para.q0
+    with pytest.raises(ValueError, match=r"statics: Compliance names unknown pair\(s\) \['A22'\] "
+                                         r"\(did you mean 'A2'\?\)"):
+        mb.statics(para, q, method=mb.Compliance({"A22": 1.0}, default=1.0))
+    with pytest.raises(ValueError, match=r"no stiffness for pair\(s\) \['A1', 'A2', 'A3', "
+                                         r"'motor'\] and no default"):
+        mb.statics(para, q, method=mb.Compliance({"O1": 1.0, "O2": 1.0, "O3": 1.0}))
+    with pytest.raises(ValueError, match=r"stiffness of pair 'O1' has shape \(3,\); give one "
+                                         r"number or one per row \(2\)"):
+        mb.statics(para, q, method=mb.Compliance({"O1": (1.0, 2.0, 3.0)}, default=1.0))
+    with pytest.raises(ValueError, match=r"Compliance: stiffness of pair 'A2' = -5.0 must be "
+                                         "positive and finite"):
+        mb.Compliance({"A2": -5.0})
+    traced = eqx.filter_jit(
+        lambda k: mb.statics(para, q, method=mb.Compliance({"A2": k}, default=1.0)).lam)
+    assert np.all(np.isfinite(traced(2.0)))
+    with pytest.raises(RuntimeError, match="Compliance: the stiffness of pair 'A2' must be "
+                                           "positive and finite"):
+        traced(0.0)
+
+
+# ------------------------------------------------------------------------------------------
+# units and the warning (item 4)
+# ------------------------------------------------------------------------------------------
+def test_units_m_to_mm():
+    """The propped cantilever in m, kg, s (N) and in mm, t, s (N, the FE unit system): lengths
+    x 1000, masses / 1000, gravity 9810 mm/s^2; stiffness N/m -> N/mm (/ 1000), N m/rad ->
+    N mm/rad (x 1000). Physics says the support forces stay the same and the moments (and the
+    weld's angle-row multiplier) grow 1000 times: Compliance does so to 1e-9. Its self-stresses
+    mix N and N m rows (a prop force against a clamp moment), so the minimum-norm answer changes
+    with the unit by far more (> 1 % of the largest force)."""
+    si = dict(L=2.0, a=1.3, load=(3.0, -40.0), mass=4.0, g=9.81)
+    mm = dict(L=2000.0, a=1300.0, load=(3.0, -40.0), mass=4e-3, g=9810.0)
+    k_si = {"clamp": CLAMP_K, "prop": PROP_K}
+    k_mm = {"clamp": (CLAMP_K[0] / 1e3, CLAMP_K[1] / 1e3, CLAMP_K[2] * 1e3),
+            "prop": (PROP_K[0] / 1e3, PROP_K[1] / 1e3)}
+    unit = np.array([1.0, 1.0, 1e3])  # fx, fy, torque (N, N, N m -> N mm)
+    results = {}
+    for label, args, k in (("si", si, k_si), ("mm", mm, k_mm)):
+        model = cantilever(**args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", mb.NonUniqueReactionWarning)
+            results[label] = [_statics(model, model.q0, method=m)
+                              for m in (mb.Compliance(k), mb.MinNorm())]
+    (comp_si, norm_si), (comp_mm, norm_mm) = results["si"], results["mm"]
+    scale = np.max(np.abs(comp_si.on_body("clamp", "beam")))
+    for pair in ("clamp", "prop"):
+        np.testing.assert_allclose(comp_mm.on_body(pair, "beam"),
+                                   unit * np.asarray(comp_si.on_body(pair, "beam")), rtol=0,
+                                   atol=ALG_TOL * 1e3 * scale, err_msg=pair)
+    np.testing.assert_allclose(comp_mm.lam, np.array([1, 1, 1e3, 1, 1]) * comp_si.lam, rtol=0,
+                               atol=ALG_TOL * 1e3 * scale)
+    moved = np.abs(np.asarray(norm_mm.on_body("prop", "beam"))
+                   - np.asarray(norm_si.on_body("prop", "beam")))
+    assert np.max(moved[:2]) > 1e-2 * scale
+
+
+def test_warning_names_non_unique_pairs_once_per_call_site(para):
+    """Eager min-norm and elimination answers for a model with non-unique reactions warn
+    (NonUniqueReactionWarning), naming those pairs and pointing to mb.Compliance, once per call
+    site under the default filter; Compliance does not warn, nor does a traced call (its
+    flags are unknown while tracing)."""
+    q, qd = para.q0, jnp.zeros(para.n)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for _ in range(3):  # one call site, three calls
+            mb.reactions(para, q, qd, method="min_norm")
+        mb.statics(para, q, method=mb.Auto())  # a second call site
+        mb.statics(para, q, method=mb.Compliance(default=1.0))
+        jax.jit(lambda q: mb.reactions(para, q, qd).lam)(q)
+    found = [w for w in caught if issubclass(w.category, mb.NonUniqueReactionWarning)]
+    assert len(found) == 2, [str(w.message) for w in found]
+    first, second = (str(w.message) for w in found)
+    assert first.startswith("reactions: the reactions of O1, O2, O3, A1, A2, A3 are not unique")
+    assert "'min_norm'" in first and "mb.Compliance(stiffness, default)" in first
+    assert second.startswith("statics: the reactions of O1, O2, O3, A1, A2, A3") and "'auto'" in \
+        second
+    assert all(w.filename == __file__ for w in found)  # attributed to the caller's line
