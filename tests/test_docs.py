@@ -151,9 +151,10 @@ def test_equinox_signatures_match_the_real_ones():
         shown = list(init.parameters)[1:]  # without self
         assert [p.name for p in shown] == [p.name for p in real], name
         for p_shown, p_real in zip(shown, real):
-            assert (p_shown.default is None) == (p_real.default is p_real.empty), (name, p_real.name)
+            where = (name, p_real.name)
+            assert (p_shown.default is None) == (p_real.default is p_real.empty), where
             if p_real.default is not p_real.empty:
-                assert ast.literal_eval(str(p_shown.default)) == p_real.default, (name, p_real.name)
+                assert ast.literal_eval(str(p_shown.default)) == p_real.default, where
         checked += 1
     assert checked >= 20
 
