@@ -20,6 +20,8 @@ import jax
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 sys.path.insert(0, HERE)
+# the numpy reference models live with the tests' oracle: `from oracle import reference_numpy`
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 
 def block(x):

@@ -6,9 +6,10 @@
 Every member starts from its own crank angle theta0 in [0, 2 pi) and rate omega0 in [5, 15]
 rad/s (closed-form consistent state) and runs 1 s of free motion under gravity. jaxmb:
 `jax.jit(jax.vmap(simulate))` compiled once per batch size (compile reported separately).
-Reference: the plain Python loop a user would write, `reference_numpy.simulate_slider_crank`
-per member; it is timed on `--loop` members and scaled linearly to the batch (the loop is
-sequential, so its time is exactly additive). Right-hand-side evaluations per second count
+Reference: the plain Python loop a user would write,
+`oracle.reference_numpy.simulate_slider_crank` (tests/oracle) per member; it is timed on
+`--loop` members and scaled linearly to the batch (the loop is sequential, so its time is
+exactly additive). Right-hand-side evaluations per second count
 6 per accepted step of Tsit5 (FSAL) per member. Peak memory is XLA's own account of the
 compiled batch (arguments + outputs + temporaries, `Compiled.memory_analysis()`). The batch
 is checked against single runs of the reference (max |q| difference at t1).
@@ -24,8 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxmb as mb
-import reference_numpy as ref
 from jaxmb.models import slider_crank
+from oracle import reference_numpy as ref
 
 T1 = 1.0
 

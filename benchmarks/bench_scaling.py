@@ -19,8 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxmb as mb
-import reference_numpy as ref
 from jaxmb.models import n_four_bar
+from oracle import reference_numpy as ref
 
 T1 = 0.5
 

@@ -33,9 +33,12 @@ except ModuleNotFoundError:  # run from a checkout without installing
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.linalg as sla
 
 from jaxmb.models import mobile_robot
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests"))
+from oracle import reference_numpy as ref  # noqa: E402
 
 RANK_RTOL = 1e-9
 B_RTOL = 1e-8
@@ -62,24 +65,9 @@ def configurations(model, n, seed=0):
 
 
 def scipy_loop(Cs, pair_rows):
-    """The paper's QR method, one configuration at a time (seed 001, eq. 21-27)."""
-    n, npair = len(Cs), len(pair_rows)
-    ranks = np.empty(n, np.int64)
-    b_norm = np.empty((n, npair))
-    ok = np.empty((n, npair), bool)
-    for k in range(n):
-        C = Cs[k]
-        Q, R, _ = sla.qr(C, pivoting=True)
-        d = np.abs(np.diag(R))
-        r = int(np.sum(d > RANK_RTOL * d[0]))
-        Qt = Q[:, r:]
-        ranks[k] = r
-        for j, rows in enumerate(pair_rows):
-            CX = C[rows]
-            b = np.linalg.norm(CX.T @ Qt[rows])
-            b_norm[k, j] = b
-            ok[k, j] = b <= B_RTOL * np.linalg.norm(CX)
-    return ranks, ok, b_norm
+    """The paper's QR method, one configuration at a time (seed 001, eq. 21-27): the numpy
+    oracle's loop (tests/oracle/reference_numpy.py), scipy.linalg.qr with pivoting per C."""
+    return ref.solvability_loop(Cs, [(None, rows) for rows in pair_rows], RANK_RTOL, B_RTOL)
 
 
 def timed(fn, repeats):

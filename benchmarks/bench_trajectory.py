@@ -5,7 +5,7 @@
 
 Both integrate the same model (null-space formulation, Baumgarte alpha = beta = 10, rtol 1e-8,
 atol 1e-10): jaxmb with `jax.jit(mb.simulate)` (diffrax Tsit5, autodiff rows), the reference with
-`scipy.integrate.solve_ivp(RK45)` on hand-coded rows (benchmarks/reference_numpy.py). The
+`scipy.integrate.solve_ivp(RK45)` on hand-coded rows (tests/oracle/reference_numpy.py). The
 trajectories are compared at the 201 saved instants (max |q_jaxmb - q_ref|: integration error of
 two different Runge-Kutta pairs, expected below 1e-6); compile time is reported separately.
 """
@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxmb as mb
-import reference_numpy as ref
 from jaxmb.models import mobile_robot, slider_crank
+from oracle import reference_numpy as ref
 
 
 def cases(quick):

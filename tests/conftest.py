@@ -16,10 +16,16 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.3"
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
+import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import jaxmb  # noqa: F401, E402  (side effect: jax_enable_x64)
+
+# As diffrax's and equinox's test suites do: an operation that relies on implicit rank promotion
+# (broadcasting a (n,) against a (T, n) array without saying so) raises instead of guessing, in
+# the library and in the tests. Subprocesses (CLI, examples, notebooks) keep JAX's default.
+jax.config.update("jax_numpy_rank_promotion", "raise")
 
 
 @pytest.fixture

@@ -21,16 +21,12 @@ the moved start); the consistent q0 is `mb.assemble(model, start)`.
 import dataclasses
 
 import numpy as np
+from oracle.planar import rigid_motion
+from oracle.planar import rot as rotation
 
 import jaxmb as mb
 
 GROUND = "ground"
-
-
-def rotation(phi):
-    """A(phi) = [[cos, -sin], [sin, cos]]."""
-    c, s = np.cos(phi), np.sin(phi)
-    return np.array([[c, -s], [s, c]])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -223,6 +219,4 @@ def permute_bodies(q, order):
 
 def transform_coordinates(q, theta, shift):
     """q after the rigid motion of `transformed` (every body's pose moved)."""
-    q = np.asarray(q).reshape(-1, 3)
-    xy = q[:, :2] @ rotation(theta).T + np.asarray(shift)
-    return np.concatenate([xy, q[:, 2:] + theta], axis=1).reshape(-1)
+    return rigid_motion(q, theta, shift)

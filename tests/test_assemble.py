@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.optimize
+from oracle.linalg import null_space
 
 import jaxmb as mb
 from jaxmb.models import four_bar, mobile_robot, slider_crank
@@ -49,12 +50,6 @@ _terms_jit = jax.jit(_terms)
 def _assemble_jit(model, q, t):
     """(q*, Phi(q*), Phi_q(q*)) through the shared compiled function."""
     return _terms_jit(model, q, jnp.zeros_like(model.q0), t)[:3]
-
-
-def _null_space(J, rtol=1e-10):
-    _, s, Vt = np.linalg.svd(J)
-    rank = int(np.sum(s > rtol * s[0]))
-    return Vt[rank:].T
 
 
 @functools.cache
@@ -88,7 +83,7 @@ def test_assemble_converges_from_perturbed_start(assembled):
 def test_assemble_is_nearest_point(assembled):
     """KKT of min |q - q_init|^2 s.t. Phi = 0: q* - q_init is orthogonal to null(Phi_q(q*))
     (numpy SVD basis), to 1e-12."""
-    N = _null_space(assembled["J"])
+    N = null_space(assembled["J"], 1e-10)
     assert N.shape[1] >= 1
     disp = assembled["q"] - assembled["q_init"]
     assert np.max(np.abs(N.T @ disp)) < 1e-12 * max(1.0, np.linalg.norm(disp))
@@ -181,7 +176,7 @@ def test_assemble_implicit_derivatives():
 
     q_on, _, J = (np.asarray(x) for x in _assemble_jit(base, base.q0, 0.0))
     P = np.asarray(jac(b0, q_on)[1])
-    N = _null_space(J)
+    N = null_space(J, 1e-10)
     np.testing.assert_allclose(P, N @ N.T, rtol=0, atol=1e-9)
 
 
@@ -203,7 +198,7 @@ def test_consistent_velocity_is_least_squares_projection():
     assert np.max(np.abs(C @ qd_star + b)) < 1e-12
     correction = np.linalg.lstsq(C, C @ qd + b, rcond=1e-10)[0]
     np.testing.assert_allclose(qd_star, qd - correction, rtol=0, atol=1e-12)
-    N = _null_space(C)
+    N = null_space(C, 1e-10)
     assert N.shape[1] == 1  # dof of the robot
     assert np.max(np.abs(N.T @ (qd_star - qd))) < 1e-12
     # any other consistent velocity is farther from qd

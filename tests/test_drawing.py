@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib import animation as mpl_animation
+from oracle.planar import rot
 from PIL import Image
 
 import jaxmb as mb
@@ -28,10 +29,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOL = 1e-12  # drawn coordinates are q mapped by r + A(phi) s in float64
 R, L, THETA = 0.1, 0.3, 0.3
 SEED_SOLVABLE = {"A", "D", "E", "F", "G", "H", "driver", "W5"}  # seed 001 section 4.2
-
-
-def rot(phi):
-    return np.array([[np.cos(phi), -np.sin(phi)], [np.sin(phi), np.cos(phi)]])
 
 
 def artist(ax, gid):

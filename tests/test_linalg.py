@@ -116,7 +116,7 @@ def test_svd_values_and_jvp_match_jax(rng, shape):
             lambda x: jnp.linalg.svd(x, full_matrices=False), (A[k],), (dA[k],))
         sign = jnp.sign(jnp.sum(U1 * U2, axis=0))  # singular vectors up to sign
         np.testing.assert_allclose(ds, es, atol=ALGEBRA_TOL)
-        np.testing.assert_allclose(dU * sign, eU, atol=1e-8)
+        np.testing.assert_allclose(dU * sign[None, :], eU, atol=1e-8)
         np.testing.assert_allclose(dV * sign[:, None], eV, atol=1e-8)
     batched = jax.vmap(lambda a, d: jax.jvp(la.svd, (a,), (d,))[1][1])(A, dA)
     single = jnp.stack([jax.jvp(la.svd, (A[k],), (dA[k],))[1][1] for k in range(3)])

@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from oracle.linalg import rank
+from oracle.planar import rot
 
 import jaxmb as mb
 from jaxmb.models import four_bar, mobile_robot
@@ -35,17 +37,9 @@ PAPER_ROWS = {  # seed 001 Appendix: 7 revolutes (2 rows), translational H (2), 
 EDGE_BODY = {"W1": 2, "W2": 3, "W3": 1, "W4": 1, "W5": 7}
 
 
-def _rot(phi):
-    c, s = np.cos(phi), np.sin(phi)
-    return np.array([[c, -s], [s, c]])
-
-
 def _ranks(C, m=17, rtol=1e-8):
     """numpy ranks of Phi_q, Psi and C with a relative threshold rtol * s_max."""
-    def rank(X):
-        return int(np.linalg.matrix_rank(X, tol=rtol * np.linalg.norm(X, 2)))
-
-    return rank(C[:m]), rank(C[m:]), rank(C)
+    return rank(C[:m], rtol), rank(C[m:], rtol), rank(C, rtol)
 
 
 # ------------------------------------------------------------------------------------------
@@ -181,9 +175,9 @@ def test_robot_driver_distance(robot_terms):
     for k in range(len(ts)):
         r1, phi1 = q[k, 0:2], q[k, 2]
         r6, phi6 = q[k, 15:17], q[k, 17]
-        P = r6 + _rot(phi6) @ np.array([0.0, 10 * a])
-        Q = r1 + _rot(phi1) @ np.array([0.0, -10 * a])
-        d[k] = (Q - P) @ (_rot(phi1) @ np.array([0.0, -1.0]))
+        P = r6 + rot(phi6) @ np.array([0.0, 10 * a])
+        Q = r1 + rot(phi1) @ np.array([0.0, -10 * a])
+        d[k] = (Q - P) @ (rot(phi1) @ np.array([0.0, -1.0]))
     expected = 20 * a + np.asarray(jax.vmap(delta)(jnp.asarray(ts)))
     np.testing.assert_allclose(d, expected, rtol=0, atol=1e-9)
     plateaus = {0.0: 0.0, 4.0: 0.02, 9.0: 0.0, 14.0: -0.02, 19.0: 0.0}

@@ -19,6 +19,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from oracle.pairs import mechanical_energy
 from random_mechanisms import (
     build,
     permute_bodies,
@@ -164,11 +165,8 @@ def test_total_reaction_identical_across_methods(name):
 
 
 def _energy(model, q, qd, g):
-    """T + V = 1/2 qd^T M qd - sum_k m_k g . r_k per saved instant."""
-    M = np.asarray(model.mass_diagonal())
-    masses = np.asarray(model.masses)
-    r = np.asarray(q).reshape(len(q), -1, 3)[:, :, :2]
-    return 0.5 * np.sum(M * np.asarray(qd) ** 2, axis=1) - np.einsum("k,tkd,d->t", masses, r, g)
+    """T + V = 1/2 qd^T M qd - sum_k m_k g . r_k per saved instant (`oracle.pairs`)."""
+    return mechanical_energy(model.masses, model.inertias, q, qd, g)
 
 
 def test_energy_conserved_without_dissipation():

@@ -1,25 +1,21 @@
-"""The plain numpy/scipy reference of benchmarks/reference_numpy.py against jaxmb.
+"""The plain numpy/scipy reference of tests/oracle/reference_numpy.py against jaxmb.
 
 The reference hand-codes Phi, C, b and gamma from seed 001 (eq. 30, 40, 42, 43 and the
-Appendix), so (a) is an independent check of jaxmb's autodiff rows and of the hand code; (b)
-compares the two integrations (scipy RK45 against diffrax Tsit5); (c) compares the pivoted-QR
-solvability loop with mb.solvability and with the paper's verdicts.
+Appendix; `oracle.pairs`), so (a) is an independent check of jaxmb's autodiff rows and of the
+hand code; (b) compares the two integrations (scipy RK45 against diffrax Tsit5); (c) compares
+the pivoted-QR solvability loop with mb.solvability and with the paper's verdicts.
 """
-
-import os
-import sys
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from oracle import reference_numpy as ref
+from oracle.planar import rigid_motion
 
 import jaxmb as mb
 from jaxmb.models import mobile_robot, n_four_bar, slider_crank
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
-import reference_numpy as ref  # noqa: E402
 
 ROW_TOL = 1e-12  # hand-coded vs autodiff rows: round-off of O(1) quantities
 MOTION_TOL = 1e-6  # two adaptive integrators at rtol 1e-8 (see test_trajectories_agree)
@@ -143,15 +139,6 @@ def test_robot_motion_matches_seed(trajectories):
     assert q[-1, 2] < -1e-4
 
 
-def _rigid_motion(q, alpha, shift):
-    """Rotate every body by alpha about the origin and translate by shift."""
-    q = q.reshape(-1, 3)
-    c, s = np.cos(alpha), np.sin(alpha)
-    moved = np.column_stack([c * q[:, 0] - s * q[:, 1] + shift[0],
-                             s * q[:, 0] + c * q[:, 1] + shift[1], q[:, 2] + alpha])
-    return moved.ravel()
-
-
 def test_solvability_loop_equals_jaxmb_on_robot(models, trajectories, rng):
     """The scipy pivoted-QR loop on the hand-coded C at 4 robot configurations (saved states of
     the reference run moved by random rigid motions) gives rank 20, the paper's verdicts (seed
@@ -160,7 +147,7 @@ def test_solvability_loop_equals_jaxmb_on_robot(models, trajectories, rng):
     model = models["robot"][0]
     (ts, q, _, _), _ = trajectories["robot"]
     idx = [0, 4, 7, 10]
-    qs = np.stack([_rigid_motion(q[k], rng.uniform(-np.pi, np.pi), rng.uniform(-5, 5, 2))
+    qs = np.stack([rigid_motion(q[k], rng.uniform(-np.pi, np.pi), rng.uniform(-5, 5, 2))
                    for k in idx])
     rank, ok, b_norm = ref.robot_solvability(qs, ts[idx])
     report = jax.jit(jax.vmap(lambda q, t: mb.solvability(model, q, t)))(qs, ts[idx])

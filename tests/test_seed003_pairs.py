@@ -24,24 +24,11 @@ Residual conventions (jaxmb's residual in jaxmb/elements/ vs the seed):
 
 import numpy as np
 import pytest
+from oracle.planar import cross, perp, rot
 
 import jaxmb as mb
 
 TOL = 1e-12
-
-
-def rot(phi):
-    c, s = np.cos(phi), np.sin(phi)
-    return np.array([[c, -s], [s, c]])
-
-
-def cross(a, b):
-    return a[0] * b[1] - a[1] * b[0]
-
-
-def perp(a):
-    """R a: counter-clockwise rotation by 90 degrees (the seed's [R])."""
-    return np.array([-a[1], a[0]])
 
 
 def wrench(F, arm, couple=0.0):

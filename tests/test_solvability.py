@@ -33,6 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.linalg as sla
+from oracle.linalg import B_RTOL, RANK_RTOL, qr_solvability, rank
+from oracle.planar import rigid_motion
 
 import jaxmb as mb
 from jaxmb import drive
@@ -48,8 +50,6 @@ ROBOT_GROUPS = {
 }
 N_CONF = 100
 ALG_TOL = 1e-9  # algebra on O(1) matrices
-RANK_RTOL = 1e-9  # the library's relative rank tolerance, used by the numpy reference too
-B_RTOL = 1e-8  # |B_X| <= B_RTOL |C_X| is "zero" (the library's default)
 MARGIN_WARNING = 1e2
 EPS = np.finfo(np.float64).eps
 A = mobile_robot.A_UNIT
@@ -67,34 +67,20 @@ B_NORM_HAND = {
 # independent numpy reference: the paper's QR method and the rank test
 # ------------------------------------------------------------------------------------------
 def rank_np(M, scale=None):
-    """Rank with the same relative tolerance as the library (numpy SVD): singular values above
-    RANK_RTOL times the largest one, or times `scale` when given (for matrices that may be
-    round-off only, such as a zero B_X)."""
-    if M.size == 0:
-        return 0
-    s = np.linalg.svd(M, compute_uv=False)
-    ref = s[0] if scale is None else scale
-    return int(np.sum(s > RANK_RTOL * ref)) if ref > 0 else 0
+    """Rank with the same relative tolerance as the library (numpy SVD, `oracle.linalg`)."""
+    return rank(M, RANK_RTOL, scale)
 
 
 def paper_qr(C, masks):
-    """Seed 001 eq. 21-27 in scipy: C E = Q R with column pivoting; r = #(|R_kk| > rtol |R_00|);
-    Q~ = the last p = rows - r columns of Q; B_X = C_X^T Q~_X for every row mask X.
+    """Seed 001 eq. 21-27 in scipy (`oracle.linalg.qr_solvability`): C E = Q R with column
+    pivoting; r = #(|R_kk| > rtol |R_00|); Q~ = the last p = rows - r columns of Q;
+    B_X = C_X^T Q~_X for every row mask X; and the rank test of section 3.3.
 
     Returns r, [|B_X|_F], [B_X], [solvable by B_X = 0], [solvable by the rank test]."""
-    Q, R, _ = sla.qr(C, pivoting=True)
-    d = np.abs(np.diag(R))
-    r = int(np.sum(d > RANK_RTOL * d[0]))
-    Qt = Q[:, r:]
+    r, Bs, norms, ok_b = qr_solvability(C, masks, RANK_RTOL, B_RTOL)
     r_svd = rank_np(C)
-    Bs, norms, ok_b, ok_rank = [], [], [], []
-    for mask in masks:
-        B = C[mask].T @ Qt[mask]
-        Bs.append(B)
-        norms.append(np.linalg.norm(B))
-        ok_b.append(norms[-1] <= B_RTOL * np.linalg.norm(C[mask]))
-        ok_rank.append(rank_np(C[mask]) + rank_np(C[~mask]) == r_svd)
-    return r, np.array(norms), Bs, np.array(ok_b), np.array(ok_rank)
+    ok_rank = [rank_np(C[mask]) + rank_np(C[~mask]) == r_svd for mask in masks]
+    return r, norms, Bs, ok_b, np.array(ok_rank)
 
 
 def null_space_b_norms(C, masks):
@@ -117,17 +103,6 @@ def masks_for(model, names_per_set):
 def pick(tree, k):
     """Configuration k of a batched report (static fields kept)."""
     return jax.tree_util.tree_map(lambda x: x[k], tree)
-
-
-def rigid_motion(q, alpha, shift):
-    """Rotate every body pose by alpha about the origin, then translate by shift."""
-    q = np.asarray(q).reshape(-1, 3)
-    c, s = np.cos(alpha), np.sin(alpha)
-    R = np.array([[c, -s], [s, c]])
-    out = q.copy()
-    out[:, :2] = q[:, :2] @ R.T + shift
-    out[:, 2] = q[:, 2] + alpha
-    return out.reshape(-1)
 
 
 # ------------------------------------------------------------------------------------------

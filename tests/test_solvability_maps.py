@@ -21,12 +21,13 @@ import os
 import jax
 import numpy as np
 import pytest
+from oracle.linalg import RANK_RTOL
+from oracle.linalg import rank as rank_np
 
 import jaxmb as mb
 from jaxmb.models import n_four_bar
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RANK_RTOL = 1e-9  # the library's relative rank tolerance, used by the numpy reference too
 ALG_TOL = 1e-9
 N = 3
 FB_REVOLUTES = ("O2", "A", "B", "O4")
@@ -38,11 +39,6 @@ def load_example():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def rank_np(C):
-    s = np.linalg.svd(C, compute_uv=False)
-    return int(np.linalg.matrix_rank(C, tol=RANK_RTOL * s[0]))
 
 
 @pytest.fixture(scope="module")

@@ -3,13 +3,12 @@
 The three benchmark models in absolute coordinates, with hand-coded constraint rows, the same
 null-space formulation and Baumgarte stabilization as `mb.simulate`, integrated by
 `scipy.integrate.solve_ivp(method="RK45")` at jaxmb's default tolerances. No jax inside: it is
-both the baseline the benchmarks time and an independent oracle for jaxmb's autodiff rows and
-trajectories (tests/test_reference_numpy.py).
+both the baseline the benchmarks time (benchmarks/) and an independent oracle for jaxmb's
+autodiff rows and trajectories (tests/test_reference_numpy.py).
 
-Every pair returns (Phi, C, b, gamma) for its rows (seed 001, eq. 1-9), with
-C qd + b = d/dt Phi and C qdd = gamma; A(phi) = [[c, -s], [s, c]], Omega = [[0, -1], [1, 0]],
-so d/dt (A s) = phid Omega A s. A Pfaffian (knife-edge) row has Phi = 0 by convention. Rows are
-stacked pair by pair in jaxmb's order (the builders in jaxmb/models/). Dynamics (seed 001, eq. 13):
+The rows of each pair, (Phi, C, b, gamma) with C qd + b = d/dt Phi and C qdd = gamma, come from
+`oracle.pairs` (seed 001, eq. 1-9, 30, 40, 42, 43), stacked pair by pair in jaxmb's order (the
+builders in jaxmb/models/). Dynamics (seed 001, eq. 13):
 
     qdd = C^+ gamma_s + V z,   (V^T M V) z = V^T (F - M C^+ gamma_s),   C V = 0,
     gamma_s = gamma - 2 alpha (C qd + b) - beta^2 Phi,   alpha = beta = 10 1/s,
@@ -20,113 +19,20 @@ Functions: `simulate_robot`, `simulate_slider_crank`, `simulate_n_four_bar` -> (
 """
 
 import numpy as np
-import scipy.linalg
 from scipy.integrate import solve_ivp
 
-RANK_RTOL = 1e-9  # relative singular-value (|R_kk|) threshold of the rank, as in jaxmb
-B_RTOL = 1e-8  # B_X counts as zero when |B_X|_F <= B_RTOL |C_X|_F, as in jaxmb
+from . import pairs as rows
+from .linalg import B_RTOL, RANK_RTOL, qr_solvability
+from .pairs import knife_edge, pair_rows, revolute, stack, translational, translational_driver
+from .planar import GROUND
+
 ALPHA = BETA = 10.0  # Baumgarte parameters of mb.simulate (1/s)
 RTOL, ATOL = 1e-8, 1e-10  # mb.simulate's default tolerances
-OMEGA = np.array([[0.0, -1.0], [1.0, 0.0]])
-GROUND = -1
-
-
-def rot(phi):
-    """A(phi), body frame -> global frame."""
-    c, s = np.cos(phi), np.sin(phi)
-    return np.array([[c, -s], [s, c]])
-
-
-def body_state(q, qd, k):
-    """r, phi, rd, phid of body k (ground: all zero)."""
-    if k == GROUND:
-        return np.zeros(2), 0.0, np.zeros(2), 0.0
-    return q[3 * k:3 * k + 2], q[3 * k + 2], qd[3 * k:3 * k + 2], qd[3 * k + 2]
-
-
-def put(C, k, block):
-    """Add a (rows, 3) block to the columns of body k (nothing for ground)."""
-    if k != GROUND:
-        C[:, 3 * k:3 * k + 3] += block
-
-
-# ----- pairs ----------------------------------------------------------------------------------
-def revolute(q, qd, i, s_i, j, s_j):
-    """Phi = r_i + A_i s_i - r_j - A_j s_j (seed 001, eq. 40);
-    C = [I, Omega A_i s_i | -I, -Omega A_j s_j]; gamma = A_i s_i phid_i^2 - A_j s_j phid_j^2."""
-    r_i, p_i, _, w_i = body_state(q, qd, i)
-    r_j, p_j, _, w_j = body_state(q, qd, j)
-    a_i, a_j = rot(p_i) @ s_i, rot(p_j) @ s_j
-    C = np.zeros((2, len(q)))
-    put(C, i, np.column_stack([np.eye(2), OMEGA @ a_i]))
-    put(C, j, np.column_stack([-np.eye(2), -OMEGA @ a_j]))
-    return r_i + a_i - r_j - a_j, C, np.zeros(2), a_i * w_i**2 - a_j * w_j**2
-
-
-def _sliding(q, qd, i, s_i, j, s_j, v):
-    """Row (r_j + A_j s_j - r_i - A_i s_i)^T A_j v of seed 001 eq. 42-43 (v unit) and its gamma
-    w^T [2 Omega (rd_j - rd_i) phid_j + (r_j - r_i) phid_j^2 - A_i s_i (phid_j - phid_i)^2],
-    w = A_j v (seed 001 Appendix)."""
-    r_i, p_i, rd_i, w_i = body_state(q, qd, i)
-    r_j, p_j, rd_j, w_j = body_state(q, qd, j)
-    a_i, a_j, w = rot(p_i) @ s_i, rot(p_j) @ s_j, rot(p_j) @ v
-    C = np.zeros((1, len(q)))
-    put(C, i, np.append(-w, -w @ OMEGA @ a_i)[None])
-    put(C, j, np.append(w, (r_j - r_i - a_i) @ OMEGA @ w)[None])
-    gamma = w @ (2 * OMEGA @ (rd_j - rd_i) * w_j + (r_j - r_i) * w_j**2 - a_i * (w_j - w_i)**2)
-    return (r_j + a_j - r_i - a_i) @ w, C, gamma
-
-
-def translational(q, qd, i, s_i, j, s_j, v):
-    """Seed 001 eq. 42: the sliding row plus phi_i - phi_j = 0 (C = [0 0 1 | 0 0 -1], gamma 0)."""
-    v = np.asarray(v, float) / np.linalg.norm(v)
-    phi1, C1, g1 = _sliding(q, qd, i, s_i, j, s_j, v)
-    C2 = np.zeros((1, len(q)))
-    put(C2, i, np.array([[0.0, 0.0, 1.0]]))
-    put(C2, j, np.array([[0.0, 0.0, -1.0]]))
-    phi2 = body_state(q, qd, i)[1] - body_state(q, qd, j)[1]
-    return np.array([phi1, phi2]), np.vstack([C1, C2]), np.zeros(2), np.array([g1, 0.0])
-
-
-def translational_driver(q, qd, t, i, s_i, j, s_j, u, d):
-    """Seed 001 eq. 43: sliding row along unit u minus d(t); b = -d'(t), gamma += d''(t).
-    `d(t)` returns (value, rate, acceleration)."""
-    u = np.asarray(u, float) / np.linalg.norm(u)
-    phi, C, g = _sliding(q, qd, i, s_i, j, s_j, u)
-    dv, dd, ddd = d(t)
-    return np.array([phi - dv]), C, np.array([-dd]), np.array([g + ddd])
-
-
-def knife_edge(q, qd, k, s, n):
-    """Seed 001 eq. 30: Psi qd = (A n)^T (rd + phid Omega A s) = 0, n unit;
-    gamma = -phid (Omega A n)^T rd."""
-    _, p, rd, w = body_state(q, qd, k)
-    nk = rot(p) @ (np.asarray(n, float) / np.linalg.norm(n))
-    C = np.zeros((1, len(q)))
-    put(C, k, np.append(nk, nk @ OMEGA @ rot(p) @ s)[None])
-    return np.zeros(1), C, np.zeros(1), np.array([-w * (OMEGA @ nk) @ rd])
-
-
-def stack(pairs):
-    """(Phi, C, b, gamma) of all rows from [(name, (Phi, C, b, gamma)), ...] in order."""
-    parts = [p for _, p in pairs]
-    return tuple(np.concatenate([np.atleast_1d(p[k]) for p in parts]) if k != 1
-                 else np.vstack([p[1] for p in parts]) for k in range(4))
-
-
-def pair_rows(pairs):
-    """[(name, slice of rows of C)] in row order."""
-    out, start = [], 0
-    for name, p in pairs:
-        out.append((name, slice(start, start + len(p[3]))))
-        start += len(p[3])
-    return out
-
 
 # ----- models (parameters of jaxmb/models/*.py builders with their defaults) ------------------
 def gravity_forces(masses, g=(0.0, -9.81)):
     """F = (m_k g, 0) per body."""
-    return np.concatenate([[m * g[0], m * g[1], 0.0] for m in masses])
+    return rows.gravity(masses, g)
 
 
 A_UNIT = 0.05
@@ -298,20 +204,16 @@ def simulate_n_four_bar(N, t1=1.0, ts=None, **kw):
 def solvability_loop(C_batch, pair_rows, rtol=RANK_RTOL, btol=B_RTOL):
     """Pivoted QR C E = Q R per configuration (eq. 21); rank r = number of |R_kk| above
     rtol max |R_kk|; Q~ = the last m + h - r columns of Q (a basis of null(C^T));
-    B_X = C_X^T Q~_X (eq. 27) per pair, solvable iff |B_X|_F <= btol |C_X|_F.
+    B_X = C_X^T Q~_X (eq. 27) per pair, solvable iff |B_X|_F <= btol |C_X|_F
+    (`oracle.linalg.qr_solvability`).
 
     `pair_rows`: [(name, slice of rows)]. Returns (rank (K,), solvable (K, pairs),
     b_norm (K, pairs))."""
     K, P = len(C_batch), len(pair_rows)
     ranks, solvable, b_norm = np.empty(K, int), np.empty((K, P), bool), np.empty((K, P))
     for k, C in enumerate(C_batch):
-        Q, R, _ = scipy.linalg.qr(C, pivoting=True)
-        d = np.abs(np.diag(R))
-        ranks[k] = r = int(np.sum(d > rtol * d.max()))
-        Qt = Q[:, r:]
-        for p, (_, rows) in enumerate(pair_rows):
-            b_norm[k, p] = np.linalg.norm(C[rows].T @ Qt[rows])
-            solvable[k, p] = b_norm[k, p] <= btol * np.linalg.norm(C[rows])
+        ranks[k], _, b_norm[k], solvable[k] = qr_solvability(
+            C, [r for _, r in pair_rows], rtol, btol)
     return ranks, solvable, b_norm
 
 
