@@ -6,7 +6,8 @@ Schema version 1 (documented, with every element's keys, in docs/model_files.md)
      "bodies": [{"name": "crank", "mass": 1.0, "inertia": 0.01, "q": [x, y, phi]}, ...],
      "elements": [{"type": "Revolute", "name": "O", "i": "ground", "j": "crank",
                    "s_i": [0.0, 0.0], "s_j": [-0.05, 0.0]}, ...],
-     "initial_velocity": [...]}        # optional: n numbers, used by `jaxmb simulate`
+     "initial_velocity": [...],        # optional: n numbers, used by `jaxmb simulate`
+     "compliance": {"stiffness": {"B": 2e7, ...}, "default": 1e8}}   # optional: mb.Compliance
 
 An element entry holds the constructor arguments of its class (the dataclass fields of the
 equinox module): bodies by name ("ground" for the ground), numbers and lists of numbers for the
@@ -22,6 +23,7 @@ import functools
 import json
 import os
 import typing
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -30,12 +32,14 @@ from . import drive as _drive, elements as _elements
 from ._geometry import Body, is_concrete
 from ._mechanism import Mechanism
 from ._model import Model
+from ._reaction_methods.compliance import Compliance
 
 VERSION = 1
 """The schema version written to, and required in, the `jaxmb_model` key."""
 
 SUFFIXES = (".json", ".yaml", ".yml")
-_TOP_KEYS = ("jaxmb_model", "bodies", "elements", "initial_velocity")
+_TOP_KEYS = ("jaxmb_model", "bodies", "elements", "initial_velocity", "compliance")
+_COMPLIANCE_KEYS = ("stiffness", "default")
 _BODY_KEYS = ("name", "mass", "inertia", "q")
 
 
@@ -76,9 +80,10 @@ def _suggest(word, choices) -> str:
 
 
 # ----- Model -> plain data -----------------------------------------------------------------
-def to_dict(model: Model, *, initial_velocity=None) -> dict:
+def to_dict(model: Model, *, initial_velocity=None, compliance=None) -> dict:
     """The model as plain Python data (the schema above); `initial_velocity` (n numbers) is kept
-    for `jaxmb simulate`. Raises ValueError for traced or batched models and foreign types."""
+    for `jaxmb simulate`, `compliance` (an `mb.Compliance` for this model) for `jaxmb report`.
+    Raises ValueError for traced or batched models and foreign types."""
     masses = _plain(model.masses, "masses")
     inertias = _plain(model.inertias, "inertias")
     q0 = _plain(model.q0, "q0")
@@ -94,7 +99,49 @@ def to_dict(model: Model, *, initial_velocity=None) -> dict:
     if initial_velocity is not None:
         data["initial_velocity"] = _plain(initial_velocity, "initial_velocity")
         _check_initial_velocity(data["initial_velocity"], model.n)
+    if compliance is not None:
+        data["compliance"] = compliance_dict(compliance, model)
     return data
+
+
+def compliance_dict(compliance: Compliance, model: Model) -> dict:
+    """An `mb.Compliance` as the `compliance` entry: {"stiffness": {pair: number or list},
+    "default": number} (checked against `model`)."""
+    if not isinstance(compliance, Compliance):
+        raise ValueError(f"compliance: expected an mb.Compliance, got {compliance!r}")
+    compliance.bind(model, "compliance")
+    out = {"stiffness": {n: _plain(v, f"compliance: stiffness of {n!r}")
+                         for n, v in compliance.stiffness.items()}}
+    if compliance.default is not None:
+        out["default"] = _plain(compliance.default, "compliance: default")
+    return out
+
+
+def compliance_from(entry, model: Model, where="compliance") -> Compliance:
+    """The `mb.Compliance` of a `compliance` entry, checked against `model` (every error is a
+    ValueError naming `where` and the problem)."""
+    _check_keys(entry, _COMPLIANCE_KEYS, (), where)
+    stiffness = entry.get("stiffness", {})
+    if not isinstance(stiffness, dict):
+        raise ValueError(f"{where}: stiffness must be a mapping pair name -> number or list, "
+                         f"got {stiffness!r}")
+    for name in stiffness:
+        if name not in model.pair_names:
+            raise ValueError(f"{where}: stiffness: unknown pair {name!r}"
+                             f"{_suggest(name, model.pair_names)}; pairs are "
+                             f"{', '.join(model.pair_names)}")
+    values = {n: _numbers(v, f"{where}: stiffness", repr(n)) for n, v in stiffness.items()}
+    default = entry.get("default")
+    default = None if default is None else _number(default, where, "default")
+    try:
+        compliance = Compliance(values, default=default)
+        compliance.bind(model, where)
+    except ValueError as e:
+        message = str(e)
+        if not message.startswith(f"{where}: "):
+            message = f"{where}: {_strip(e, 'Compliance: ')}"
+        raise ValueError(message) from None
+    return compliance
 
 
 def _plain(value, label):
@@ -317,7 +364,8 @@ def _yaml_hint(value) -> str:
         float(value)
     except ValueError:
         return ""
-    return " (YAML reads exponents without a decimal point as text: write 1.0e-3)"
+    return (" (YAML reads exponents without a decimal point or a sign as text: write 1.0e-3, "
+            "2.0e+7)")
 
 
 def _check_initial_velocity(qd0, n):
@@ -332,15 +380,16 @@ def _strip(error, prefix) -> str:
 
 
 # ----- files -------------------------------------------------------------------------------
-def save(model: Model, path, *, initial_velocity=None) -> None:
+def save(model: Model, path, *, initial_velocity=None, compliance=None) -> None:
     """Write `model` to a .json, .yaml or .yml model file (schema: docs/model_files.md).
 
-    `initial_velocity` (optional, n numbers) is stored for `jaxmb simulate`. Numbers are written
+    `initial_velocity` (optional, n numbers) is stored for `jaxmb simulate`, `compliance`
+    (optional, an `mb.Compliance`) for `jaxmb report` (its reactions table). Numbers are written
     with full float64 precision, so `load(path)` rebuilds an identical model.
     """
     path = os.fspath(path)
     suffix = _suffix(path)
-    data = to_dict(model, initial_velocity=initial_velocity)
+    data = to_dict(model, initial_velocity=initial_velocity, compliance=compliance)
     if suffix == ".json":
         text = _json_text(data)
     else:
@@ -365,12 +414,43 @@ def load(path) -> Model:
 
 def load_file(path):
     """(Model, initial velocity or None) from a model file; errors name the file and entry."""
+    parts = load_parts(path)
+    return parts.model, parts.initial_velocity
+
+
+class ModelFile(NamedTuple):
+    """What a model file holds: the model, and the optional entries (None when absent)."""
+
+    model: Model
+    initial_velocity: object
+    compliance: Compliance | None
+
+
+def load_parts(path) -> ModelFile:
+    """The model, initial velocity and `mb.Compliance` of a model file (None when absent);
+    errors name the file and entry."""
     path = os.fspath(path)
     data = _parse(path)
     try:
-        return _build(data)
+        model, qd0 = _build(data)
+        entry = data.get("compliance")
+        compliance = None if entry is None else compliance_from(entry, model)
     except ValueError as e:
         raise ValueError(f"model file {path!r}: {e}") from None
+    return ModelFile(model, qd0, compliance)
+
+
+def load_compliance(path, model: Model) -> Compliance:
+    """The `mb.Compliance` of a stiffness file (JSON or YAML): a mapping with `stiffness` and
+    `default`, as a model file's `compliance` entry (or a whole model file holding one)."""
+    path = os.fspath(path)
+    data = _parse(path)
+    if isinstance(data, dict) and "compliance" in data:
+        data = data["compliance"]
+    try:
+        return compliance_from(data, model, "stiffness file")
+    except ValueError as e:
+        raise ValueError(f"stiffness file {path!r}: {e}") from None
 
 
 def _suffix(path) -> str:

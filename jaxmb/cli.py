@@ -54,11 +54,12 @@ def _model_file(path: str):
     from jaxmb import _io
 
     try:
-        model, qd0 = _io.load_file(path)
+        model, qd0, compliance = _io.load_parts(path)
     except ValueError as e:
         raise SystemExit("jaxmb: " + " ".join(str(e).splitlines())) from None
     return types.SimpleNamespace(
-        build=lambda: model, initial_velocity=None if qd0 is None else (lambda _: qd0))
+        build=lambda: model, initial_velocity=None if qd0 is None else (lambda _: qd0),
+        compliance=compliance)
 
 
 def _phi(model, q, t):
@@ -156,7 +157,77 @@ def cmd_report(args):
     report = mb.solvability(model, q, args.t, method=args.method, groups=_parse_groups(args.group))
     print()
     print(report)
+    compliance = _compliance(args, module, model)
+    if compliance is not None:
+        print()
+        print(compliance_table(model, q, _velocity(module, model, q, args.t), args.t,
+                               compliance))
     return 0
+
+
+MODEL_STIFFNESS = "<model>"
+"""The value of a bare `--stiffness`: the model file's own `compliance` entry."""
+
+
+def _compliance(args, module, model):
+    """None without --stiffness; the mb.Compliance of --stiffness FILE, or with a bare
+    --stiffness the model file's `compliance` entry (or a Python model's `compliance()`)."""
+    import jaxmb as mb
+    from jaxmb import _io
+
+    if args.stiffness is None:
+        return None
+    if args.stiffness == MODEL_STIFFNESS:
+        compliance = getattr(module, "compliance", None)
+        if callable(compliance) and not isinstance(compliance, mb.AbstractReactionMethod):
+            compliance = compliance()  # a Python model's `compliance()`
+        if compliance is None:
+            raise SystemExit(f"jaxmb: --stiffness: model {args.model!r} has no 'compliance' "
+                             "entry; pass a stiffness file (--stiffness FILE)")
+        return compliance
+    try:
+        return _io.load_compliance(args.stiffness, model)
+    except (ValueError, OSError) as e:
+        raise SystemExit("jaxmb: " + " ".join(str(e).splitlines())) from None
+
+
+def _velocity(module, model, q, t):
+    """The module's initial velocity (else zero), made consistent at (q, t)."""
+    import jax
+    import jax.numpy as jnp
+
+    import jaxmb as mb
+
+    init = getattr(module, "initial_velocity", None)
+    qd = init(model) if init is not None else jnp.zeros(model.n)
+    return jax.jit(mb.consistent_velocity)(model, q, qd, t) if model.num_rows else qd
+
+
+def compliance_table(model, q, qd, t, compliance) -> str:
+    """Each pair's multipliers (its rows' units: N, N m; a knife edge's lateral force) by
+    `compliance` and by the minimum norm, flagged unique or not (seed 001, section 3)."""
+    import warnings
+
+    import jaxmb as mb
+
+    with warnings.catch_warnings():  # the table shows which answers are not unique
+        warnings.simplefilter("ignore", mb.NonUniqueReactionWarning)
+        physical = mb.reactions(model, q, qd, t, method=compliance)
+        other = mb.reactions(model, q, qd, t, method="min_norm")
+    lines = [f"Reactions at t = {t:g} (multipliers of each pair's rows): {compliance.name} "
+             "against the minimum norm",
+             f"  {'pair':<10}{'reaction':<12}{'compliance':<34}min-norm"]
+    flags = physical.solvable
+    for name in model.pair_names:
+        rows = model.rows(name)
+        a, b = (np.asarray(r.lam[rows]) for r in (physical, other))
+        verdict = "unique" if bool(flags[name]) else "NOT unique"
+        lines.append(f"  {name:<10}{verdict:<12}{_vector(a):<34}{_vector(b)}")
+    return "\n".join(lines)
+
+
+def _vector(x) -> str:
+    return "[" + ", ".join(f"{v: .4g}" for v in x) + "]"
 
 
 def _trajectory(spec, t1, num_saves, rtol=1e-8):
@@ -246,6 +317,11 @@ def build_parser():
     report.add_argument("--method", default="qr", choices=("qr", "svd", "rank"))
     report.add_argument("--group", action="append", metavar="NAME=P1,P2",
                         help="a group of pairs whose combined reaction to test")
+    report.add_argument("--stiffness", metavar="FILE", nargs="?", const=MODEL_STIFFNESS,
+                        help="print the reactions that the joints' stiffness selects "
+                             "(mb.Compliance) next to the min-norm ones; FILE: JSON/YAML "
+                             "{stiffness: {pair: k}, default: k}; without FILE the model "
+                             "file's own 'compliance' entry")
     report.set_defaults(func=cmd_report)
     simulate = sub.add_parser("simulate", help="integrate MODEL and save q, qd")
     simulate.add_argument("model")

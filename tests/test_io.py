@@ -9,7 +9,8 @@ References:
 - example files: the built-in models of `jaxmb.models` (same names, same default arguments);
 - drive.Offset: its formula f(t) = base + delta(t) and the closed-form derivative of delta;
 - CLI `report` on the robot file: seed 001 section 4.2 (rank 20 = 17 + 4, p = 2, dof = n - rank = 1,
-  the unique pairs), as in tests/test_cli_examples.py;
+  the unique pairs), as in tests/test_cli_examples.py; its Compliance table: the unique pairs'
+  min-norm multipliers, and equal rear-axle tyre forces (hand derivation);
 - CLI `simulate` on the robot file: `jaxmb simulate mobile_robot` (the built-in Python model) run
   with the same arguments.
 Each schema error is checked for a message that names the offending entry and the problem.
@@ -38,6 +39,7 @@ ROBOT_FILE = os.path.join(MODELS, "mobile_robot.yaml")
 ALGEBRA_TOL = 1e-12
 NUM_STATES = 3
 CLI_T1, CLI_SAVES = 1.0, 11  # covers the start of the first steering ramp (0.5 s to 2.5 s)
+CLI_REPORT_T = 1.2  # in the first steering ramp: the robot turns, its reactions are not zero
 
 
 # ----- a model with every element type and every drive type --------------------------------------
@@ -172,6 +174,57 @@ def test_example_files_are_the_builtin_models():
     builtin = mobile_robot.build()
     assert _io.to_dict(robot) == _io.to_dict(builtin)
     np.testing.assert_array_equal(qd0, mobile_robot.initial_velocity(builtin))
+
+
+def test_compliance_entry_round_trip(tmp_path):
+    """The `compliance` entry: mb.save(..., compliance=...) -> load_parts gives the same
+    stiffness (per pair and per row) and default, for .json and .yaml; the robot's example file
+    holds mobile_robot.compliance() (STIFFNESS, DEFAULT_STIFFNESS); a stiffness file (the entry
+    alone) reads back the same; load_file and load ignore it."""
+    model = mobile_robot.build()
+    method = mb.Compliance({"B": 2e7, "H": (1e8, 5e4), "W1": 512.5}, default=1e8)
+    for suffix in (".json", ".yaml"):
+        path = tmp_path / f"robot{suffix}"
+        mb.save(model, path, compliance=method)
+        parts = _io.load_parts(path)
+        assert _io.to_dict(parts.model) == _io.to_dict(model) and parts.initial_velocity is None
+        assert _io.compliance_dict(parts.compliance, model) == {
+            "stiffness": {"B": 2e7, "H": [1e8, 5e4], "W1": 512.5}, "default": 1e8}
+        assert isinstance(mb.load(path), mb.Model)
+    example = _io.load_parts(ROBOT_FILE).compliance
+    builtin = mobile_robot.compliance()
+    assert _io.compliance_dict(example, model) == _io.compliance_dict(builtin, model)
+    import yaml
+
+    stiffness_file = tmp_path / "stiffness.yaml"
+    stiffness_file.write_text(yaml.safe_dump(_io.compliance_dict(builtin, model)))
+    again = _io.load_compliance(stiffness_file, model)
+    assert _io.compliance_dict(again, model) == _io.compliance_dict(builtin, model)
+
+
+COMPLIANCE_ERRORS = {
+    "unknown pair": ({"stiffness": {"BB": 1.0}, "default": 1.0},
+                     "compliance: stiffness: unknown pair 'BB' (did you mean 'B'?)"),
+    "not positive": ({"stiffness": {"B": -1.0}, "default": 1.0},
+                     "compliance: stiffness of pair 'B' = -1.0 must be positive and finite"),
+    "missing": ({"stiffness": {"B": 1.0}},
+                "compliance: Compliance has no stiffness for pair(s) ['A', 'C',"),
+    "rows": ({"stiffness": {"H": [1.0, 2.0, 3.0]}, "default": 1.0},
+             "compliance: Compliance stiffness of pair 'H' has shape (3,); give one number or "
+             "one per row (2)"),
+    "key": ({"stifness": {}}, "compliance: unknown key 'stifness' (did you mean 'stiffness'?)"),
+    "text": ({"stiffness": {"B": "2.0e7"}, "default": 1.0},
+             "compliance: stiffness: 'B' must be a number or a list of numbers, got '2.0e7' "
+             "(YAML reads exponents without a decimal point or a sign as text"),
+}
+
+
+@pytest.mark.parametrize("case", list(COMPLIANCE_ERRORS))
+def test_compliance_entry_errors(case):
+    """Each bad `compliance` entry is a ValueError naming the entry and the problem."""
+    entry, message = COMPLIANCE_ERRORS[case]
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _io.compliance_from(entry, mobile_robot.build())
 
 
 def test_hand_written_yaml():
@@ -403,7 +456,7 @@ def test_file_errors_name_the_file(tmp_path):
     yml.write_text("jaxmb_model: 1\nbodies:\n- {name: a, mass: 1e-3, inertia: 1.0}\n")
     with pytest.raises(ValueError, match=re.escape(
             "bodies[0] ('a'): mass must be a number, got '1e-3' (YAML reads exponents without "
-            "a decimal point as text: write 1.0e-3)")):
+            "a decimal point or a sign as text: write 1.0e-3, 2.0e+7)")):
         mb.load(yml)
     with pytest.raises(ValueError, match=r"expected a \.json, \.yaml, \.yml file name"):
         mb.save(slider_crank.build(), tmp_path / "model.txt")
@@ -455,7 +508,7 @@ def cli_runs(tmp_path_factory):
     ({label: (returncode, stdout, stderr)}, output folder)."""
     out = tmp_path_factory.mktemp("cli")
     commands = {
-        "report": ("report", ROBOT_FILE),
+        "report": ("report", ROBOT_FILE, "--t", str(CLI_REPORT_T), "--stiffness"),
         "file": ("simulate", ROBOT_FILE, "--t1", str(CLI_T1), "--num-saves", str(CLI_SAVES),
                  "--out", str(out / "file.npz")),
     }
@@ -468,8 +521,9 @@ def cli_runs(tmp_path_factory):
 
 
 def test_cli_report_on_model_file(cli_runs):
-    """`jaxmb report mobile_robot.yaml` prints seed 001's numbers: rank 20 (17 + 4), p = 2,
-    dof = 21 - 20 = 1, and the unique reactions of section 4.2."""
+    """`jaxmb report mobile_robot.yaml` prints seed 001's numbers (at t = 1.2 s, a regular
+    configuration in the first turn): rank 20 (17 + 4), p = 2, dof = 21 - 20 = 1, and the
+    unique reactions of section 4.2."""
     code, out, err = cli_runs[0]["report"]
     assert code == 0, err
     assert "rank C = 20  (holonomic 17, nonholonomic 4)" in out
@@ -481,6 +535,31 @@ def test_cli_report_on_model_file(cli_runs):
             verdicts[parts[0]] = parts[1] == "unique"
     assert len(verdicts) == 14
     assert {k for k, v in verdicts.items() if v} == {"A", "D", "E", "F", "G", "H", "driver", "W5"}
+
+
+def test_cli_report_compliance_table(cli_runs):
+    """`jaxmb report mobile_robot.yaml --t 1.2 --stiffness` (the file's `compliance` entry)
+    adds each pair's multipliers by Compliance and by the minimum norm: the unique pairs' agree
+    (every solution has them), the non-unique ones (B, C, W1-W4) differ, and the rear tyres W3
+    and W4 (equal damping, one axle line: equal slip velocity) carry equal lateral forces."""
+    code, out, err = cli_runs[0]["report"]
+    assert code == 0, err
+    rows = {}
+    for line in out.split("against the minimum norm", 1)[1].splitlines()[2:]:
+        name, verdict, rest = line.split(None, 1)[0], line.split()[1], line.split("]")
+        if verdict == "NOT":
+            verdict = "NOT unique"
+        values = [np.array(part.split("[")[1].split(","), float) for part in rest[:2]]
+        rows[name] = (verdict, *values)
+    assert len(rows) == 14
+    for name, (verdict, physical, other) in rows.items():
+        if verdict == "unique":
+            np.testing.assert_allclose(physical, other, rtol=1e-3, err_msg=name)  # 4 digits
+        else:
+            assert name in ("B", "C", "W1", "W2", "W3", "W4")
+            assert np.max(np.abs(physical - other)) > 1e-3 * np.max(np.abs(other)), name
+    assert rows["W3"][1] == pytest.approx(rows["W4"][1], rel=1e-3)
+    assert abs(rows["W3"][1][0]) > 1e-3
 
 
 def test_cli_simulate_model_file(cli_runs):

@@ -21,6 +21,16 @@ V0 = 0.1
 T_END = 20.0
 """Duration of the simulated manoeuvre (s)."""
 
+STIFFNESS = {"B": 2e7, "C": 2e7, "H": (1e8, 5e4),
+             "W1": 500.0, "W2": 500.0, "W3": 500.0, "W4": 500.0}
+"""Plausible joint stiffness for `mb.Compliance` (not in seed 001): the wheel holders' bearings B
+and C 2e7 N/m, the slider H 1e8 N/m and 5e4 N m/rad; the knife edges W1-W4 are tyres of
+cornering stiffness 50 N/rad rolling at V0: lateral damping 50 / 0.1 = 500 N s/m. Every other
+pair: `DEFAULT_STIFFNESS` (steel joints)."""
+
+DEFAULT_STIFFNESS = 1e8
+"""N/m, N m/rad and N s/m of the pairs not in `STIFFNESS`."""
+
 
 def geometry(a=A_UNIT):
     """bx, by, cx, cy of Table 3: zeta = arctan(1/4), bx = a sin zeta, by = a cos zeta,
@@ -91,3 +101,11 @@ def build(a=A_UNIT, *, masses=(10.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0),
 def initial_velocity(model, v=V0):
     """qd0 of seed 001 eq. 39: every body moves along x0 at speed v."""
     return jnp.tile(jnp.array([v, 0.0, 0.0]), model.num_bodies)
+
+
+def compliance():
+    """`mb.Compliance(STIFFNESS, default=DEFAULT_STIFFNESS)`: the reaction method with the
+    plausible stiffness (also the `compliance` entry of examples/models/mobile_robot.yaml)."""
+    from .._reaction_methods.compliance import Compliance
+
+    return Compliance(STIFFNESS, default=DEFAULT_STIFFNESS)
