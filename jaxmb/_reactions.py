@@ -21,15 +21,22 @@ import jax.numpy as jnp
 
 from ._dynamics import (
     Eliminate,
-    accelerations,
     check_shapes,
+    check_removable,
     eliminated_solve,
     keep_mask,
     min_norm_multipliers,
     null_space_solve,
+    suggesting_rows,
+    unchecked_accelerations,
 )
 from ._simulate import Trajectory
 from ._solvability import solvability
+from ._state_checks import checked_state
+
+STATE_TOL = 1e-6
+"""`reactions` refuses |Phi| > STATE_TOL (1 + max |q|) or |C qd + b| > STATE_TOL (1 + max |qd|)
+(looser than simulate's check of q0: saved states carry the integrator's drift)."""
 from ._velocity import kinematics
 
 
@@ -101,11 +108,13 @@ def _traced(*trees):
     return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(trees))
 
 
-def _reactions_at(model, q, qd, t, kind, keep, label, qdd=None):
+def _reactions_at(model, q, qd, t, kind, keep, label, qdd=None, *, check=False):
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
     check_shapes(model, "reactions", q=q, qd=qd)
+    if check:
+        q, qd = checked_state(model, q, qd, t, "reactions", STATE_TOL)
     M = model.mass_matrix()
     F = model.forces(q, qd, t)
     if model.num_rows:
@@ -116,10 +125,12 @@ def _reactions_at(model, q, qd, t, kind, keep, label, qdd=None):
     if kind == "min_norm":
         if qdd is None:
             qdd = (null_space_solve(M, F, C, gamma) if model.num_rows
-                   else accelerations(model, q, qd, t))
+                   else unchecked_accelerations(model, q, qd, t))
         lam = min_norm_multipliers(C, F - M @ qdd)
     else:
         mask = keep if kind == "eliminate" else keep_mask(model, "auto", C)
+        if kind == "eliminate":
+            C = check_removable(C, C, mask, label)
         qdd_e, lam = eliminated_solve(M, F, C, gamma, mask, label=label)
         qdd = qdd_e if qdd is None else qdd
     gen = []
@@ -145,11 +156,14 @@ def _reactions_at(model, q, qd, t, kind, keep, label, qdd=None):
     )
 
 
-def reactions(model, q, qd=None, t=0.0, method="min_norm"):
+def reactions(model, q, qd=None, t=0.0, method="min_norm", *, check=True):
     """Constraint reactions at a state, or along a `Trajectory` (vmapped over time).
 
     **Arguments:** `model`; `q`, `qd`, `t` (or a `Trajectory` as `q`); `method`: "min_norm",
-    "auto" or `mb.Eliminate(rows=(...))`.
+    "auto" or `mb.Eliminate(rows=(...))`; `check`: refuse (also inside jit) a state with a
+    non-finite entry or violating the constraints (|Phi| or |C qd + b| above `STATE_TOL`
+    relative; e.g. a Trajectory that stopped early holds inf after `t_stop`), naming the entry
+    or the pair; False computes at any state.
 
     **Returns:** `Reactions`. Only the pairs flagged in `Reactions.solvable` have reactions
     that do not depend on `method`.
@@ -160,13 +174,15 @@ def reactions(model, q, qd=None, t=0.0, method="min_norm"):
     # eager calls share one compiled program among all Eliminate rows (their error message
     # gets the rows back in _naming_rows); traced calls are inlined and name them directly
     label = _label(method, shared=not _traced(model, q, qd, t))
-    with _naming_rows(method):
+    at = ((q.q[0], q.ts[0], "at the first saved state") if isinstance(q, Trajectory)
+          else (q, t, "at this state"))
+    with suggesting_rows(model, *at), _naming_rows(method):
         if isinstance(q, Trajectory):
-            rx = _reactions_along(model, (q.q, q.qd, q.ts), kind, keep, label)
+            rx = _reactions_along(model, (q.q, q.qd, q.ts), kind, keep, label, check)
         else:
             rx = _reactions_one(model, jnp.asarray(q, jnp.float64),
                                 jnp.asarray(qd, jnp.float64), jnp.asarray(t, jnp.float64),
-                                kind, keep, label)
+                                kind, keep, label, check=check)
     return _named(rx, method)
 
 
@@ -195,10 +211,11 @@ _reactions_one = eqx.filter_jit(_reactions_at)
 
 
 @eqx.filter_jit
-def _reactions_along(model, xs, kind, keep, label):
+def _reactions_along(model, xs, kind, keep, label, check=False):
     """Reactions along the time axis of xs = (q, qd, ts) or (q, qd, ts, qdd)."""
     return _map_over_time(
-        model, lambda x: _reactions_at(model, *x[:3], kind, keep, label, *x[3:]), xs)
+        model, lambda x: _reactions_at(model, *x[:3], kind, keep, label, *x[3:], check=check),
+        xs)
 
 
 def inverse_dynamics(model, ts, q=None, method="min_norm"):

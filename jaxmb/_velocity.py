@@ -6,6 +6,7 @@ import jax.numpy as jnp
 
 from ._assemble import assemble
 from ._linalg import pinv_solve
+from ._model import check_shapes, checked_finite
 
 VELOCITY_TOL = 1e-9
 
@@ -16,10 +17,15 @@ def consistent_velocity(model, q, qd, t=0.0, *, throw=True):
         qd* = qd - C^+ (C qd + b),
 
     the velocity closest to qd (Euclidean norm) that satisfies every velocity constraint.
-    Raises when the constraints admit no velocity (b not in the range of C).
+    Raises (with `throw`, also inside jit) when the constraints admit no velocity (b not in the
+    range of C) or q or qd has a nan or inf entry.
     """
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
+    check_shapes(model, "consistent_velocity", q=q, qd=qd)
+    if throw:
+        q = checked_finite(model, q, "consistent_velocity", "q")
+        qd = checked_finite(model, qd, "consistent_velocity", "qd")
     if model.num_rows == 0:
         return qd
     C = model.C(q, t)
