@@ -16,6 +16,7 @@ with any multiplier solution lambda (V^T dC^T eta = 0 for eta in null(C^T) when 
 locally constant), i.e. the same solve with new right-hand sides and the same factorization.
 """
 
+import contextlib
 from typing import ClassVar, NamedTuple
 
 import equinox as eqx
@@ -24,8 +25,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _errors
-from ._linalg import RANK_RTOL, cond, economic_pivoted_qr, pinv, pivoted_qr, solve, solve_triangular
+from ._geometry import is_concrete
+from ._linalg import (
+    RANK_RTOL,
+    cond,
+    economic_pivoted_qr,
+    null_space,
+    pinv,
+    pivoted_qr,
+    solve,
+    solve_triangular,
+)
+from ._model import check_shapes, checked_finite
 from ._reaction_methods._base import AbstractReactionMethod
+from ._solvability import solvability
 
 ELIMINATED_COND_LIMIT = 1e12
 """Largest condition number accepted for the reduced augmented system of `Eliminate`."""
@@ -72,6 +85,7 @@ class KeptRows(AbstractReactionMethod):
         return self
 
     def multipliers(self, model, M, F, C, gamma, qdd, label):
+        C = check_removable(C, C, self.keep, label)
         qdd_e, lam = eliminated_solve(M, F, C, gamma, self.keep, label=label)
         return (qdd_e if qdd is None else qdd), lam
 
@@ -179,6 +193,45 @@ def eliminated_solve(M, F, C, gamma, keep, label="Eliminate"):
     return sol[:n], sol[n:]
 
 
+NOT_REMOVABLE = "the eliminated rows are not a removable set"
+
+
+def check_removable(x, C, keep, label):
+    """x, raising (also inside jit) unless the rows outside `keep` form a removable set (seed
+    001, section 3.1): exactly p = m + h - rank(C) rows are dropped and the kept rows keep the
+    rank, rank(C_kept) = rank(C). Dropping a row that is not redundant (p = 0 for a
+    non-redundant mechanism) would silently remove a constraint from the equations."""
+    rows, n = C.shape
+    C = jax.lax.stop_gradient(C)
+    rank = n - jnp.sum(null_space(C)[1])
+    rank_kept = n - jnp.sum(null_space(C * keep[:, None])[1])
+    dropped = rows - jnp.sum(keep)
+    bad = (rank_kept != rank) | (dropped != rows - rank)
+    messages = tuple(
+        f"{label}: {NOT_REMOVABLE} at this configuration: C has rank {r} here, so exactly "
+        f"p = {rows - r} row(s) must be eliminated and the {r} kept rows must be independent "
+        "(rank(C without them) = rank(C)); find a removable set with "
+        "mb.solvability(model, q).redundant_rows, or use method='auto'."
+        for r in range(rows + 1)
+    )
+    return _errors.branched_error_if(x, bad, jnp.where(bad, rank, 0), messages)
+
+
+@contextlib.contextmanager
+def suggesting_rows(model, q, t, where="here"):
+    """Eagerly, when `check_removable` fails, add the rows that would work at (q, t)
+    (`redundant_rows` of the solvability report; `where` says which state that is)."""
+    try:
+        yield
+    except Exception as err:  # equinox's runtime error (its type depends on the JAX version)
+        if NOT_REMOVABLE not in str(err) or not is_concrete(q):
+            raise
+        rows = solvability(model, q, t).redundant_rows
+        hint = (f"Rows that form a removable set {where}: {rows}" if rows else
+                f"No row is redundant {where} (p = 0): eliminate none, use method='min_norm'")
+        raise eqx.EquinoxRuntimeError(f"{str(err).rstrip()} {hint}") from None
+
+
 def keep_mask(model, method, C):
     """Rows kept by `Eliminate(rows)` or by "auto" (the rows that pivoted QR of C^T ranks
     after the numerical rank are the dependent ones, seed 001 section 3.3)."""
@@ -200,37 +253,26 @@ def keep_mask(model, method, C):
     return jnp.zeros(rows, bool).at[order].set(kept_pivots)
 
 
-def check_shapes(model, where: str, **vectors):
-    """Trace-time check that each state vector (q, qd, ...) has shape (n,); the error names the
-    function, the argument and the expected layout."""
-    for label, x in vectors.items():
-        if jnp.shape(x) != (model.n,):
-            raise ValueError(
-                f"{where}: {label} must have shape (n,) = ({model.n},): x, y, phi of each of the "
-                f"{model.num_bodies} bodies {list(model.body_names)}; got shape {jnp.shape(x)}"
-            )
-
-
-def checked_finite(model, x, where: str, label: str):
-    """x with a runtime check (eager or inside jit) that all entries are finite; the error
-    names the first bad coordinate by body and component."""
-    messages = tuple(
-        f"{where}: {label}[{3 * k + c}] ({comp} of body {body!r}) is not finite"
-        for k, body in enumerate(model.body_names)
-        for c, comp in enumerate(("x", "y", "phi"))
-    )
-    bad = ~jnp.isfinite(x)
-    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
-
-
 def accelerations(model, q, qd, t=0.0, *, gamma=None):
     """Accelerations qdd from the null-space formulation (seed 001, eq. 13).
 
     **Arguments:** `model`, state `q`, `qd`, time `t`; `gamma` optionally replaces the
     acceleration right-hand side (e.g. with constraint stabilization terms).
 
-    **Returns:** qdd, unique even when C is rank-deficient. jit, vmap and grad work.
+    **Returns:** qdd, unique even when C is rank-deficient. jit, vmap and grad work. A q or qd
+    of the wrong shape, or with a nan or inf entry, raises naming the entry (also inside jit).
     """
+    q = jnp.asarray(q, jnp.float64)
+    qd = jnp.asarray(qd, jnp.float64)
+    check_shapes(model, "accelerations", q=q, qd=qd)
+    q = checked_finite(model, q, "accelerations", "q")
+    qd = checked_finite(model, qd, "accelerations", "qd")
+    return unchecked_accelerations(model, q, qd, t, gamma=gamma)
+
+
+def unchecked_accelerations(model, q, qd, t=0.0, *, gamma=None):
+    """`accelerations` without the argument checks (for the integrator, whose trial states may
+    be non-finite: a failed step is diagnosed after the run)."""
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
@@ -247,10 +289,13 @@ def accelerations(model, q, qd, t=0.0, *, gamma=None):
 __all__ = [
     "Eliminate",
     "accelerations",
+    "check_removable",
     "check_shapes",
     "checked_finite",
     "eliminated_solve",
     "keep_mask",
     "min_norm_multipliers",
     "null_space_solve",
+    "suggesting_rows",
+    "unchecked_accelerations",
 ]

@@ -91,5 +91,8 @@ def is_concrete(x) -> bool:
 
 
 def as_f64(x):
-    """Field converter: a float64 array (keeps tracers traced)."""
+    """Field converter: a float64 array (keeps tracers traced). Text is left as it is, for the
+    element's check to refuse naming the element (jnp would parse "1.0" as a number)."""
+    if isinstance(x, (str, bytes)):
+        return x
     return jnp.asarray(x, dtype=jnp.float64)

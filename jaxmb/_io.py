@@ -345,15 +345,31 @@ def _numbers(value, where, label, problem="must be a number or a list of numbers
     if _is_numeric(value):
         try:
             return np.asarray(value, dtype=np.float64)
+        except OverflowError:
+            problem = f"holds an integer beyond the float64 range (about {_FLOAT_MAX:.3g})"
         except ValueError:
             problem = "must be a regular (not ragged) list of numbers"
-    raise ValueError(f"{where}: {label} {problem}, got {value!r}{_yaml_hint(value)}")
+    raise ValueError(f"{where}: {label} {problem}, got {_short(value)}{_yaml_hint(value)}")
 
 
 def _number(value, where, label) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{where}: {label} must be a number, got {value!r}{_yaml_hint(value)}")
-    return float(value)
+        raise ValueError(f"{where}: {label} must be a number, got {_short(value)}"
+                         f"{_yaml_hint(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{where}: {label} = {_short(value)} is beyond the float64 range "
+                         f"(about {_FLOAT_MAX:.3g})") from None
+
+
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
+
+def _short(value, limit=80) -> str:
+    """repr of value, cut to `limit` characters (a 400-digit number or a huge list)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _yaml_hint(value) -> str:
@@ -460,22 +476,78 @@ def _suffix(path) -> str:
     return suffix
 
 
+MAX_DEPTH = 32
+"""Deepest nesting of lists and mappings a model file may have (the schema needs 6)."""
+
+MAX_NODES = 1_000_000
+"""Most values (numbers, strings, lists, mappings) a model file may expand to, YAML aliases
+counted at every use: a few hundred bytes of nested aliases (an "alias bomb") would otherwise
+expand to billions of values."""
+
+
 def _parse(path):
     suffix = _suffix(path)
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
+    deep = (f"model file {path!r}: nested too deeply (lists or mappings more than "
+            f"{MAX_DEPTH} levels deep); a model file needs at most 6")
     if suffix == ".json":
         try:
-            return json.loads(text, object_pairs_hook=_unique_keys)
+            data = json.loads(text, object_pairs_hook=_unique_keys)
+        except RecursionError:
+            raise ValueError(deep) from None
         except ValueError as e:
             raise ValueError(f"model file {path!r}: invalid JSON: {e}") from None
-    import yaml
+    else:
+        import yaml
 
-    try:
-        return yaml.load(text, Loader=_yaml_loader())
-    except yaml.YAMLError as e:
-        message = " ".join(str(e).split())
-        raise ValueError(f"model file {path!r}: invalid YAML: {message}") from None
+        try:
+            data = yaml.load(text, Loader=_yaml_loader())
+        except RecursionError:
+            raise ValueError(deep) from None
+        except yaml.YAMLError as e:
+            message = " ".join(str(e).split())
+            raise ValueError(f"model file {path!r}: invalid YAML: {message}") from None
+    problem = _size_problem(data, lambda x: x, _children_of_data)
+    if problem:
+        raise ValueError(f"model file {path!r}: {problem}")
+    return data
+
+
+def _children_of_data(x):
+    if isinstance(x, dict):
+        return [*x.keys(), *x.values()]
+    return x if isinstance(x, list) else ()
+
+
+def _size_problem(root, key, children):
+    """None, or what is wrong when the tree under `root` (shared subtrees counted at every use)
+    holds more than MAX_NODES values or is nested more than MAX_DEPTH levels; linear in the
+    number of distinct nodes (each subtree's size is computed once)."""
+    size: dict = {}
+    stack = [(root, 1, False)]
+    on_path: set = set()
+    while stack:
+        node, depth, done = stack.pop()
+        ident = id(key(node))
+        if done:
+            on_path.discard(ident)
+            size[ident] = 1 + sum(size[id(key(c))] for c in children(node))
+            if size[ident] > MAX_NODES:
+                return (f"expands to more than {MAX_NODES:,} values (YAML aliases are "
+                        "counted at every use); refusing to read it")
+            continue
+        if ident in size:
+            continue
+        if ident in on_path:
+            return "holds a recursive YAML alias (a list or mapping that contains itself)"
+        if depth > MAX_DEPTH:
+            return (f"nested too deeply (lists or mappings more than {MAX_DEPTH} levels "
+                    "deep); a model file needs at most 6")
+        on_path.add(ident)
+        stack.append((node, depth, True))
+        stack.extend((c, depth + 1, False) for c in children(node))
+    return None
 
 
 def _unique_keys(pairs):
@@ -493,6 +565,14 @@ def _yaml_loader():
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_document(self, node):
+            """Bound the expansion of aliases before constructing anything (merge keys `<<`
+            copy entries, so even construction could blow up)."""
+            problem = _size_problem(node, lambda n: n, _children_of_node)
+            if problem:
+                raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
+            return super().construct_document(node)
+
         def construct_mapping(self, node, deep=False):
             seen = set()
             for key_node, _ in node.value:
@@ -504,6 +584,14 @@ def _yaml_loader():
             return super().construct_mapping(node, deep)
 
     return UniqueKeyLoader
+
+
+def _children_of_node(node):
+    """Child nodes of a composed YAML node (keys and values of a mapping)."""
+    value = node.value
+    if isinstance(value, list):
+        return [n for item in value for n in (item if isinstance(item, tuple) else (item,))]
+    return ()
 
 
 def _json_text(data) -> str:

@@ -39,6 +39,10 @@ class Mechanism:
             raise ValueError(f"body name must be a non-empty string, got {name!r}")
         if name == "ground" or any(b.name == name for b, *_ in self._bodies):
             raise ValueError(f"body name {name!r} is already used")
+        for label, value in (("mass", mass), ("inertia", inertia), ("q", q)):
+            if not _is_real(value):
+                raise ValueError(f"body {name!r}: {label} must be a real number (or numbers), got "
+                                 f"{value!r} of type {type(value).__name__}")
         for label, value in (("mass", mass), ("inertia", inertia)):
             if jnp.shape(value) != ():
                 raise ValueError(f"body {name!r}: {label} must be a scalar")
@@ -97,6 +101,24 @@ class Mechanism:
         )
 
 
+def _is_real(value) -> bool:
+    """True for real numbers, arrays (traced ones included) and (nested) sequences of them;
+    False for text, booleans and complex numbers (which jnp.asarray would take silently)."""
+    leaves = jax.tree.leaves(value)
+    for leaf in leaves:
+        if isinstance(leaf, (str, bytes, bool, np.bool_)):
+            return False
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is None:
+            try:
+                dtype = np.asarray(leaf).dtype
+            except (TypeError, ValueError):
+                return False
+        if np.dtype(dtype).kind not in "iuf":
+            return False
+    return bool(leaves)
+
+
 def _checked_finite(x, labels):
     """Runtime check (inside jit, where the values are traced) that every entry of x is finite;
     the error names the first bad entry by its label. Concrete values were checked at once."""
@@ -124,6 +146,11 @@ def _checked_element(element):
             return leaf
         field = jax.tree_util.keystr(path).lstrip(".")
         message = f"{type(element).__name__} {element.name!r}: {field} is not finite (traced value)"
-        return _errors.error_if(leaf, ~jnp.all(jnp.isfinite(leaf)), message)
+        leaf = _errors.error_if(leaf, ~jnp.all(jnp.isfinite(leaf)), message)
+        if field in element.nonnegative:
+            message = (f"{type(element).__name__} {element.name!r}: {field} must be non-negative "
+                       "(traced value)")
+            leaf = _errors.error_if(leaf, ~jnp.all(leaf >= 0.0), message)
+        return leaf
 
     return jax.tree_util.tree_map_with_path(check, element)

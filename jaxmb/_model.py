@@ -17,8 +17,32 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _errors
 from ._groups import evaluate, group_pairs, scatter_rows
 from .elements import AbstractForceElement, AbstractPair
+
+
+def check_shapes(model, where: str, **vectors):
+    """Trace-time check that each state vector (q, qd, ...) has shape (n,); the error names the
+    function, the argument and the expected layout."""
+    for label, x in vectors.items():
+        if jnp.shape(x) != (model.n,):
+            raise ValueError(
+                f"{where}: {label} must have shape (n,) = ({model.n},): x, y, phi of each of the "
+                f"{model.num_bodies} bodies {list(model.body_names)}; got shape {jnp.shape(x)}"
+            )
+
+
+def checked_finite(model, x, where: str, label: str):
+    """x with a runtime check (eager or inside jit) that all entries are finite; the error
+    names the first bad coordinate by body and component."""
+    messages = tuple(
+        f"{where}: {label}[{3 * k + c}] ({comp} of body {body!r}) is not finite"
+        for k, body in enumerate(model.body_names)
+        for c, comp in enumerate(("x", "y", "phi"))
+    )
+    bad = ~jnp.isfinite(x)
+    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
 
 
 def _pair_coordinates(pair: AbstractPair) -> np.ndarray:
@@ -191,6 +215,7 @@ class Model(eqx.Module):
 
     def phi(self, q, t=0.0):
         """Holonomic residuals Phi(q, t) (m rows, in pair order)."""
+        check_shapes(self, "Model.phi", q=q)
         t = jnp.asarray(t, dtype=q.dtype)
         pairs, groups = self._groups(holonomic_only=True)
         values = evaluate(pairs, groups, lambda p, ql: p.residual(ql, t), q)
@@ -198,6 +223,7 @@ class Model(eqx.Module):
 
     def velocity_residual(self, q, qd, t=0.0):
         """g(q, qd, t) = C qd + b for all rows (seed 001, eq. 4)."""
+        check_shapes(self, "Model.velocity_residual", q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
         pairs, groups = self._groups()
         values = evaluate(pairs, groups, lambda p, ql, vl: p.velocity_residual(ql, vl, t), q, qd)
@@ -208,6 +234,7 @@ class Model(eqx.Module):
 
         Each pair is differentiated with respect to its own bodies' coordinates only (a block of
         num_rows x 3 bodies), pairs of one type together (`jaxmb._groups`)."""
+        check_shapes(self, "Model.C", q=q)
         t = jnp.asarray(t, dtype=q.dtype)
         pairs, groups = self._groups()
 
@@ -227,6 +254,7 @@ class Model(eqx.Module):
         Per pair, one batch of forward-mode tangents of g(q, qd, t) gives the columns of C
         (tangents e_k along qd) and -gamma (tangent (qd, 0, 1) along (q, qd, t)), seed 001
         eq. 5-9; this is what the integrator needs at every step."""
+        check_shapes(self, "Model.kinematic_terms", q=q, qd=qd)
         return _kinematic_terms(self, q, qd, jnp.asarray(t, dtype=q.dtype))
 
     def b(self, q, t=0.0):
@@ -235,6 +263,7 @@ class Model(eqx.Module):
 
     def gamma(self, q, qd, t=0.0):
         """Acceleration right-hand side: C qdd = gamma = -(dg/dq qd + dg/dt) (seed 001, eq. 8-9)."""
+        check_shapes(self, "Model.gamma", q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
         _, dg = jax.jvp(
             lambda q_, t_: self.velocity_residual(q_, qd, t_), (q, t), (qd, jnp.ones_like(t))
@@ -254,6 +283,7 @@ class Model(eqx.Module):
     def forces(self, q, qd, t=0.0):
         """Applied generalized forces F(q, qd, t) (no velocity-dependent inertia terms arise in
         planar absolute coordinates with centroidal frames)."""
+        check_shapes(self, "Model.forces", q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
         F = jnp.zeros(self.n, q.dtype)
         for f in self.force_elements:

@@ -24,12 +24,17 @@ import jax
 import jax.numpy as jnp
 
 from . import _errors
-from ._dynamics import check_shapes
+from ._dynamics import check_shapes, suggesting_rows
 from ._reaction_methods._base import AbstractReactionMethod
 from ._reaction_methods.auto import Auto
 from ._reaction_methods.min_norm import MinNorm
 from ._simulate import Trajectory
 from ._solvability import solvability
+from ._state_checks import checked_state
+
+STATE_TOL = 1e-6
+"""`reactions` refuses |Phi| > STATE_TOL (1 + max |q|) or |C qd + b| > STATE_TOL (1 + max |qd|)
+(looser than simulate's check of q0: saved states carry the integrator's drift)."""
 from ._velocity import kinematics
 
 SPELLINGS = {"min_norm": MinNorm, "auto": Auto}
@@ -118,13 +123,16 @@ def _traced(*trees):
     return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(trees))
 
 
-def _reactions_at(model, q, qd, t, method, label, qdd=None):
+def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
     """Reactions at one state by the bound `method`; `qdd` given (statics, inverse dynamics)
-    or, when None, the model's unique accelerations."""
+    or, when None, the model's unique accelerations; `check` refuses a state off the
+    constraints (see `reactions`)."""
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
     check_shapes(model, "reactions", q=q, qd=qd)
+    if check:
+        q, qd = checked_state(model, q, qd, t, "reactions", STATE_TOL)
     M = model.mass_matrix()
     F = model.forces(q, qd, t)
     if model.num_rows:
@@ -156,12 +164,15 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None):
     )
 
 
-def reactions(model, q, qd=None, t=0.0, method="min_norm"):
+def reactions(model, q, qd=None, t=0.0, method="min_norm", *, check=True):
     """Constraint reactions at a state, or along a `Trajectory` (vmapped over time).
 
     **Arguments:** `model`; `q`, `qd`, `t` (or a `Trajectory` as `q`); `method`: a reaction
     method, `mb.MinNorm()` (or "min_norm", the default), `mb.Auto()` (or "auto"),
-    `mb.Eliminate(rows=(...))` or `mb.Compliance(stiffness, default)`.
+    `mb.Eliminate(rows=(...))` or `mb.Compliance(stiffness, default)`; `check`: refuse (also
+    inside jit) a state with a non-finite entry or violating the constraints (|Phi| or
+    |C qd + b| above `STATE_TOL` relative; e.g. a Trajectory that stopped early holds inf after
+    `t_stop`), naming the entry or the pair; False computes at any state.
 
     **Returns:** `Reactions`. Only the pairs flagged in `Reactions.solvable` have reactions
     that do not depend on `method`; `mb.Compliance` gives the physical ones of the others.
@@ -171,13 +182,15 @@ def reactions(model, q, qd=None, t=0.0, method="min_norm"):
         raise TypeError("reactions: pass qd (or a Trajectory)")
     bound = method.bind(model, "reactions")
     label = _label(method, bound, _traced(model, method, q, qd, t))
-    with _naming(method, bound):
+    at = ((q.q[0], q.ts[0], "at the first saved state") if isinstance(q, Trajectory)
+          else (q, t, "at this state"))
+    with suggesting_rows(model, *at), _naming(method, bound):
         if isinstance(q, Trajectory):
-            rx = _reactions_along(model, (q.q, q.qd, q.ts), bound, label)
+            rx = _reactions_along(model, (q.q, q.qd, q.ts), bound, label, check)
         else:
             rx = _reactions_one(model, jnp.asarray(q, jnp.float64),
                                 jnp.asarray(qd, jnp.float64), jnp.asarray(t, jnp.float64),
-                                bound, label)
+                                bound, label, check=check)
     rx = _named(rx, method)
     _warn_not_unique(method, rx, "reactions")
     return rx
@@ -210,9 +223,10 @@ _reactions_one = _errors.checked_jit(_reactions_at)
 
 
 @_errors.checked_jit
-def _reactions_along(model, xs, method, label):
+def _reactions_along(model, xs, method, label, check=False):
     """Reactions along the time axis of xs = (q, qd, ts) or (q, qd, ts, qdd)."""
-    return jax.vmap(lambda x: _reactions_at(model, *x[:3], method, label, *x[3:]))(xs)
+    return jax.vmap(
+        lambda x: _reactions_at(model, *x[:3], method, label, *x[3:], check=check))(xs)
 
 
 def inverse_dynamics(model, ts, q=None, method="min_norm"):

@@ -11,40 +11,52 @@ would in the pure index-1 formulation. alpha = beta = 10 1/s (critically damped,
 interest, so the ODE does not become stiff and the drift stays at the level of the local errors.
 """
 
+import contextlib
+import dataclasses
+
 import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
 from . import _errors, _failures
+from ._arguments import checked_direction, checked_times, checked_tolerances
 from ._dynamics import (
     Eliminate,
-    accelerations,
+    check_removable,
     check_shapes,
     checked_finite,
     eliminated_solve,
     keep_mask,
     null_space_solve,
+    suggesting_rows,
+    unchecked_accelerations,
 )
 from ._independent import IndependentCoordinates, simulate_independent
+from ._state_checks import worst_pair_error
 
 POSITION_TOL = 1e-8
 VELOCITY_TOL = 1e-8
 
 
 class Baumgarte(eqx.Module):
-    """Baumgarte stabilization parameters (1/s)."""
+    """Baumgarte stabilization parameters (1/s).
+
+    Integrating backwards (t1 < t0) the damping term changes sign, s = sign(t1 - t0):
+    C qdd = gamma - 2 alpha s (C qd + b) - beta^2 [Phi; 0], so that in the time of integration
+    tau = s t the violations again obey e_tautau + 2 alpha e_tau + beta^2 e = 0 (damped, where
+    the forward form would make them grow like exp(2 alpha |t|))."""
 
     alpha: float = 10.0
     beta: float = 10.0
 
-    def gamma(self, model, q, qd, t):
-        """Stabilized right-hand side gamma - 2 alpha (C qd + b) - beta^2 [Phi; 0]."""
-        return self.stabilized(model.kinematic_terms(q, qd, t))
+    def gamma(self, model, q, qd, t, direction=1.0):
+        """Stabilized right-hand side gamma - 2 alpha s (C qd + b) - beta^2 [Phi; 0]."""
+        return self.stabilized(model.kinematic_terms(q, qd, t), direction)
 
-    def stabilized(self, terms):
+    def stabilized(self, terms, direction=1.0):
         """The same from precomputed `Model.kinematic_terms`."""
-        return terms.gamma - 2.0 * self.alpha * terms.g - self.beta**2 * terms.phi
+        return terms.gamma - 2.0 * self.alpha * direction * terms.g - self.beta**2 * terms.phi
 
 
 class Trajectory(eqx.Module):
@@ -53,7 +65,9 @@ class Trajectory(eqx.Module):
     the saved instants where the independent-coordinate formulation changed its partition
     (None for the other formulations). `t_stop` is the time the integration reached (t1 on
     success; saved states after it are inf) and `singular` says whether it stopped at a
-    singular configuration (see `jaxmb._failures`); both None where not integrated."""
+    singular configuration (see `jaxmb._failures`); both None where not integrated.
+    `start_error` is 0, or with throw=False the index in `START_ERRORS` of the reason the
+    initial state was refused."""
 
     ts: jnp.ndarray
     q: jnp.ndarray
@@ -63,39 +77,63 @@ class Trajectory(eqx.Module):
     repartitioned: jnp.ndarray | None = None
     t_stop: jnp.ndarray | None = None
     singular: jnp.ndarray | None = None
+    start_error: jnp.ndarray | None = None
 
     @property
     def success(self):
         return self.result == diffrax.RESULTS.successful
 
 
-def _worst_pair_error(model, x, residual, tol, text, holonomic_only):
-    """x, raising unless max |residual| <= tol (nan fails); the message names the pair owning
-    the largest entry."""
-    pairs = [p for p in model.pairs if p.holonomic or not holonomic_only]
-    owner = np.concatenate([np.full(p.num_rows, k) for k, p in enumerate(pairs)])
-    worst = jnp.asarray(owner)[jnp.argmax(jnp.abs(residual))]
-    bad = ~(jnp.max(jnp.abs(residual)) <= tol)
-    return _errors.branched_error_if(x, bad, worst, tuple(text.format(p.name) for p in pairs))
+START_ERRORS = (
+    "",
+    "q0 is not finite",
+    "qd0 is not finite",
+    "q0 violates the position constraints (call mb.assemble first)",
+    "qd0 violates the velocity constraints (call mb.consistent_velocity first)",
+    "an applied force is not finite at the initial state",
+)
+"""Why `simulate(..., throw=False)` refused an initial state: `Trajectory.start_error` indexes
+this tuple (0: accepted). A refused run integrates nothing: `result` is
+`diffrax.RESULTS.nonfinite_input` (diffrax has no code for an inconsistent start), `t_stop`
+is t0 and every saved state is inf; rerun that member with throw=True for the message naming
+the entry or the pair."""
 
 
-def _check_initial_state(model, q0, qd0, t0):
+def _start_error(model, q0, qd0, t0):
+    """Index into START_ERRORS of the first problem of the initial state (0: none)."""
+    flags = [~jnp.all(jnp.isfinite(q0)), ~jnp.all(jnp.isfinite(qd0))]
+    flags.append(~(jnp.max(jnp.abs(model.phi(q0, t0)), initial=0.0) <= POSITION_TOL))
+    residual = model.velocity_residual(q0, qd0, t0)
+    flags.append(~(jnp.max(jnp.abs(residual), initial=0.0)
+                   <= VELOCITY_TOL * (1.0 + jnp.max(jnp.abs(qd0)))))
+    forces = (_failures._forces(model, q0, qd0, t0) if model.force_elements
+              else jnp.zeros(1))
+    flags.append(~jnp.all(jnp.isfinite(forces)))
+    flags = jnp.stack(flags)
+    return jnp.where(jnp.any(flags), jnp.argmax(flags) + 1, 0)
+
+
+def _check_initial_state(model, q0, qd0, t0, throw=True):
+    """(q0, qd0, start_error): with throw, raising for a bad initial state naming the entry or
+    the pair (start_error None); without, its START_ERRORS index, per member under vmap."""
+    if not throw:
+        return q0, qd0, _start_error(model, q0, qd0, t0)
     q0 = checked_finite(model, q0, "simulate", "q0")
     qd0 = checked_finite(model, qd0, "simulate", "qd0")
     if model.m:
-        q0 = _worst_pair_error(
+        q0 = worst_pair_error(
             model, q0, model.phi(q0, t0), POSITION_TOL,
             "simulate: the initial configuration violates the position constraints of pair "
             f"{{!r}} (|Phi| above {POSITION_TOL}); call mb.assemble(model, q0) first.", True,
         )
     if model.num_rows:
-        qd0 = _worst_pair_error(
+        qd0 = worst_pair_error(
             model, qd0, model.velocity_residual(q0, qd0, t0),
             VELOCITY_TOL * (1.0 + jnp.max(jnp.abs(qd0))),
             "simulate: the initial velocity violates the velocity constraints C qd + b = 0 of "
             "pair {!r}; call mb.consistent_velocity(model, q0, qd0) first.", False,
         )
-    return _failures.check_initial_forces(model, q0, qd0, t0), qd0
+    return _failures.check_initial_forces(model, q0, qd0, t0), qd0, None
 
 
 # the independent-coordinate formulation checks the initial state in its own small program
@@ -110,15 +148,16 @@ class _Dynamics(eqx.Module):
     model: object
     stabilization: object
     formulation: object
+    direction: object = 1.0  # sign(t1 - t0), for the Baumgarte damping
 
     def __call__(self, t, y, args):
         model, formulation = self.model, self.formulation
         q, qd = y
         if model.num_rows == 0:
-            return qd, accelerations(model, q, qd, t)
+            return qd, unchecked_accelerations(model, q, qd, t)
         terms = model.kinematic_terms(q, qd, t)
         gamma = (terms.gamma if self.stabilization is None
-                 else self.stabilization.stabilized(terms))
+                 else self.stabilization.stabilized(terms, self.direction))
         M, F = model.mass_matrix(), model.forces(q, qd, t)
         if isinstance(formulation, str) and formulation == "null_space":
             return qd, null_space_solve(M, F, terms.C, gamma)
@@ -151,17 +190,22 @@ def simulate(
 
     **Arguments:**
     - `model`, initial state `q0`, `qd0` (consistent: see `assemble`, `consistent_velocity`),
-      final time `t1`, start `t0`.
-    - `ts`: times to save (default 201 equally spaced instants from t0 to t1).
-    - `rtol`, `atol`: error tolerances of the adaptive step-size controller.
+      final time `t1`, start `t0` (finite; t1 < t0 integrates backwards, the Baumgarte
+      damping acting in the direction of integration; not with "independent").
+    - `ts`: times to save (default 201 equally spaced instants from t0 to t1): a non-empty
+      1-D array within [t0, t1], ordered from t0 towards t1.
+    - `rtol`, `atol`: error tolerances of the adaptive step-size controller (positive).
     - `solver`: a diffrax solver (default `diffrax.Tsit5()`; `diffrax.Dopri5()` is the
       Dormand-Prince pair used by seed 001).
     - `stabilization`: `Baumgarte(alpha, beta)` or None.
-    - `adjoint`: diffrax adjoint for reverse-mode gradients (default recursive checkpointing).
+    - `adjoint`: diffrax adjoint for reverse-mode gradients (default recursive checkpointing);
+      for forward mode (jax.jacfwd, jax.jvp) pass `diffrax.ForwardMode()`.
     - `throw`: raise on failure, naming the cause (a singular configuration and the pair
       involved, a non-finite force element, step-size collapse, max_steps; see
       `jaxmb._failures`); with False, inspect `Trajectory.result`, `t_stop` and `singular`
-      (per item under vmap).
+      (per item under vmap); an initial state that would raise (non-finite, off the
+      constraints, non-finite forces) is then refused per item instead: `start_error` > 0
+      indexes `START_ERRORS`, and nothing is integrated for that item.
     - `progress`: print a text progress meter.
     - `stepsize_controller`: replaces the default `diffrax.PIDController(rtol, atol)` (with
       dtmin = 1e-12 |t1 - t0|, so a collapsing step size stops the run), e.g.
@@ -173,7 +217,8 @@ def simulate(
       re-partitioning (holonomic models; no stabilization needed: the dependent coordinates
       are solved by Newton, so Phi stays at round-off).
 
-    **Returns:** `Trajectory(ts, q, qd, result, num_steps, t_stop=..., singular=...)`.
+    **Returns:** `Trajectory(ts, q, qd, result, num_steps, t_stop=..., singular=...,
+    start_error=...)`.
 
     ```python
     traj = mb.simulate(model, q0, qd0, t1=20.0, ts=jnp.linspace(0, 20, 401))
@@ -181,26 +226,28 @@ def simulate(
     """
     q0 = jnp.asarray(q0, jnp.float64)
     qd0 = jnp.asarray(qd0, jnp.float64)
-    t0 = jnp.asarray(t0, jnp.float64)
-    t1 = jnp.asarray(t1, jnp.float64)
-    ts = jnp.linspace(t0, t1, 201) if ts is None else jnp.asarray(ts, jnp.float64)
-    # numbers as arrays: a new value reuses the compiled program instead of recompiling
-    rtol, atol = jnp.asarray(rtol, jnp.float64), jnp.asarray(atol, jnp.float64)
-    dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
     check_shapes(model, "simulate", q0=q0, qd0=qd0)
+    t0, t1, ts = checked_times(t0, t1, ts)
+    # numbers as arrays: a new value reuses the compiled program instead of recompiling
+    rtol, atol = checked_tolerances(rtol, atol)
+    dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
 
     if formulation == "independent":
         formulation = IndependentCoordinates()
     if isinstance(formulation, IndependentCoordinates):
-        q0, qd0 = _checked_initial_state(model, q0, qd0, t0)
+        q0, qd0, start_error = _checked_initial_state(model, q0, qd0, t0, throw)
+        q0, qd0, t1, ts = _refuse_start(model, start_error, q0, qd0, t0, t1, ts)
+        t1 = checked_direction(t0, t1, "simulate(formulation='independent')")
         ts_full = jnp.concatenate([t0[None], ts])
-        q, qd, result, steps, switched = simulate_independent(
-            model, q0, qd0, ts_full, option=formulation,
-            solver=diffrax.Tsit5() if solver is None else solver, rtol=rtol, atol=atol,
-            max_steps=max_steps, throw=throw,
-        )
-        return Trajectory(ts=ts, q=q[1:], qd=qd[1:], result=result, num_steps=steps,
+        with _forward_mode_hint(adjoint):
+            q, qd, result, steps, switched = simulate_independent(
+                model, q0, qd0, ts_full, option=formulation,
+                solver=diffrax.Tsit5() if solver is None else solver, rtol=rtol, atol=atol,
+                max_steps=max_steps, throw=throw,
+            )
+        traj = Trajectory(ts=ts, q=q[1:], qd=qd[1:], result=result, num_steps=steps,
                           repartitioned=switched[1:])
+        return _refused(traj, start_error, t0)
     if not (formulation in ("null_space", "auto") or isinstance(formulation, Eliminate)):
         raise ValueError(
             "simulate: formulation must be 'null_space', 'auto', 'independent', "
@@ -208,17 +255,21 @@ def simulate(
         )
     if isinstance(formulation, Eliminate):
         keep_mask(model, formulation, None)  # range check of the rows at trace time
+        with suggesting_rows(model, q0, t0, "at q0"):
+            q0 = _check_rows_at_start(model, formulation, q0, t0)
 
     options = _Options(solver, stabilization, adjoint, formulation, stepsize_controller,
-                       max_steps, progress)
-    q, qd, result, num_steps, stop, dtmin = _integrate(
-        model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options)
+                       max_steps, progress, throw)
+    with _forward_mode_hint(adjoint):
+        q, qd, result, num_steps, stop, dtmin, q0, start_error = _integrate(
+            model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options)
     t_stop, q_stop, qd_stop = stop
     q, singular = _failures.check_stop(
         model, result, (t0, q0), (t_stop, q_stop, qd_stop), dtmin, q, throw
     )
-    return Trajectory(ts=ts, q=q, qd=qd, result=result, num_steps=num_steps,
+    traj = Trajectory(ts=ts, q=q, qd=qd, result=result, num_steps=num_steps,
                       t_stop=t_stop, singular=singular)
+    return _refused(traj, start_error, t0)
 
 
 class _Options(eqx.Module):
@@ -231,36 +282,35 @@ class _Options(eqx.Module):
     stepsize_controller: object
     max_steps: int = eqx.field(static=True)
     progress: bool = eqx.field(static=True)
+    throw: bool = eqx.field(static=True)
 
 
-def _check_save_times(ts, t0, t1):
-    """ts, failing unless the save times are finite, ordered from t0 towards t1 and within
-    [t0, t1] (diffrax's own checks of SaveAt(ts) are switched off: they are host callbacks)."""
-    lo, hi = jnp.minimum(t0, t1), jnp.maximum(t0, t1)
-    ts = _errors.error_if(
-        ts, ~jnp.all((ts >= lo) & (ts <= hi)),
-        "simulate: every save time in ts must be finite and lie between t0 and t1",
-    )
-    step = jnp.diff(ts) * jnp.sign(t1 - t0)
-    return _errors.error_if(
-        ts, jnp.any(step < 0), "simulate: the save times ts must be ordered from t0 to t1"
-    )
+def _refuse_start(model, start_error, q0, qd0, t0, t1, ts):
+    """With throw=False a refused start integrates nothing (per member): t1 = t0, a consistent
+    dummy state; `_refused` marks the run failed afterwards."""
+    if start_error is None:
+        return q0, qd0, t1, ts
+    accepted = start_error == 0
+    t1, ts = jnp.where(accepted, t1, t0), jnp.where(accepted, ts, t0)
+    return jnp.where(accepted, q0, model.q0), jnp.where(accepted, qd0, 0.0), t1, ts
 
 
 @_errors.checked_jit  # one program, no host callback: the persistent cache stores it
 def _integrate(model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options):
     """The integration of `simulate` (null-space and eliminated formulations): the initial
     checks, diffeqsolve and the saved states; the failure diagnosis runs after it."""
-    q0, qd0 = _check_initial_state(model, q0, qd0, t0)
-    ts = _check_save_times(ts, t0, t1)
+    q0, qd0, start_error = _check_initial_state(model, q0, qd0, t0, options.throw)
+    q0, qd0, t1, ts = _refuse_start(model, start_error, q0, qd0, t0, t1, ts)
     if dt0 is not None:
         dt0 = _errors.error_if(dt0, (t1 - t0) * dt0 < 0,
                                "simulate: dt0 must have the sign of t1 - t0")
     dtmin = _failures.DTMIN_RTOL * jnp.abs(t1 - t0)
+    direction = jnp.where(t1 >= t0, 1.0, -1.0)
     solver, controller = options.solver, options.stepsize_controller
-    with _errors.quiet_third_party_checks():  # diffrax's SaveAt / dt0 checks: done above
+    with _errors.quiet_third_party_checks():  # diffrax's SaveAt / dt0 checks: done before
         sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(_Dynamics(model, options.stabilization, options.formulation)),
+            diffrax.ODETerm(_Dynamics(model, options.stabilization, options.formulation,
+                                      direction)),
             diffrax.Tsit5() if solver is None else solver,
             t0=t0,
             t1=t1,
@@ -284,4 +334,46 @@ def _integrate(model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options):
     reached = (jnp.arange(ts.shape[0]) < stop)[:, None]
     q, qd = (jnp.where(reached, y[:-1], jnp.inf) for y in sol.ys)
     last = (sol.ts[stop], sol.ys[0][stop], sol.ys[1][stop])
-    return q, qd, sol.result, sol.stats["num_steps"], last, dtmin
+    return q, qd, sol.result, sol.stats["num_steps"], last, dtmin, q0, start_error
+
+
+def _refused(traj, start_error, t0):
+    """traj with its `start_error` (0 with throw=True: a bad start raised); where it is non-zero
+    the run is marked failed: result nonfinite_input, t_stop = t0, saved states inf."""
+    if start_error is None:
+        return dataclasses.replace(traj, start_error=jnp.asarray(0))
+    accepted = start_error == 0
+    inf_unless = lambda x: jnp.where(accepted, x, jnp.inf)  # noqa: E731
+    return dataclasses.replace(
+        traj,
+        q=inf_unless(traj.q),
+        qd=inf_unless(traj.qd),
+        result=diffrax.RESULTS.where(accepted, traj.result, diffrax.RESULTS.nonfinite_input),
+        t_stop=None if traj.t_stop is None else jnp.where(accepted, traj.t_stop, t0),
+        start_error=start_error,
+    )
+
+
+@_errors.checked_jit
+def _check_rows_at_start(model, formulation, q0, t0):
+    """q0, raising unless the rows of the Eliminate formulation are removable at (q0, t0)."""
+    keep = keep_mask(model, formulation, None)
+    return check_removable(q0, model.C(q0, t0), keep, f"simulate(formulation={formulation!r})")
+
+
+@contextlib.contextmanager
+def _forward_mode_hint(adjoint):
+    """jax.jacfwd / jax.jvp through diffrax's default adjoint (a custom_vjp) fails with a
+    message that does not say what to do: say it."""
+    try:
+        yield
+    except TypeError as err:
+        if "custom_vjp" not in str(err) or adjoint is not None:
+            raise
+        raise TypeError(
+            "simulate: forward-mode differentiation (jax.jacfwd, jax.jvp, jax.hessian) through "
+            "simulate needs simulate(..., adjoint=diffrax.ForwardMode()); the default adjoint "
+            "(diffrax.RecursiveCheckpointAdjoint) supports reverse mode (jax.grad, jax.jacrev) "
+            "only."
+        ) from None
+

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._linalg import RANK_RTOL, pivoted_qr, qr, singular_values, svd, svd_full
+from ._model import check_shapes, checked_finite
 
 B_RTOL = 1e-8
 MARGIN_WARNING = 1e2
@@ -139,7 +140,8 @@ class SolvabilityReport(eqx.Module):
     `row_order` (pivot order of the rows of C from pivoted QR of C^T: the first `rank` rows are
     independent, the others redundant); `unique_directions` / `unique_count` per pair (directions
     in generalized-force space along which an unsolvable pair's reaction is still unique); the
-    same per group in `group_names`, `group_solvable`, `group_b_norm`, ... .
+    same per group in `group_names`, `group_solvable`, `group_b_norm`, ... (None when no
+    groups were given).
     """
 
     method: str = eqx.field(static=True)
@@ -156,9 +158,9 @@ class SolvabilityReport(eqx.Module):
     b_relative: jnp.ndarray
     unique_directions: jnp.ndarray
     unique_count: jnp.ndarray
-    group_solvable: jnp.ndarray
-    group_b_norm: jnp.ndarray
-    group_unique_count: jnp.ndarray
+    group_solvable: jnp.ndarray | None
+    group_b_norm: jnp.ndarray | None
+    group_unique_count: jnp.ndarray | None
     margin: jnp.ndarray
     warning: jnp.ndarray
     row_order: jnp.ndarray
@@ -264,12 +266,14 @@ def solvability(model, q, t=0.0, method="qr", *, groups=None, rtol=RANK_RTOL, bt
     groups = tuple((name, tuple(members)) for name, members in dict(groups or {}).items())
     q = jnp.asarray(q, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
+    check_shapes(model, "solvability", q=q)
     return _solvability_compiled(model, q, t, method, groups, rtol, btol)
 
 
 @eqx.filter_jit  # eager calls run compiled (robot: 12.5 s op by op, 2.6 s); inlined in an outer jit
 def _solvability_compiled(model, q, t, method, groups, rtol, btol):
     groups = dict(groups)  # (name, members) pairs: a dict argument would come back key-sorted
+    q = checked_finite(model, q, "solvability", "q")  # nan would read as rank 0, nothing unique
     C = model.C(q, t)
     hol = np.asarray(model.holonomic_rows)
     pair_sets = _row_sets(model, [(nm,) for nm in model.pair_names])
@@ -283,12 +287,11 @@ def _solvability_compiled(model, q, t, method, groups, rtol, btol):
         Qt, rank, margin = _left_null_svd(C, rtol)
 
     ok, b_norm, b_rel, E, e_count = _analyse_sets(C, Qt, rank, pair_sets, method, rtol, btol)
+    # without groups the group fields are None, not size-0 arrays: jax.lax.map(...,
+    # batch_size=k) cannot reshape size-0 outputs (ZeroDivisionError), so chunked maps failed
+    g_ok = g_b = g_count = None
     if groups:
         g_ok, g_b, _, _, g_count = _analyse_sets(C, Qt, rank, group_sets, method, rtol, btol)
-    else:
-        g_ok = jnp.zeros(0, bool)
-        g_b = jnp.zeros(0, C.dtype)
-        g_count = jnp.zeros(0, jnp.int32)
     _, _, row_order = pivoted_qr(C.T)
     return SolvabilityReport(
         method=method,

@@ -8,6 +8,7 @@ from . import _errors
 from ._assemble import assemble, assembly_failure, failure_messages
 from ._dynamics import checked_finite
 from ._linalg import pinv_solve
+from ._model import check_shapes, checked_finite
 
 VELOCITY_TOL = 1e-9
 
@@ -18,10 +19,15 @@ def consistent_velocity(model, q, qd, t=0.0, *, throw=True):
         qd* = qd - C^+ (C qd + b),
 
     the velocity closest to qd (Euclidean norm) that satisfies every velocity constraint.
-    Raises when the constraints admit no velocity (b not in the range of C).
+    Raises (with `throw`, also inside jit) when the constraints admit no velocity (b not in the
+    range of C) or q or qd has a nan or inf entry.
     """
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
+    check_shapes(model, "consistent_velocity", q=q, qd=qd)
+    if throw:
+        q = checked_finite(model, q, "consistent_velocity", "q")
+        qd = checked_finite(model, qd, "consistent_velocity", "qd")
     if model.num_rows == 0:
         return qd
     return _consistent_velocity(model, q, qd, jnp.asarray(t, jnp.float64), throw)

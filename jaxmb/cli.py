@@ -13,9 +13,12 @@ callbacks and can be cached.
 """
 
 import argparse
+import contextlib
 import importlib.util
+import math
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -232,7 +235,9 @@ def _vector(x) -> str:
 
 def _trajectory(spec, t1, num_saves, rtol=1e-8):
     """MODEL simulated from its assembled q0 and consistent initial velocity (the module's
-    `initial_velocity`, else zero) to t1, saved at num_saves times: (model, Trajectory)."""
+    `initial_velocity`, else zero) to t1, saved at num_saves times: (model, Trajectory).
+    simulate runs eagerly (its integration is compiled inside), so a failure is reported
+    with the time it happened."""
     import jax.numpy as jnp
 
     import jaxmb as mb
@@ -248,18 +253,74 @@ def _trajectory(spec, t1, num_saves, rtol=1e-8):
     return model, mb.simulate(model, q0, qd0, t1, ts=ts, rtol=rtol)
 
 
+def _check_run_options(args, saves="num_saves"):
+    """--t1 and the number of saved instants, before anything is loaded or run."""
+    if not (math.isfinite(args.t1) and args.t1 > 0.0):
+        raise SystemExit(f"jaxmb: --t1 {args.t1:g}: expected a positive, finite duration in "
+                         "seconds")
+    count = getattr(args, saves)
+    if count < 2:
+        flag = "--" + saves.replace("_", "-")
+        raise SystemExit(f"jaxmb: {flag} {count}: expected at least 2 (the first and last "
+                         "instants)")
+
+
+def _check_output_path(out):
+    """Refuse an --out that cannot be written, before the run (not after it)."""
+    folder = os.path.dirname(os.path.abspath(out))
+    if os.path.isdir(out):
+        raise SystemExit(f"jaxmb: --out {out!r} is a folder; give a file name")
+    if not os.path.isdir(folder):
+        raise SystemExit(f"jaxmb: --out {out!r}: folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise SystemExit(f"jaxmb: --out {out!r}: folder {folder!r} is not writable")
+
+
+def write_atomically(path, write):
+    """Call write(binary file) on a temporary file in path's folder, then rename it to path: a
+    failed or interrupted write leaves any previous file at path intact. The new file gets
+    the previous file's permissions (else the usual ones, 0o666 less the umask)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        if os.path.exists(path):
+            mode = os.stat(path).st_mode & 0o7777
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def cmd_simulate(args):
     if not args.out.endswith((".npz", ".csv")):  # before the run, not after it
         raise SystemExit(f"jaxmb: --out {args.out!r}: expected a .npz or .csv file name")
+    _check_run_options(args)
+    _check_output_path(args.out)
     model, traj = _trajectory(args.model, args.t1, args.num_saves, args.rtol)
     names = [f"{b}.{c}" for b in model.body_names for c in ("x", "y", "phi")]
+    ts, q, qd = np.asarray(traj.ts), np.asarray(traj.q), np.asarray(traj.qd)
     if args.out.endswith(".npz"):
-        np.savez(args.out, ts=np.asarray(traj.ts), q=np.asarray(traj.q), qd=np.asarray(traj.qd),
-                 coordinates=np.asarray(names))
-    elif args.out.endswith(".csv"):
+        def write(fh):
+            np.savez(fh, ts=ts, q=q, qd=qd, coordinates=np.asarray(names))
+    else:
         header = ",".join(["t"] + names + [f"d({n})/dt" for n in names])
-        data = np.column_stack([np.asarray(traj.ts), np.asarray(traj.q), np.asarray(traj.qd)])
-        np.savetxt(args.out, data, delimiter=",", header=header, comments="")
+
+        def write(fh):
+            np.savetxt(fh, np.column_stack([ts, q, qd]), delimiter=",", header=header,
+                       comments="")
+    try:
+        write_atomically(args.out, write)
+    except OSError as e:
+        raise SystemExit(f"jaxmb: --out {args.out!r}: cannot write it: {e.strerror or e}; "
+                         "any previous file there is unchanged") from None
     print(f"simulated {args.t1:g} s in {int(traj.num_steps)} steps; wrote {args.out}")
     return 0
 
@@ -274,6 +335,8 @@ def cmd_plot(args):
     if suffix not in matplotlib.figure.Figure().canvas.get_supported_filetypes():
         raise SystemExit(f"jaxmb: --out {args.out!r}: expected an image file name (.png, .pdf, "
                          ".svg, ...)")
+    _check_run_options(args)
+    _check_output_path(args.out)
     model, traj = _trajectory(args.model, args.t1, args.num_saves)
     report = mb.solvability(model, traj.q[0], traj.ts[0])
     rx = mb.reactions(model, traj)
@@ -286,8 +349,8 @@ def cmd_plot(args):
 def cmd_animate(args):
     if not args.out.lower().endswith((".gif", ".mp4")):
         raise SystemExit(f"jaxmb: --out {args.out!r}: expected a .gif or .mp4 file name")
-    if args.frames < 2:
-        raise SystemExit(f"jaxmb: --frames {args.frames}: expected at least 2")
+    _check_run_options(args, saves="frames")
+    _check_output_path(args.out)
 
     import jaxmb as mb
     from jaxmb import drawing
@@ -356,10 +419,27 @@ def use_compilation_cache():
     enable_compilation_cache()
 
 
+def error_line(err) -> str:
+    """The readable part of a library error on one line: jaxmb's own message (for a runtime
+    check inside jit it sits in the last 'EquinoxRuntimeError: ...' line of the text)."""
+    lines = str(err).splitlines()
+    marked = [ln.split("EquinoxRuntimeError: ", 1)[1] for ln in lines
+              if "EquinoxRuntimeError: " in ln]
+    text = marked[-1] if marked else next((ln for ln in lines if ln.strip()), type(err).__name__)
+    return " ".join(text.split())
+
+
 def main(argv=None):
+    """Run a command; a library error (bad model, failed run, ...) ends the process with one
+    line naming the cause and exit status 1 (JAXMB_TRACEBACK=1 shows the traceback)."""
     args = build_parser().parse_args(argv)
     use_compilation_cache()
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (RuntimeError, ValueError) as err:
+        if os.environ.get("JAXMB_TRACEBACK") == "1":
+            raise
+        raise SystemExit(f"jaxmb: {error_line(err)}") from None
 
 
 if __name__ == "__main__":

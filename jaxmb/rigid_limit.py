@@ -24,7 +24,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _errors
 from ._geometry import Body, as_f64, direction, point
+from ._linalg import solve
 from ._model import Model
 from .elements import AbstractForceElement, Bushing, KnifeEdge, Revolute, Weld
 
@@ -150,7 +152,7 @@ def static_equilibrium(model, q, t=0.0, *, max_steps=50):
 
     def step(state):
         k, x, _ = state
-        dx = -jnp.linalg.solve(jax.jacfwd(residual)(x), residual(x))
+        dx = -solve(jax.jacfwd(residual)(x), residual(x))
         return k + 1, x + dx, jnp.max(jnp.abs(dx[:n]))
 
     def going(state):
@@ -159,7 +161,7 @@ def static_equilibrium(model, q, t=0.0, *, max_steps=50):
 
     x0 = jnp.concatenate([q, jnp.zeros(rows)])
     k, x, size = jax.lax.while_loop(going, step, (0, x0, jnp.asarray(jnp.inf)))
-    x = eqx.error_if(x, ~(size < NEWTON_TOL * (1.0 + jnp.max(jnp.abs(q)))),
+    x = _errors.error_if(x, ~(size < NEWTON_TOL * (1.0 + jnp.max(jnp.abs(q)))),
                      "static_equilibrium: Newton's method did not converge (no equilibrium "
                      "near q, or the load is too large for the joints' stiffness)")
     return x[:n], x[n:]

@@ -10,6 +10,7 @@ Both then give C = dg/dqd, b = g(q, 0, t) and gamma = -(dg/dq qd + dg/dt) (seed 
 """
 
 import abc
+import dataclasses
 from typing import ClassVar
 
 import equinox as eqx
@@ -23,7 +24,9 @@ from ..drive import AbstractDrive, as_drive
 
 def drive_field(value):
     """Field converter for drive functions: a constant of any shape becomes `Constant`, so that
-    `check_drive` reports a wrong shape naming the element."""
+    `check_drive` reports a wrong shape naming the element (text is left for it to refuse)."""
+    if isinstance(value, (str, bytes)):
+        return value
     if isinstance(value, AbstractDrive) or callable(value):
         return as_drive(value)
     return as_drive(value, shape=np.shape(value))
@@ -34,9 +37,27 @@ def _describe(element) -> str:
 
 
 class AbstractElement(eqx.Module):
-    """Anything added to a `Mechanism`: a constraint pair, a driver or a force element."""
+    """Anything added to a `Mechanism`: a constraint pair, a driver or a force element.
+
+    `nonnegative` names the scalar fields that must be >= 0 (checked at build time, and inside
+    jit by `Mechanism.build` where they are traced)."""
 
     name: eqx.AbstractVar[str]
+    nonnegative: ClassVar[tuple[str, ...]] = ()
+
+    def __check_init__(self):
+        """Every element: a non-empty string name (model files and messages key on it), and no
+        text where numbers belong (a string would otherwise be parsed as a number silently)."""
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"{type(self).__name__}: name must be a non-empty string, got "
+                             f"{self.name!r} of type {type(self.name).__name__}")
+        for field in dataclasses.fields(self):
+            if field.name != "name":
+                self.check_not_text(getattr(self, field.name, None), field.name)
+        for label in self.nonnegative:
+            value = getattr(self, label)
+            if is_concrete(value) and not float(np.asarray(value)) >= 0.0:
+                self.fail(f"{label} = {float(np.asarray(value))} must be non-negative")
 
     @abc.abstractmethod
     def bodies(self) -> tuple[Body, ...]:
@@ -46,8 +67,15 @@ class AbstractElement(eqx.Module):
         """Raise a ValueError naming this element and the problem."""
         raise ValueError(f"{_describe(self)}: {problem}")
 
+    def check_not_text(self, value, label: str):
+        """Build-time check that a numeric field was not given as text."""
+        if isinstance(value, (str, bytes)):
+            self.fail(f"{label} must be a number (or numbers), got {value!r} of type "
+                      f"{type(value).__name__}")
+
     def check_vector(self, value, label: str, *, nonzero: bool = False):
         """Build-time check of a local 2-vector: shape, finiteness, optionally non-zero length."""
+        self.check_not_text(value, label)
         if jnp.shape(value) != (2,):
             self.fail(f"{label} must be a 2-vector, got shape {jnp.shape(value)}")
         if is_concrete(value):
@@ -59,6 +87,7 @@ class AbstractElement(eqx.Module):
 
     def check_scalar(self, value, label: str, *, positive: bool = False):
         """Build-time check of a scalar parameter: shape, finiteness, optionally positivity."""
+        self.check_not_text(value, label)
         if jnp.shape(value) != ():
             self.fail(f"{label} must be a scalar, got shape {jnp.shape(value)}")
         if is_concrete(value):
@@ -86,6 +115,7 @@ class AbstractElement(eqx.Module):
     def check_drive(self, f, label: str, shape: tuple = ()):
         """Build-time check of a drive function: f(t) has `shape` (found abstractly, so traced
         parameters are fine) and its concrete parameters are finite."""
+        self.check_not_text(f, label)
         out = jax.eval_shape(f, jnp.zeros((), jnp.float64))
         if out.shape != shape:
             want = "a scalar" if shape == () else f"shape {shape}"

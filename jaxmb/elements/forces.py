@@ -1,5 +1,7 @@
 """Applied force elements; each returns its generalized force Q (virtual work Q^T delta q)."""
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -43,6 +45,7 @@ class SpringDamper(AbstractForceElement):
     stiffness: jnp.ndarray = eqx.field(converter=as_f64)
     damping: jnp.ndarray = eqx.field(converter=as_f64)
     free_length: jnp.ndarray = eqx.field(converter=as_f64)
+    nonnegative: ClassVar[tuple[str, ...]] = ("stiffness", "damping", "free_length")
 
     def __check_init__(self):
         self.check_distinct(self.i, self.j)
@@ -77,6 +80,7 @@ class RotationalSpringDamper(AbstractForceElement):
     stiffness: jnp.ndarray = eqx.field(converter=as_f64)
     damping: jnp.ndarray = eqx.field(converter=as_f64)
     free_angle: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+    nonnegative: ClassVar[tuple[str, ...]] = ("stiffness", "damping")
 
     def __check_init__(self):
         self.check_distinct(self.i, self.j)
