@@ -143,7 +143,7 @@ def test_solves_and_pinv_values_and_gradients(rng):
     """solve, solve_triangular (both orientations, vector and matrix right-hand sides) and
     pinv equal jax.numpy under vmap; reverse-mode gradients of the solves equal jax.numpy's
     (which differentiate LAPACK on single matrices)."""
-    A = _matrices(rng, (5, 5)) + 5.0 * jnp.eye(5)
+    A = _matrices(rng, (5, 5)) + 5.0 * jnp.eye(5)[None]
     b = _matrices(rng, (5,))
     B = _matrices(rng, (5, 2))
     R = jnp.triu(A)
