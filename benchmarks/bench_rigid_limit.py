@@ -2,6 +2,7 @@
 
     python benchmarks/bench_rigid_limit.py            # the sweeps below
     python benchmarks/bench_rigid_limit.py --quick    # three scales each
+    python benchmarks/bench_rigid_limit.py --only cycle   # rerun one study, keep the others
 
 For each study of `jaxmb.rigid_limit` (a: the triple-crank parallelogram's statics, its six
 revolutes bushings of stiffness s K; b: the parallelogram driven out and back, bushings s K,
@@ -32,16 +33,23 @@ QUICK = {"statics": [10.0, 100.0, 1000.0], "cycle": [10.0, 100.0, 1000.0],
          "robot": [10.0, 100.0, 1000.0]}
 STUDIES = {
     "statics": ("(a) parallelogram statics, bushings s K", rigid_limit.parallelogram_statics),
-    "cycle": ("(b) parallelogram cycle, bushings s K, Kvaerno5", rigid_limit.parallelogram_cycle),
+    "cycle": ("(b) parallelogram cycle, bushings s K, Kvaerno5",
+              lambda s: rigid_limit.parallelogram_cycle(s, rtol=1e-8)),
     "robot": ("(c) robot manoeuvre, tyres s D, Kvaerno5",
               lambda s: rigid_limit.robot_slip(s, t_end=5.0, t1=5.0, num_saves=51)),
 }
 
 
-def run(quick=False, out=os.path.join(_common.RESULTS, "rigid_limit.json")):
+def run(quick=False, only=None, out=os.path.join(_common.RESULTS, "rigid_limit.json")):
+    """Run the studies (`only`: a list of keys of STUDIES) and update `out` with them."""
     sweeps = QUICK if quick else SWEEPS
     results = {}
+    if only and os.path.exists(out):
+        with open(out) as fh:
+            results = json.load(fh)
     for key, (title, study) in STUDIES.items():
+        if only and key not in only:
+            continue
         start = time.perf_counter()
         r = study(sweeps[key])
         seconds = time.perf_counter() - start
@@ -61,5 +69,6 @@ def run(quick=False, out=os.path.join(_common.RESULTS, "rigid_limit.json")):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", nargs="+", choices=list(STUDIES), help="rerun these studies")
     args = parser.parse_args()
-    run(args.quick)
+    run(args.quick, args.only)

@@ -463,10 +463,7 @@ def load_compliance(path, model: Model) -> Compliance:
     data = _parse(path)
     if isinstance(data, dict) and "compliance" in data:
         data = data["compliance"]
-    try:
-        return compliance_from(data, model, "stiffness file")
-    except ValueError as e:
-        raise ValueError(f"stiffness file {path!r}: {e}") from None
+    return compliance_from(data, model, f"stiffness file {path!r}")
 
 
 def _suffix(path) -> str:

@@ -155,12 +155,12 @@ def cmd_report(args):
 
     module = load_model_module(args.model)
     model = module.build()
+    compliance = _compliance(args, module, model)  # a bad --stiffness fails before the work
     q = mb.assemble(model, model.q0, args.t) if model.m else jnp.asarray(model.q0)
     print(describe(model, q, args.t))
     report = mb.solvability(model, q, args.t, method=args.method, groups=_parse_groups(args.group))
     print()
     print(report)
-    compliance = _compliance(args, module, model)
     if compliance is not None:
         print()
         print(compliance_table(model, q, _velocity(module, model, q, args.t), args.t,

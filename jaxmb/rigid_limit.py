@@ -287,9 +287,9 @@ def robot_slip(scales, damping=ROBOT_DAMPING, *, t_end=5.0, t1=1.5, num_saves=31
     """(c) The robot of seed 001 (manoeuvre compressed to `t_end`), its knife edges W1-W4
     replaced by tyres (`LateralDamper`, damping s D), the bearings B and C kept rigid (far
     stiffer than the tyres: the quasi-static limit of the derivation); integrated with
-    Kvaerno5 (or `solver`) to `t1` from q0 and eq. 39's velocity. The tyre forces and the reactions of B and
-    C against the `Compliance(D)` reactions along the rigid trajectory (reactions of B and C
-    are not unique in the rigid model; in the compliant one they are).
+    Kvaerno5 (or `solver`) to `t1` from q0 and eq. 39's velocity. The tyre forces and the
+    reactions of B and C against the `Compliance(D)` reactions along the rigid trajectory
+    (reactions of B and C are not unique in the rigid model; in the compliant one they are).
 
     **Returns:** dict as `parallelogram_statics`, with `ts`, `names`, `num_steps`."""
     import diffrax

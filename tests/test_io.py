@@ -562,6 +562,21 @@ def test_cli_report_compliance_table(cli_runs):
     assert abs(rows["W3"][1][0]) > 1e-3
 
 
+def test_cli_stiffness_errors(tmp_path):
+    """`jaxmb report MODEL --stiffness` on a model without a `compliance` entry, and with a bad
+    stiffness file: one-line errors naming the problem, before any computation."""
+    from jaxmb import cli
+
+    with pytest.raises(SystemExit, match="--stiffness: model 'parallelogram' has no "
+                                         "'compliance' entry; pass a stiffness file"):
+        cli.main(["report", "parallelogram", "--stiffness"])
+    bad = tmp_path / "k.yaml"
+    bad.write_text("stiffness: {O9: 1.0}\ndefault: 1.0\n")
+    with pytest.raises(SystemExit, match=re.escape(
+            f"jaxmb: stiffness file {str(bad)!r}: stiffness: unknown pair 'O9'")):
+        cli.main(["report", "parallelogram", "--stiffness", str(bad)])
+
+
 def test_cli_simulate_model_file(cli_runs):
     """`jaxmb simulate mobile_robot.yaml` writes the robot's run: it starts at the built-in q0
     (to 1e-12), keeps the position constraints (|Phi| < 1e-8, Baumgarte at rtol 1e-8) and the

@@ -5,11 +5,17 @@ along a rigid trajectory), and the expected rate O(1/s) of the derivation in
 jaxmb/_reaction_methods/compliance.py (the compliant model deflects by O(1/s), so its geometry,
 its damping forces and its dynamic lag differ from the rigid one by O(1/s)). Each study runs at
 two or three stiffness scales here; `benchmarks/bench_rigid_limit.py` runs the full sweeps
-(statics and the cycle: errors from 6e-2 at s = 1 to 5e-5 at s = 1000, rates -1.00 +- 0.01).
+(benchmarks/results/rigid_limit.json: (a) errors 5.8e-2 at s = 1 to 1.7e-5 at s = 3000, rates
+-1.06 to -1.000; (b) 2.5e-2 at s = 3 to 7.3e-5 at s = 1000, rates -0.995 to -1.026) and study
+(c), the seed-001 robot over its manoeuvre with tyres (lateral dampers s D) for the knife
+edges, which stays out of the suite: compiling the implicit integrator of the 21-coordinate
+robot costs about 30 s of CPU (there: 1.5e-2 at s = 10 to 1.5e-4 at s = 1000, rates -0.991 to
+-1.000).
 The Bushing's generalized force is checked by hand in tests/test_elements.py; the
 LateralDamper's here against the knife edge's constraint row (a second formulation).
 """
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -18,7 +24,7 @@ import jaxmb as mb
 from jaxmb import rigid_limit
 from jaxmb.models import mobile_robot, parallelogram
 
-RATE_TOL = 0.05  # |observed rate + 1|, two scales a decade apart (measured: 0.001 to 0.012)
+RATE_TOL = 0.05  # |observed rate + 1|, two scales a decade apart (measured: 0.001 to 0.026)
 
 
 def test_parallelogram_statics_converges_at_rate_one():
@@ -34,18 +40,9 @@ def test_parallelogram_cycle_converges_at_rate_one():
     """(b) The parallelogram driven out and back (C3 crank-angle cycle), its revolutes
     bushings of stiffness s K and fixed damping, integrated with the implicit Kvaerno5: the
     bushing forces along the cycle approach the Compliance(K) inverse dynamics as 1/s."""
-    study = rigid_limit.parallelogram_cycle([10.0, 100.0], num_saves=21)
+    study = rigid_limit.parallelogram_cycle([10.0, 100.0], num_saves=11)
     np.testing.assert_allclose(study["rates"], -1.0, atol=RATE_TOL)
     assert study["errors"][1] < 1e-3
-
-
-def test_robot_tyres_converge_at_rate_one():
-    """(c) The robot of seed 001 with tyres (lateral dampers s D) in place of W1-W4 and rigid
-    bearings, over the first steering ramp: the tyre forces and the (now unique) reactions of
-    B and C approach the Compliance(D) reactions of the rigid robot as 1/s."""
-    study = rigid_limit.robot_slip([10.0, 100.0], t1=1.0, num_saves=11)
-    np.testing.assert_allclose(study["rates"], -1.0, atol=RATE_TOL)
-    assert study["errors"][1] < 3e-3
 
 
 def test_lateral_damper_is_the_knife_edge_row():
@@ -54,13 +51,17 @@ def test_lateral_damper_is_the_knife_edge_row():
     formulation; the model keeps every other pair and gains the damper."""
     model = mobile_robot.build()
     rng = np.random.default_rng(5)
-    q = model.q0 + 0.05 * rng.normal(size=model.n)
-    qd = rng.normal(size=model.n)
+    q = jnp.asarray(model.q0 + 0.05 * rng.normal(size=model.n))
+    qd = jnp.asarray(rng.normal(size=model.n))
     soft = rigid_limit.with_slip(model, {"W3": 250.0})
     assert soft.pair_names == tuple(n for n in model.pair_names if n != "W3")
-    row = np.asarray(model.C(jnp.asarray(q)))[model.rows("W3")][0]
-    damper = soft.force_elements[-1]
-    got = np.asarray(damper.generalized_force(soft, jnp.asarray(q), jnp.asarray(qd), 0.0))
+
+    @eqx.filter_jit
+    def both(model, soft, q, qd):
+        return model.C(q)[model.rows("W3")][0], soft.force_elements[-1].generalized_force(
+            soft, q, qd, 0.0)
+
+    row, got = (np.asarray(x) for x in both(model, soft, q, qd))
     want = -row * 250.0 * (row @ qd)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.max(np.abs(want)))
 
