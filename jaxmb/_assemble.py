@@ -152,5 +152,7 @@ def _assemble_compiled(model, q_init, t, tol, max_steps, throw):
     if throw:
         r = jax.lax.stop_gradient(model.phi(q_star, t))
         bad = ~(jnp.max(jnp.abs(r)) < tol)
-        q_star = eqx.branched_error_if(q_star, bad, _worst_pair(model, r), _failure_messages(model))
+        # index 0 where assembled: under vmap equinox names the largest index over the batch
+        worst = jnp.where(bad, _worst_pair(model, r), 0)
+        q_star = eqx.branched_error_if(q_star, bad, worst, _failure_messages(model))
     return q_star
