@@ -165,4 +165,6 @@ def assembly_failure(model, q_star, t, tol):
     if model.m == 0:
         return jnp.asarray(False), jnp.asarray(0)
     r = jax.lax.stop_gradient(model.phi(q_star, t))
-    return ~(jnp.max(jnp.abs(r)) < tol), _worst_pair(model, r)
+    bad = ~(jnp.max(jnp.abs(r)) < tol)
+    # index 0 where assembled: under vmap the largest index over the batch is named
+    return bad, jnp.where(bad, _worst_pair(model, r), 0)

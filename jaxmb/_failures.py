@@ -69,8 +69,9 @@ def messages(model, when=TRACED_TIME) -> tuple[str, ...]:
         "stiff spring or damper: its vibration, of period 2 pi sqrt(m / k), forces steps "
         "shorter than that period. If it stands for a rigid connection, model it as a "
         "constraint instead (e.g. mb.Distance between the same points), which removes the "
-        "vibration; otherwise raise max_steps (the number of steps grows like sqrt(k)). Implicit solvers "
-        "(diffrax.Kvaerno5) do not lift this limit when the stiff element rotates.",
+        "vibration; otherwise raise max_steps (the number of steps grows like sqrt(k)). "
+        "Implicit solvers (diffrax.Kvaerno5) do not lift this limit when the stiff element "
+        "rotates.",
         f"simulate: the integration failed at t = {when} (see Trajectory.result)",
     )
     return ("",) + forces + singular + collapse + others

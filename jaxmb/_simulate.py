@@ -17,7 +17,6 @@ import dataclasses
 import diffrax
 import equinox as eqx
 import jax.numpy as jnp
-import numpy as np
 
 from . import _errors, _failures
 from ._arguments import checked_direction, checked_times, checked_tolerances
