@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _errors
 from ._linalg import RANK_RTOL, pivoted_qr, qr, singular_values, svd, svd_full
 from ._model import check_shapes, checked_finite
 
@@ -270,7 +271,9 @@ def solvability(model, q, t=0.0, method="qr", *, groups=None, rtol=RANK_RTOL, bt
     return _solvability_compiled(model, q, t, method, groups, rtol, btol)
 
 
-@eqx.filter_jit  # eager calls run compiled (robot: 12.5 s op by op, 2.6 s); inlined in an outer jit
+# eager calls run compiled (robot: 12.5 s op by op, 2.6 s), inlined in an outer jit; the check is
+# returned as data (jaxmb._errors): no host callback, so the persistent cache stores the program
+@_errors.checked_jit
 def _solvability_compiled(model, q, t, method, groups, rtol, btol):
     groups = dict(groups)  # (name, members) pairs: a dict argument would come back key-sorted
     q = checked_finite(model, q, "solvability", "q")  # nan would read as rank 0, nothing unique

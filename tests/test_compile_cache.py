@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 
+import jax
 import jax.numpy as jnp
 import pytest
 
@@ -131,9 +132,18 @@ def test_save_time_checks_still_raise():
     model = _pendulum("bob_retrace_test")
     q0, qd0 = model.q0, jnp.zeros(model.n)
     outside = jnp.linspace(0.0, 0.7, 6)
-    with pytest.raises(RuntimeError, match="save time in ts must be finite and lie between"):
+    # eager: refused before the program runs, naming the entry
+    with pytest.raises(ValueError, match=r"ts\[4\] = 0.5599.* lies outside \[t0, t1\]"):
         mb.simulate(model, q0, qd0, 0.5, ts=outside)
-    with pytest.raises(RuntimeError, match="save time in ts must be finite and lie between"):
+    with pytest.raises(ValueError, match=r"ts\[2\] = nan is not finite"):
         mb.simulate(model, q0, qd0, 0.5, ts=outside.at[2].set(jnp.nan))
-    with pytest.raises(RuntimeError, match="save times ts must be ordered from t0 to t1"):
+    with pytest.raises(ValueError, match="ts must be increasing"):
         mb.simulate(model, q0, qd0, 0.5, ts=jnp.linspace(0.5, 0.0, 6))
+    # traced ts (inside the user's jit): the program's own checks
+    run = jax.jit(lambda ts: mb.simulate(model, q0, qd0, 0.5, ts=ts).q)
+    with pytest.raises(RuntimeError, match=r"every save time in ts must lie within \[t0, t1\]"):
+        run(outside)
+    with pytest.raises(RuntimeError, match="ts has a nan or inf entry"):
+        run(outside.at[2].set(jnp.nan))
+    with pytest.raises(RuntimeError, match="ts must be ordered from t0 towards t1"):
+        run(jnp.linspace(0.5, 0.0, 6))

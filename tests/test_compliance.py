@@ -296,7 +296,7 @@ def test_gradients_match_central_differences():
     steps = 1e-5 * np.maximum(np.abs(np.asarray(x0)), 1.0)
     f = jax.jit(jax.vmap(loss))
     shifts = np.concatenate([np.diag(steps), -np.diag(steps)])
-    values = np.asarray(f(x0 + shifts))
+    values = np.asarray(f(x0[None, :] + shifts))
     fd = (values[:2] - values[2:]) / (2 * steps)
     assert np.all(np.abs(fd) > 1e-3 * abs(float(value)))  # both parameters matter
     np.testing.assert_allclose(grad, fd, rtol=GRAD_RTOL)

@@ -144,7 +144,8 @@ def test_equinox_signatures_match_the_real_ones():
     checked = 0
     for name in public_names():
         cls = getattr(jaxmb, name)
-        if not (inspect.isclass(cls) and issubclass(cls, eqx.Module)):
+        if not (inspect.isclass(cls) and issubclass(cls, eqx.Module)) \
+                or name.startswith("Abstract"):  # never instantiated: no generated __init__
             continue
         real = inspect.signature(cls).parameters.values()
         init = package[name].all_members.get("__init__")
