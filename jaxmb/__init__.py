@@ -46,6 +46,8 @@ from ._independent import (  # noqa: E402
 from ._io import load as load, save as save  # noqa: E402
 from ._mechanism import Mechanism as Mechanism  # noqa: E402
 from ._model import Model as Model  # noqa: E402
+from ._passages import SingularPassageWarning as SingularPassageWarning  # noqa: E402
+from ._projection import Projection as Projection  # noqa: E402
 from ._reaction_methods._base import (  # noqa: E402
     AbstractReactionMethod as AbstractReactionMethod,
 )

@@ -52,7 +52,10 @@ def messages(model, when=TRACED_TIME) -> tuple[str, ...]:
         f"simulate: a singular configuration was reached at t = {when}: the rows of pair "
         f"{name!r} become dependent on other rows of C (the rank of C drops), so the "
         "constrained motion cannot go on (a driver pushes the mechanism into a limit or dead "
-        "position, or the linkage locks); check mb.solvability(model, q) near that time"
+        "position, or the linkage locks) or this formulation cannot pass it (a bifurcation, "
+        "where branches of the motion cross, e.g. a parallelogram's collinear position: "
+        "formulation=mb.Projection() passes it on the branch the velocity selects); check "
+        "mb.solvability(model, q) near that time"
         for name in model.pair_names
     )
     collapse = tuple(

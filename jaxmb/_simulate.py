@@ -13,10 +13,12 @@ interest, so the ODE does not become stiff and the drift stays at the level of t
 
 import contextlib
 import dataclasses
+import warnings
 
 import diffrax
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
 from . import _errors, _failures
 from ._arguments import checked_direction, checked_times, checked_tolerances
@@ -32,6 +34,8 @@ from ._dynamics import (
     unchecked_accelerations,
 )
 from ._independent import IndependentCoordinates, simulate_independent
+from ._passages import PassageMonitor, SingularPassageWarning
+from ._projection import Projection, ProjectedSolver
 from ._state_checks import worst_pair_error
 
 POSITION_TOL = 1e-8
@@ -66,7 +70,9 @@ class Trajectory(eqx.Module):
     success; saved states after it are inf) and `singular` says whether it stopped at a
     singular configuration (see `jaxmb._failures`); both None where not integrated.
     `start_error` is 0, or with throw=False the index in `START_ERRORS` of the reason the
-    initial state was refused."""
+    initial state was refused. `t_passage` is the time of the first singular passage of the
+    null-space and eliminated formulations (inf if none; see `jaxmb._passages`), where they
+    may switch branch; None for the projection and independent formulations."""
 
     ts: jnp.ndarray
     q: jnp.ndarray
@@ -77,6 +83,7 @@ class Trajectory(eqx.Module):
     t_stop: jnp.ndarray | None = None
     singular: jnp.ndarray | None = None
     start_error: jnp.ndarray | None = None
+    t_passage: jnp.ndarray | None = None
 
     @property
     def success(self):
@@ -158,7 +165,8 @@ class _Dynamics(eqx.Module):
         gamma = (terms.gamma if self.stabilization is None
                  else self.stabilization.stabilized(terms, self.direction))
         M, F = model.mass_matrix(), model.forces(q, qd, t)
-        if isinstance(formulation, str) and formulation == "null_space":
+        if isinstance(formulation, Projection) or (
+                isinstance(formulation, str) and formulation == "null_space"):
             return qd, null_space_solve(M, F, terms.C, gamma)
         keep = keep_mask(model, formulation, terms.C)
         label = f"simulate(formulation={formulation!r})"
@@ -178,7 +186,7 @@ def simulate(
     solver=None,
     dt0=None,
     max_steps=200_000,
-    stabilization=Baumgarte(),
+    stabilization="default",
     adjoint=None,
     throw=True,
     progress=False,
@@ -196,7 +204,8 @@ def simulate(
     - `rtol`, `atol`: error tolerances of the adaptive step-size controller (positive).
     - `solver`: a diffrax solver (default `diffrax.Tsit5()`; `diffrax.Dopri5()` is the
       Dormand-Prince pair used by seed 001).
-    - `stabilization`: `Baumgarte(alpha, beta)` or None.
+    - `stabilization`: `Baumgarte(alpha, beta)` or None; "default" is `Baumgarte()`, and None
+      for `mb.Projection()` (its projections hold the constraints at round-off).
     - `adjoint`: diffrax adjoint for reverse-mode gradients (default recursive checkpointing);
       for forward mode (jax.jacfwd, jax.jvp) pass `diffrax.ForwardMode()`.
     - `throw`: raise on failure, naming the cause (a singular configuration and the pair
@@ -214,7 +223,12 @@ def simulate(
       the same motion, which the tests check; "independent" or `mb.IndependentCoordinates()`:
       seed 002's minimal-order equations in independent coordinates with automatic
       re-partitioning (holonomic models; no stabilization needed: the dependent coordinates
-      are solved by Newton, so Phi stays at round-off).
+      are solved by Newton, so Phi stays at round-off); "projection" or `mb.Projection()`: the
+      null-space formulation with mass-orthogonal projections of q and qd after every step,
+      which passes singular configurations (bifurcations) on the branch the velocity selects
+      (IFToMM A02). The null-space and eliminated formulations may switch branch there: they
+      record the first such passage (`Trajectory.t_passage`) and warn
+      (`mb.SingularPassageWarning`).
 
     **Returns:** `Trajectory(ts, q, qd, result, num_steps, t_stop=..., singular=...,
     start_error=...)`.
@@ -247,11 +261,20 @@ def simulate(
         traj = Trajectory(ts=ts, q=q[1:], qd=qd[1:], result=result, num_steps=steps,
                           repartitioned=switched[1:])
         return _refused(traj, start_error, t0)
-    if not (formulation in ("null_space", "auto") or isinstance(formulation, Eliminate)):
+    if isinstance(formulation, str) and formulation == "projection":
+        formulation = Projection()
+    if not (formulation in ("null_space", "auto")
+            or isinstance(formulation, (Eliminate, Projection))):
         raise ValueError(
-            "simulate: formulation must be 'null_space', 'auto', 'independent', "
-            f"mb.Eliminate(rows) or mb.IndependentCoordinates(), got {formulation!r}"
+            "simulate: formulation must be 'null_space', 'auto', 'independent', 'projection', "
+            "mb.Eliminate(rows), mb.Projection() or mb.IndependentCoordinates(), got "
+            f"{formulation!r}"
         )
+    if isinstance(stabilization, str):
+        if stabilization != "default":
+            raise ValueError("simulate: stabilization must be mb.Baumgarte(alpha, beta), None "
+                             f"or 'default', got {stabilization!r}")
+        stabilization = None if isinstance(formulation, Projection) else Baumgarte()
     if isinstance(formulation, Eliminate):
         keep_mask(model, formulation, None)  # range check of the rows at trace time
         with suggesting_rows(model, q0, t0, "at q0"):
@@ -260,15 +283,33 @@ def simulate(
     options = _Options(solver, stabilization, adjoint, formulation, stepsize_controller,
                        max_steps, progress, throw)
     with _forward_mode_hint(adjoint):
-        q, qd, result, num_steps, stop, dtmin, q0, start_error = _integrate(
+        q, qd, result, num_steps, stop, dtmin, q0, start_error, t_passage = _integrate(
             model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options)
     t_stop, q_stop, qd_stop = stop
     q, singular = _failures.check_stop(
         model, result, (t0, q0), (t_stop, q_stop, qd_stop), dtmin, q, throw
     )
     traj = Trajectory(ts=ts, q=q, qd=qd, result=result, num_steps=num_steps,
-                      t_stop=t_stop, singular=singular)
+                      t_stop=t_stop, singular=singular, t_passage=t_passage)
+    _warn_passage(t_passage, formulation)
     return _refused(traj, start_error, t0)
+
+
+def _warn_passage(t_passage, formulation):
+    """Eagerly, warn about a singular passage (see `jaxmb._passages`) with its time."""
+    if t_passage is None:
+        return
+    known = _errors.concrete(t_passage)
+    if known is None or not np.any(np.isfinite(known)):
+        return
+    first = float(np.min(known))
+    warnings.warn(
+        f"simulate(formulation={formulation!r}): the motion passed close to a singular "
+        f"configuration (C loses rank) at t = {first:.10g}, where this formulation may "
+        "switch to another branch of the motion without an error; "
+        "formulation=mb.Projection() follows the branch the velocity selects "
+        "(Trajectory.t_passage has the time per batch member)",
+        SingularPassageWarning, stacklevel=3)
 
 
 class _Options(eqx.Module):
@@ -306,16 +347,24 @@ def _integrate(model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options):
     dtmin = _failures.DTMIN_RTOL * jnp.abs(t1 - t0)
     direction = jnp.where(t1 >= t0, 1.0, -1.0)
     solver, controller = options.solver, options.stepsize_controller
+    solver = diffrax.Tsit5() if solver is None else solver
+    projection = isinstance(options.formulation, Projection)
+    monitored = model.num_rows > 0 and not projection
+    if projection:
+        solver = ProjectedSolver(solver, model, options.formulation)
+    elif monitored:
+        solver = PassageMonitor(solver, model)
     with _errors.quiet_third_party_checks():  # diffrax's SaveAt / dt0 checks: done before
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(_Dynamics(model, options.stabilization, options.formulation,
                                       direction)),
-            diffrax.Tsit5() if solver is None else solver,
+            solver,
             t0=t0,
             t1=t1,
             dt0=dt0,
             y0=(q0, qd0),
-            saveat=diffrax.SaveAt(ts=ts, t1=True),  # t1: the last state reached, even on failure
+            # t1: the last state reached, even on failure; the solver state: the passage time
+            saveat=diffrax.SaveAt(ts=ts, t1=True, solver_state=monitored),
             stepsize_controller=(
                 diffrax.PIDController(rtol=rtol, atol=atol, dtmin=dtmin, force_dtmin=False)
                 if controller is None
@@ -333,7 +382,8 @@ def _integrate(model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options):
     reached = (jnp.arange(ts.shape[0]) < stop)[:, None]
     q, qd = (jnp.where(reached, y[:-1], jnp.inf) for y in sol.ys)
     last = (sol.ts[stop], sol.ys[0][stop], sol.ys[1][stop])
-    return q, qd, sol.result, sol.stats["num_steps"], last, dtmin, q0, start_error
+    t_passage = sol.solver_state[1][2] if monitored else None
+    return q, qd, sol.result, sol.stats["num_steps"], last, dtmin, q0, start_error, t_passage
 
 
 def _refused(traj, start_error, t0):
