@@ -38,6 +38,10 @@ if _os.environ.get("JAXMB_CPU_DEVICES"):  # the one switch for batches on every 
 from ._assemble import assemble as assemble  # noqa: E402
 from ._cache import enable_compilation_cache as enable_compilation_cache  # noqa: E402
 from ._dynamics import Eliminate as Eliminate, accelerations as accelerations  # noqa: E402
+from ._friction import (  # noqa: E402
+    FrictionForces as FrictionForces,
+    friction_forces as friction_forces,
+)
 from ._geometry import Body as Body  # noqa: E402
 from ._independent import (  # noqa: E402
     IndependentCoordinates as IndependentCoordinates,
@@ -84,11 +88,13 @@ from .elements import (  # noqa: E402
     PinInSlot as PinInSlot,
     RelativeAngleDriver as RelativeAngleDriver,
     Revolute as Revolute,
+    RevoluteFriction as RevoluteFriction,
     RotationalSpringDamper as RotationalSpringDamper,
     SpringDamper as SpringDamper,
     Torque as Torque,
     Translational as Translational,
     TranslationalDriver as TranslationalDriver,
+    TranslationalFriction as TranslationalFriction,
     Weld as Weld,
 )
 

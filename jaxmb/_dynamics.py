@@ -253,11 +253,14 @@ def keep_mask(model, method, C):
     return jnp.zeros(rows, bool).at[order].set(kept_pivots)
 
 
-def accelerations(model, q, qd, t=0.0, *, gamma=None):
+def accelerations(model, q, qd, t=0.0, *, gamma=None, method=None):
     """Accelerations qdd from the null-space formulation (seed 001, eq. 13).
 
     **Arguments:** `model`, state `q`, `qd`, time `t`; `gamma` optionally replaces the
-    acceleration right-hand side (e.g. with constraint stabilization terms).
+    acceleration right-hand side (e.g. with constraint stabilization terms); `method`: for a
+    model with friction elements, the reaction method their normal loads come from (default
+    the minimum-norm multipliers; `mb.Compliance` where a friction pair's reactions are not
+    unique, see `jaxmb._friction`).
 
     **Returns:** qdd, unique even when C is rank-deficient. jit, vmap and grad work. A q or qd
     of the wrong shape, or with a nan or inf entry, raises naming the entry (also inside jit).
@@ -267,16 +270,20 @@ def accelerations(model, q, qd, t=0.0, *, gamma=None):
     check_shapes(model, "accelerations", q=q, qd=qd)
     q = checked_finite(model, q, "accelerations", "q")
     qd = checked_finite(model, qd, "accelerations", "qd")
-    return unchecked_accelerations(model, q, qd, t, gamma=gamma)
+    return unchecked_accelerations(model, q, qd, t, gamma=gamma, method=method)
 
 
-def unchecked_accelerations(model, q, qd, t=0.0, *, gamma=None):
+def unchecked_accelerations(model, q, qd, t=0.0, *, gamma=None, method=None):
     """`accelerations` without the argument checks (for the integrator, whose trial states may
     be non-finite: a failed step is diagnosed after the run)."""
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
     check_shapes(model, "accelerations", q=q, qd=qd)
+    if model.friction:  # the friction depends on the reactions: a coupled solve
+        from ._friction import friction_accelerations
+
+        return friction_accelerations(model, q, qd, t, gamma, method)
     M = model.mass_matrix()
     F = model.forces(q, qd, t)
     if model.num_rows == 0:

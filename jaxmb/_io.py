@@ -12,7 +12,9 @@ Schema version 1 (documented, with every element's keys, in docs/model_files.md)
 An element entry holds the constructor arguments of its class (the dataclass fields of the
 equinox module): bodies by name ("ground" for the ground), numbers and lists of numbers for the
 parameters, drive functions as `{"type": "Harmonic", "amplitude": ..., ...}` or a plain constant.
-`to_dict` lists the constraint pairs first, in row order, then the force elements. Loading
+`to_dict` lists the constraint pairs first, in row order, then the force elements, then the
+friction elements (which name their pair: `{"type": "RevoluteFriction", "name": "fO", "pair":
+"O", "mu": 0.1, "radius": 0.01, "velocity_scale": 0.001}`). Loading
 rebuilds the model through `Mechanism`, so every build-time check applies; every error is a
 ValueError that names the offending entry (`elements[3] (Revolute 'B'): ...`).
 """
@@ -95,7 +97,8 @@ def to_dict(model: Model, *, initial_velocity=None, compliance=None) -> dict:
         for k, name in enumerate(model.body_names)
     ]
     data = {"jaxmb_model": VERSION, "bodies": bodies,
-            "elements": [_element_dict(e) for e in (*model.pairs, *model.force_elements)]}
+            "elements": [_element_dict(e)
+                         for e in (*model.pairs, *model.force_elements, *model.friction)]}
     if initial_velocity is not None:
         data["initial_velocity"] = _plain(initial_velocity, "initial_velocity")
         _check_initial_velocity(data["initial_velocity"], model.n)

@@ -11,6 +11,7 @@ from . import _errors
 from ._geometry import GROUND_INDEX, Body, is_concrete
 from ._model import Model
 from .elements import AbstractElement, AbstractForceElement, AbstractPair
+from .elements.friction import AbstractFriction, check_friction
 
 _tokens = itertools.count(1)
 
@@ -91,14 +92,17 @@ class Mechanism:
         q0 = jnp.concatenate([q for *_, q in self._bodies])
         elements = tuple(_checked_element(e) for e in self._elements)
         coordinates = [f"body {nm!r}: {c}" for nm in names for c in ("x", "y", "phi")]
-        return Model(
+        model = Model(
             body_names=names,
             masses=_checked_positive(masses, [f"body {nm!r}: mass" for nm in names]),
             inertias=_checked_positive(inertias, [f"body {nm!r}: inertia" for nm in names]),
             q0=_checked_finite(q0, coordinates),
             pairs=tuple(e for e in elements if isinstance(e, AbstractPair)),
             force_elements=tuple(e for e in elements if isinstance(e, AbstractForceElement)),
+            friction=tuple(e for e in elements if isinstance(e, AbstractFriction)),
         )
+        check_friction(model)
+        return model
 
 
 def _is_real(value) -> bool:

@@ -146,6 +146,7 @@ class Model(eqx.Module):
     q0: jnp.ndarray
     pairs: tuple[AbstractPair, ...]
     force_elements: tuple[AbstractForceElement, ...]
+    friction: tuple = ()  # friction elements (jaxmb.elements.friction), in the order added
 
     # ----- static layout --------------------------------------------------------------------
     @property

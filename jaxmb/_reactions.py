@@ -23,14 +23,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from . import _errors
+from . import _errors, _friction
 from ._dynamics import check_shapes, suggesting_rows
 from ._reaction_methods._base import AbstractReactionMethod
 from ._reaction_methods.auto import Auto
 from ._reaction_methods.min_norm import MinNorm
 from ._simulate import Trajectory
 from ._solvability import solvability
-from ._state_checks import checked_state
+from ._state_checks import checked_state, worst_pair_error
 
 STATE_TOL = 1e-6
 """`reactions` refuses |Phi| > STATE_TOL (1 + max |q|) or |C qd + b| > STATE_TOL (1 + max |qd|)
@@ -68,7 +68,10 @@ class Reactions(eqx.Module):
     **Fields:** `lam` (multipliers, row order of C), `qdd`, `generalized_array` (pairs x n: the
     generalized force -C_X^T lambda_X of each pair), `solvable_array`; the dict views
     `generalized` and `solvable` are keyed by pair name; `on_body(pair, body)` gives the
-    force (global fx, fy) and torque about the body's centre of mass.
+    force (global fx, fy) and torque about the body's centre of mass. With friction elements:
+    `friction_names`, `friction_force` (the friction force or torque of each, positive with
+    its slip rate) and `friction_array` (their generalized forces, elements x n; the dict view
+    `friction`); the multipliers then balance M qdd - F minus the friction.
     """
 
     pair_names: tuple[str, ...] = eqx.field(static=True)
@@ -78,6 +81,14 @@ class Reactions(eqx.Module):
     qdd: jnp.ndarray
     generalized_array: jnp.ndarray
     solvable_array: jnp.ndarray
+    friction_names: tuple[str, ...] = eqx.field(static=True, default=())
+    friction_force: jnp.ndarray | None = None
+    friction_array: jnp.ndarray | None = None
+
+    @property
+    def friction(self) -> dict:
+        """Friction element name -> its generalized force -T (ds/dq)^T."""
+        return {nm: self.friction_array[..., k, :] for k, nm in enumerate(self.friction_names)}
 
     @property
     def generalized(self) -> dict:
@@ -140,7 +151,14 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
         C, gamma = terms.C, terms.gamma
     else:
         C, gamma = jnp.zeros((0, model.n)), jnp.zeros(0)
-    qdd, lam = method.multipliers(model, M, F, C, gamma, qdd, label)
+    solution = None
+    if model.friction:  # the friction depends on the reactions: a coupled solve
+        multipliers = _friction.method_multipliers(model, method, M, C, label)
+        solution = _friction.solve_friction(model, q, qd, multipliers, F, gamma, qdd)
+        qdd, lam = solution.qdd, solution.lam
+        lam = _friction.checked_converged(lam, model, solution, label)
+    else:
+        qdd, lam = method.multipliers(model, M, F, C, gamma, qdd, label)
     gen = []
     start = 0
     for p in model.pairs:
@@ -153,6 +171,7 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
         lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, model
     )
     report = solvability(frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t))
+    lam = _friction.check_unique(lam, model, report.solvable, method, label)
     return Reactions(
         pair_names=model.pair_names,
         body_names=model.body_names,
@@ -161,6 +180,9 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
         qdd=qdd,
         generalized_array=jnp.stack(gen) if gen else jnp.zeros((0, model.n)),
         solvable_array=report.solvable,
+        friction_names=tuple(f.name for f in model.friction),
+        friction_force=None if solution is None else solution.force,
+        friction_array=None if solution is None else solution.generalized,
     )
 
 
@@ -255,15 +277,33 @@ def inverse_dynamics(model, ts, q=None, method="min_norm"):
     return traj, rx
 
 
+def _consistent(model, q, qd, t):
+    """qd, raising unless C qd + b = 0 (to STATE_TOL relative), naming the worst pair."""
+    if not model.num_rows:
+        return qd
+    return worst_pair_error(
+        model, qd, model.velocity_residual(q, qd, t), STATE_TOL * (1.0 + jnp.max(jnp.abs(qd))),
+        "statics: velocity violates the velocity constraints C qd + b = 0 of pair {!r}; "
+        "project it with mb.consistent_velocity(model, q, velocity, t)", False)
+
+
 def _success_codes(n_t):
     import diffrax
 
     return jax.vmap(lambda _: diffrax.RESULTS.successful)(jnp.arange(n_t))
 
 
-def statics(model, q, t=0.0, method="min_norm"):
+def statics(model, q, t=0.0, method="min_norm", *, velocity=None):
     """Static reactions: qd = 0, qdd = 0, C^T lambda = F (seed 003, "Statics"); redundancy
     handled by `method` as in `reactions`.
+
+    `velocity`: a quasi-static motion, qdd = 0 at the velocity qd = `velocity` (consistent with
+    the constraints): inertia is neglected but the velocity-dependent forces are kept, i.e. the
+    friction of the friction elements (and dampers), so the drivers' reactions are the driving
+    forces that move the mechanism slowly against its loads and its friction losses. With a
+    slip rate well above the regularization's velocity scale the friction is Coulomb's
+    (see `jaxmb.elements.friction`). A pair with friction needs unique reactions, or
+    `mb.Compliance` (see `reactions`).
 
     Raises when F is not balanced by the constraints (the configuration is not an equilibrium).
     """
@@ -271,19 +311,25 @@ def statics(model, q, t=0.0, method="min_norm"):
     t = jnp.asarray(t, jnp.float64)
     method = as_method(method, "statics")
     bound = method.bind(model, "statics")
+    if velocity is not None:
+        velocity = jnp.asarray(velocity, jnp.float64)
+        check_shapes(model, "statics", velocity=velocity)
     label = _label(method, bound, _traced(model, method, q, t))
     with _naming(method, bound):
-        rx = _statics(model, q, t, bound, label)
+        rx = _statics(model, q, t, bound, label, velocity)
     rx = _named(rx, method)
     _warn_not_unique(method, rx, "statics")
     return rx
 
 
 @_errors.checked_jit  # one compiled program per model and bound-method structure, cacheable
-def _statics(model, q, t, bound, label):
+def _statics(model, q, t, bound, label, velocity=None):
     zeros = jnp.zeros_like(q)
-    rx = _reactions_at(model, q, zeros, t, bound, label, qdd=zeros)
-    F = model.forces(q, zeros, t)
+    qd = zeros if velocity is None else _consistent(model, q, velocity, t)
+    rx = _reactions_at(model, q, qd, t, bound, label, qdd=zeros)
+    F = model.forces(q, qd, t)
+    if model.friction:
+        F = F + jnp.sum(rx.friction_array, axis=0)
     unbalanced = F + jnp.sum(rx.generalized_array, axis=0)
     scale = 1.0 + jnp.max(jnp.abs(F))
     lam = _errors.error_if(

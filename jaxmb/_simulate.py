@@ -20,7 +20,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from . import _errors, _failures
+from . import _errors, _failures, _friction
 from ._arguments import checked_direction, checked_times, checked_tolerances
 from ._dynamics import (
     Eliminate,
@@ -155,6 +155,7 @@ class _Dynamics(eqx.Module):
     stabilization: object
     formulation: object
     direction: object = 1.0  # sign(t1 - t0), for the Baumgarte damping
+    method: object = None  # the bound reaction method of friction's normal loads
 
     def __call__(self, t, y, args):
         model, formulation = self.model, self.formulation
@@ -164,6 +165,10 @@ class _Dynamics(eqx.Module):
         terms = model.kinematic_terms(q, qd, t)
         gamma = (terms.gamma if self.stabilization is None
                  else self.stabilization.stabilized(terms, self.direction))
+        if model.friction:
+            return qd, _friction.simulate_accelerations(
+                model, q, qd, t, terms, gamma, self.method,
+                f"simulate(formulation={formulation!r})")
         M, F = model.mass_matrix(), model.forces(q, qd, t)
         if isinstance(formulation, Projection) or (
                 isinstance(formulation, str) and formulation == "null_space"):
@@ -192,6 +197,7 @@ def simulate(
     progress=False,
     formulation="null_space",
     stepsize_controller=None,
+    method=None,
 ):
     """Integrate M qdd + C^T lambda = F with the null-space formulation (seed 001, eq. 13).
 
@@ -229,6 +235,13 @@ def simulate(
       (IFToMM A02). The null-space and eliminated formulations may switch branch there: they
       record the first such passage (`Trajectory.t_passage`) and warn
       (`mb.SingularPassageWarning`).
+    - `method`: for a model with friction elements, the reaction method their normal loads
+      come from (default: the formulation's, i.e. the minimum-norm multipliers for
+      "null_space"). Where the reactions of a pair with friction are not unique (an
+      overconstrained mechanism) only `mb.Compliance(stiffness, default)` is accepted, and
+      another method raises naming the pair (`jaxmb._friction`). Each right-hand side solves
+      the friction forces by Newton's method; where it does not converge the step is
+      rejected, and a run stopped by that raises saying so.
 
     **Returns:** `Trajectory(ts, q, qd, result, num_steps, t_stop=..., singular=...,
     start_error=...)`.
@@ -248,6 +261,9 @@ def simulate(
     if formulation == "independent":
         formulation = IndependentCoordinates()
     if isinstance(formulation, IndependentCoordinates):
+        if model.friction:
+            raise ValueError("simulate: the independent-coordinate formulation does not "
+                             "support friction elements; use formulation='null_space'")
         q0, qd0, start_error = _checked_initial_state(model, q0, qd0, t0, throw)
         q0, qd0, t1, ts = _refuse_start(model, start_error, q0, qd0, t0, t1, ts)
         t1 = checked_direction(t0, t1, "simulate(formulation='independent')")
@@ -280,12 +296,16 @@ def simulate(
         with suggesting_rows(model, q0, t0, "at q0"):
             q0 = _check_rows_at_start(model, formulation, q0, t0)
 
+    method = (_friction.default_method(method, formulation).bind(model, "simulate")
+              if model.friction else None)
     options = _Options(solver, stabilization, adjoint, formulation, stepsize_controller,
-                       max_steps, progress, throw)
+                       max_steps, progress, throw, method)
     with _forward_mode_hint(adjoint):
         q, qd, result, num_steps, stop, dtmin, q0, start_error, t_passage = _integrate(
             model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options)
     t_stop, q_stop, qd_stop = stop
+    if throw:
+        _friction.check_stop(model, method, result != diffrax.RESULTS.successful, stop)
     q, singular = _failures.check_stop(
         model, result, (t0, q0), (t_stop, q_stop, qd_stop), dtmin, q, throw
     )
@@ -323,6 +343,7 @@ class _Options(eqx.Module):
     max_steps: int = eqx.field(static=True)
     progress: bool = eqx.field(static=True)
     throw: bool = eqx.field(static=True)
+    method: object = None  # friction's reaction method (bound), None without friction
 
 
 def _refuse_start(model, start_error, q0, qd0, t0, t1, ts):
@@ -340,6 +361,7 @@ def _integrate(model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options):
     """The integration of `simulate` (null-space and eliminated formulations): the initial
     checks, diffeqsolve and the saved states; the failure diagnosis runs after it."""
     q0, qd0, start_error = _check_initial_state(model, q0, qd0, t0, options.throw)
+    q0 = _friction.check_unique_at(q0, model, q0, t0, options.method, "simulate")
     q0, qd0, t1, ts = _refuse_start(model, start_error, q0, qd0, t0, t1, ts)
     if dt0 is not None:
         dt0 = _errors.error_if(dt0, (t1 - t0) * dt0 < 0,
@@ -357,7 +379,7 @@ def _integrate(model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options):
     with _errors.quiet_third_party_checks():  # diffrax's SaveAt / dt0 checks: done before
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(_Dynamics(model, options.stabilization, options.formulation,
-                                      direction)),
+                                      direction, options.method)),
             solver,
             t0=t0,
             t1=t1,

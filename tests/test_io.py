@@ -79,6 +79,8 @@ def _all_types_model(rng):
     m.add(mb.Torque("Tq2", a, tau=x()))
     m.add(mb.Bushing("BU", a, c, s_i=v(), s_j=v(), stiffness=rng.uniform(0.5, 2.0, 3),
                      damping=rng.uniform(0.1, 1.0, 3), free_angle=x()))
+    m.add(mb.RevoluteFriction("fR", "R", mu=x(), radius=x(), velocity_scale=x()))
+    m.add(mb.TranslationalFriction("fT", "T", mu=x(), length=x()))
     return m.build()
 
 
@@ -139,6 +141,8 @@ def test_round_trip_every_type(original, tmp_path, suffix):
     assert loaded.pair_names == model.pair_names
     assert [type(p) for p in loaded.pairs] == [type(p) for p in model.pairs]
     assert [type(f) for f in loaded.force_elements] == [type(f) for f in model.force_elements]
+    assert [(type(f), f.pair) for f in loaded.friction] == [(type(f), f.pair)
+                                                             for f in model.friction]
     assert all(loaded.rows(n) == model.rows(n) for n in model.pair_names)
     for field in ("q0", "masses", "inertias"):
         np.testing.assert_allclose(getattr(loaded, field), getattr(model, field),

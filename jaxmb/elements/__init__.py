@@ -21,6 +21,11 @@ from .forces import (
     SpringDamper as SpringDamper,
     Torque as Torque,
 )
+from .friction import (
+    AbstractFriction as AbstractFriction,
+    RevoluteFriction as RevoluteFriction,
+    TranslationalFriction as TranslationalFriction,
+)
 from .gear import Gear as Gear, GearOnLink as GearOnLink
 from .knife_edge import KnifeEdge as KnifeEdge
 from .parallel import Parallel as Parallel

@@ -47,12 +47,12 @@ class AbstractElement(eqx.Module):
 
     def __check_init__(self):
         """Every element: a non-empty string name (model files and messages key on it), and no
-        text where numbers belong (a string would otherwise be parsed as a number silently)."""
+        text where numbers belong (fields annotated `str` hold names) (a string would otherwise be parsed as a number silently)."""
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"{type(self).__name__}: name must be a non-empty string, got "
                              f"{self.name!r} of type {type(self.name).__name__}")
         for field in dataclasses.fields(self):
-            if field.name != "name":
+            if field.name != "name" and field.type is not str:  # names (of itself, a pair)
                 self.check_not_text(getattr(self, field.name, None), field.name)
         for label in self.nonnegative:
             value = getattr(self, label)

@@ -1,0 +1,203 @@
+"""Coulomb friction in a revolute or translational pair, driven by the pair's reaction.
+
+A friction element names the pair it acts in (`pair`, by name) and gives a friction force
+(or torque) T along the pair's slip coordinate s(q) (the relative angle of a revolute, the
+sliding displacement of a translational pair):
+
+    T = mu a N(lambda_X) tanh(a s_dot / v_s),    Q = -T (ds/dq)^T,
+
+with lambda_X the multipliers of the pair (its reaction), N the normal load they imply, a the
+lever arm of the friction (the pin radius r of a revolute, 1 for a translational pair) and v_s
+the velocity scale of the regularization. Q is the generalized force of the friction force pair
+(virtual work -T delta s), so the friction dissipates the power T s_dot >= 0.
+
+Regularization. Coulomb's law T = mu a N sgn(s_dot) is replaced by tanh(a s_dot / v_s), a smooth
+function of the slip speed a s_dot (m/s: the sliding speed of the pin surface for a revolute), so
+the equations of motion stay differentiable. Its effect: above a few v_s the friction is
+Coulomb's (tanh 3 = 0.995); below v_s it acts like a viscous damper of coefficient mu N / v_s per
+unit slip speed, so there is no true sticking: a load F below mu N makes the pair creep at
+v_s artanh(F / (mu N)) instead of holding. A small v_s approaches Coulomb's law but makes the
+equations stiffer (the creep time constant is m v_s / (mu N) for a block of mass m).
+
+The element only describes the friction; the coupled equations (the friction depends on the
+reactions, the reactions on the accelerations, the accelerations on the friction) are solved
+in `jaxmb._friction`.
+"""
+
+import abc
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._geometry import as_f64, direction, point, pose, rot90
+from ._base import AbstractElement
+from .revolute import Revolute
+from .translational import Translational
+
+
+def _safe_abs(x):
+    """|x| (elementwise); its derivative at 0 is 0 (a subgradient), never nan."""
+    return jnp.where(x >= 0.0, x, -x)
+
+
+def _safe_norm(x):
+    """Euclidean norm with a zero (not nan) derivative at the origin."""
+    n2 = x @ x
+    positive = n2 > 0.0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, n2, 1.0)), 0.0)
+
+
+class AbstractFriction(AbstractElement):
+    """Friction in the pair named `pair` (module docstring): T = mu a N tanh(a s_dot / v_s).
+
+    A subclass gives the pair type it acts in (`pair_type`), the slip coordinate s(q), the
+    normal load N(lambda_X) and the arm a."""
+
+    pair: eqx.AbstractVar[str]
+    mu: eqx.AbstractVar[jnp.ndarray]
+    velocity_scale: eqx.AbstractVar[jnp.ndarray]
+    pair_type: eqx.AbstractClassVar[type]
+
+    def bodies(self):
+        return ()  # those of its pair, checked when the model is built (`check_pair`)
+
+    def check_parameters(self, **positive):
+        """Build-time checks: `pair` a non-empty string, mu >= 0 (`nonnegative`), and the
+        named lengths and the velocity scale positive."""
+        if not isinstance(self.pair, str) or not self.pair:
+            self.fail(f"pair must be the name of a {self.pair_type.__name__} pair, got "
+                      f"{self.pair!r}")
+        self.check_scalar(self.mu, "mu")
+        for label, value in {**positive, "velocity_scale": self.velocity_scale}.items():
+            self.check_scalar(value, label, positive=True)
+
+    def check_pair(self, model):
+        """Build-time check against the model: the pair exists and can carry this friction."""
+        if self.pair not in model.pair_names:
+            import difflib
+
+            close = difflib.get_close_matches(self.pair, model.pair_names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            self.fail(f"refers to pair {self.pair!r}, which the model does not have{hint}; its "
+                      f"pairs are {list(model.pair_names)}")
+        found = model.pair(self.pair)
+        if type(found) is not self.pair_type:
+            other = {Revolute: "RevoluteFriction", Translational: "TranslationalFriction"}
+            hint = (f"; for a {type(found).__name__} use {other[type(found)]}"
+                    if type(found) in other else
+                    " (friction is modelled in revolute and translational pairs only)")
+            self.fail(f"pair {self.pair!r} is a {type(found).__name__}, which cannot carry a "
+                      f"{type(self).__name__}: it needs a {self.pair_type.__name__} pair{hint}")
+
+    @abc.abstractmethod
+    def slip(self, pair, q):
+        """The slip coordinate s(q) of the pair (its rate is the relative motion)."""
+
+    @abc.abstractmethod
+    def normal_load(self, lam):
+        """N >= 0 from the pair's multipliers lambda_X."""
+
+    @abc.abstractmethod
+    def arm(self):
+        """a: the slip speed is a s_dot and the friction force mu N acts with arm a."""
+
+    def force(self, lam, slip_rate):
+        """T = mu a N(lambda_X) tanh(a s_dot / v_s) (module docstring)."""
+        a = self.arm()
+        return self.mu * a * self.normal_load(lam) * jnp.tanh(a * slip_rate / self.velocity_scale)
+
+    def slip_terms(self, pair, q, qd):
+        """(ds/dq, s_dot) at the state."""
+        s_dot = jax.jvp(lambda q_: self.slip(pair, q_), (q,), (qd,))[1]
+        return jax.grad(lambda q_: self.slip(pair, q_))(q), s_dot
+
+
+class RevoluteFriction(AbstractFriction):
+    """Pin friction in the revolute `pair`: torque -mu r |F| tanh(r omega / v_s) on body j
+    (and its opposite on body i), omega = phid_j - phid_i, |F| the magnitude of the joint force
+    (the pair's two multipliers). The friction of a journal bearing of radius r whose contact
+    force F is carried at the pin surface.
+
+    **Arguments:** `name`; `pair` (the name of a `Revolute`); `mu` (>= 0); `radius` r (m, > 0);
+    `velocity_scale` v_s (m/s, > 0; default 1e-3) of the regularization (module docstring),
+    applied to the slip speed r omega of the pin surface.
+    """
+
+    name: str = eqx.field(static=True)
+    pair: str = eqx.field(static=True)
+    mu: jnp.ndarray = eqx.field(converter=as_f64)
+    radius: jnp.ndarray = eqx.field(converter=as_f64)
+    velocity_scale: jnp.ndarray = eqx.field(converter=as_f64, default=1e-3)
+    pair_type: ClassVar[type] = Revolute
+    nonnegative: ClassVar[tuple[str, ...]] = ("mu", "radius", "velocity_scale")
+
+    def __check_init__(self):
+        self.check_parameters(radius=self.radius)
+
+    def slip(self, pair, q):
+        return pose(q, pair.j)[1] - pose(q, pair.i)[1]
+
+    def normal_load(self, lam):
+        return _safe_norm(lam)
+
+    def arm(self):
+        return self.radius
+
+
+class TranslationalFriction(AbstractFriction):
+    """Friction of the slider (body i) of the translational `pair` on its guide (body j).
+
+    Two-edge model: the slider, of length l centred at its pair point s_i, bears on the guide at
+    its two ends. The pair's multipliers are the normal force N (along v) at s_i and the moment
+    M, so the edge forces are N / 2 + M / l and N / 2 - M / l (force and moment balance of the
+    two contacts) and the friction force is
+
+        T = mu (|N / 2 + M / l| + |N / 2 - M / l|) tanh(s_dot / v_s)
+          = mu max(|N|, 2 |M| / l) tanh(s_dot / v_s),
+
+    acting along the sliding axis through s_i, against the sliding velocity s_dot of the slider
+    relative to the guide. The slip coordinate s is measured along u = A_j Omega v / |v| (v
+    turned by +90 degrees). A short slider pressed by a moment (a drawer pushed off-centre) can
+    jam: with 2 mu |M| / l above the push it does not slide.
+
+    **Arguments:** `name`; `pair` (the name of a `Translational`); `mu` (>= 0); `length` l
+    (m, > 0); `velocity_scale` v_s (m/s, > 0; default 1e-3) of the regularization (module
+    docstring).
+    """
+
+    name: str = eqx.field(static=True)
+    pair: str = eqx.field(static=True)
+    mu: jnp.ndarray = eqx.field(converter=as_f64)
+    length: jnp.ndarray = eqx.field(converter=as_f64)
+    velocity_scale: jnp.ndarray = eqx.field(converter=as_f64, default=1e-3)
+    pair_type: ClassVar[type] = Translational
+    nonnegative: ClassVar[tuple[str, ...]] = ("mu", "length", "velocity_scale")
+
+    def __check_init__(self):
+        self.check_parameters(length=self.length)
+
+    def slip(self, pair, q):
+        """s = (P_i - P_j)^T u with u = A_j Omega v / |v| the sliding axis."""
+        axis = direction(q, pair.j, rot90(pair.v / jnp.linalg.norm(pair.v)))
+        return (point(q, pair.i, pair.s_i) - point(q, pair.j, pair.s_j)) @ axis
+
+    def normal_load(self, lam):
+        half, edge = lam[0] / 2.0, lam[1] / self.length
+        return _safe_abs(half + edge) + _safe_abs(half - edge)
+
+    def arm(self):
+        return jnp.ones((), self.mu.dtype)
+
+
+def check_friction(model):
+    """Build-time checks of a model's friction elements: each names a pair that exists and can
+    carry it, and no pair has two."""
+    seen = {}
+    for f in model.friction:
+        f.check_pair(model)
+        if f.pair in seen:
+            f.fail(f"pair {f.pair!r} already has the friction element {seen[f.pair]!r}; give a "
+                   "pair one friction element")
+        seen[f.pair] = f.name
