@@ -35,9 +35,10 @@ from . import batch as batch, drive as drive  # noqa: E402
 if _os.environ.get("JAXMB_CPU_DEVICES"):  # the one switch for batches on every CPU core
     _count = _os.environ["JAXMB_CPU_DEVICES"]
     batch.use_all_cores(None if _count == "all" else int(_count))
+from ._accelerations import accelerations as accelerations  # noqa: E402
 from ._assemble import assemble as assemble  # noqa: E402
 from ._cache import enable_compilation_cache as enable_compilation_cache  # noqa: E402
-from ._dynamics import Eliminate as Eliminate, accelerations as accelerations  # noqa: E402
+from ._dynamics import Eliminate as Eliminate  # noqa: E402
 from ._friction import (  # noqa: E402
     FrictionForces as FrictionForces,
     friction_forces as friction_forces,
@@ -65,7 +66,8 @@ from ._reactions import (  # noqa: E402
     reactions as reactions,
     statics as statics,
 )
-from ._simulate import Baumgarte as Baumgarte, Trajectory as Trajectory, simulate as simulate  # noqa: E402
+from ._simulate import Baumgarte as Baumgarte, simulate as simulate  # noqa: E402
+from ._trajectory import Trajectory as Trajectory  # noqa: E402
 from ._solvability import (  # noqa: E402
     SolvabilityReport as SolvabilityReport,
     solvability as solvability,

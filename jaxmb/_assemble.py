@@ -21,20 +21,25 @@ import jax
 import jax.numpy as jnp
 
 from . import _errors
-from ._dynamics import check_shapes, checked_finite
-from ._linalg import materialise, null_space, pinv_solve, rank_mask, solve, split_inexact, svd
-
-
-def _holonomic_jacobian(model, q, t):
-    return model.C(q, t)[model.holonomic_rows]
+from ._input_checks import check_shapes, checked_finite
+from ._linalg import (
+    masked_reciprocal,
+    materialise,
+    null_space,
+    pinv_solve,
+    rank_mask,
+    solve,
+    split_inexact,
+    svd,
+)
 
 
 def _projection_step(model, q, q_init, t):
-    J = _holonomic_jacobian(model, q, t)
+    J = model.holonomic_C(q, t)
     r = model.phi(q, t)
     U, s, Vt = svd(J)
     mask = rank_mask(s)
-    s_inv = jnp.where(mask, 1.0 / jnp.where(mask, s, 1.0), 0.0)
+    s_inv = masked_reciprocal(s, mask)
     newton = -Vt.T @ (s_inv * (U.T @ r))
     disp = q - q_init
     tangential = disp - Vt.T @ (mask * (Vt @ disp))
@@ -83,7 +88,7 @@ def _assemble_jvp(primals, tangents, *, tol, max_steps):
     def phi(q_, diff_, t_):
         return eqx.combine(diff_, static).phi(q_, t_)
 
-    J = _holonomic_jacobian(model, q, t)
+    J = model.holonomic_C(q, t)
     mu = pinv_solve(J.T, q_init - q)
 
     def grad_lagrangian(q_, diff_, t_):

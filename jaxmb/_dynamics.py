@@ -30,13 +30,13 @@ from ._linalg import (
     RANK_RTOL,
     cond,
     economic_pivoted_qr,
+    independent_rows,
     null_space,
     pinv,
-    pivoted_qr,
+    rank_mask,
     solve,
     solve_triangular,
 )
-from ._model import check_shapes, checked_finite
 from ._reaction_methods._base import AbstractReactionMethod
 from ._solvability import solvability
 
@@ -108,7 +108,7 @@ def _gauss_factor(M, C):
     Q, R, perm = economic_pivoted_qr(Ch.T)
     k = R.shape[0]
     d = jnp.abs(jnp.diagonal(R))
-    kept = d > RANK_RTOL * jnp.max(d, initial=0.0)  # geqp3: |R_jj| non-increasing
+    kept = rank_mask(d)  # geqp3: |R_jj| non-increasing
     both = kept[:, None] & kept[None, :]
     R11 = jnp.where(both, R[:, :k], jnp.eye(k, dtype=R.dtype))
     return _GaussFactor(w, Ch, Q, R11, perm, kept)
@@ -175,7 +175,7 @@ def eliminated_solve(M, F, C, gamma, keep, label="Eliminate"):
     with the rows outside `keep` removed; fixed shapes: their rows are zeroed and their
     multipliers pinned to 0 by an identity block. Raises when the reduced system is singular,
     the message starting with `label` (the method that chose the rows)."""
-    n, rows = M.shape[0], C.shape[0]
+    n = M.shape[0]
     w = keep.astype(C.dtype)
     Ck = C * w[:, None]
     K = jnp.block([[M, Ck.T], [Ck, jnp.diag(1.0 - w)]])
@@ -247,62 +247,15 @@ def keep_mask(model, method, C):
         return jnp.asarray(keep)
     if method != "auto":
         raise ValueError(f"expected 'auto' or mb.Eliminate(rows), got {method!r}")
-    _, R, order = pivoted_qr(C.T)
-    d = jnp.zeros(rows, C.dtype).at[: min(R.shape)].set(jnp.abs(jnp.diagonal(R)))
-    kept_pivots = d > RANK_RTOL * jnp.max(d, initial=0.0)
-    return jnp.zeros(rows, bool).at[order].set(kept_pivots)
-
-
-def accelerations(model, q, qd, t=0.0, *, gamma=None, method=None):
-    """Accelerations qdd from the null-space formulation (seed 001, eq. 13).
-
-    **Arguments:** `model`, state `q`, `qd`, time `t`; `gamma` optionally replaces the
-    acceleration right-hand side (e.g. with constraint stabilization terms); `method`: for a
-    model with friction elements, the reaction method their normal loads come from (default
-    the minimum-norm multipliers; `mb.Compliance` where a friction pair's reactions are not
-    unique, see `jaxmb._friction`).
-
-    **Returns:** qdd, unique even when C is rank-deficient. jit, vmap and grad work. A q or qd
-    of the wrong shape, or with a nan or inf entry, raises naming the entry (also inside jit).
-    """
-    q = jnp.asarray(q, jnp.float64)
-    qd = jnp.asarray(qd, jnp.float64)
-    check_shapes(model, "accelerations", q=q, qd=qd)
-    q = checked_finite(model, q, "accelerations", "q")
-    qd = checked_finite(model, qd, "accelerations", "qd")
-    return unchecked_accelerations(model, q, qd, t, gamma=gamma, method=method)
-
-
-def unchecked_accelerations(model, q, qd, t=0.0, *, gamma=None, method=None):
-    """`accelerations` without the argument checks (for the integrator, whose trial states may
-    be non-finite: a failed step is diagnosed after the run)."""
-    q = jnp.asarray(q, jnp.float64)
-    qd = jnp.asarray(qd, jnp.float64)
-    t = jnp.asarray(t, jnp.float64)
-    check_shapes(model, "accelerations", q=q, qd=qd)
-    if model.friction:  # the friction depends on the reactions: a coupled solve
-        from ._friction import friction_accelerations
-
-        return friction_accelerations(model, q, qd, t, gamma, method)
-    M = model.mass_matrix()
-    F = model.forces(q, qd, t)
-    if model.num_rows == 0:
-        return F / model.mass_diagonal()
-    C = model.C(q, t)
-    g = model.gamma(q, qd, t) if gamma is None else gamma
-    return null_space_solve(M, F, C, g)
+    return independent_rows(C)
 
 
 __all__ = [
     "Eliminate",
-    "accelerations",
     "check_removable",
-    "check_shapes",
-    "checked_finite",
     "eliminated_solve",
     "keep_mask",
     "min_norm_multipliers",
     "null_space_solve",
     "suggesting_rows",
-    "unchecked_accelerations",
 ]

@@ -40,11 +40,12 @@ import optimistix as optx
 from . import _errors
 from ._dynamics import Eliminate, KeptRows, eliminated_solve
 from ._linalg import solve
-from ._model import check_shapes
+from ._input_checks import check_shapes
 from ._reaction_methods._base import AbstractReactionMethod
 from ._reaction_methods.auto import Auto
 from ._reaction_methods.min_norm import MinNorm
 from ._solvability import solvability
+from ._terms import state_terms
 
 NEWTON_RTOL = 1e-12
 NEWTON_ATOL = 1e-12
@@ -234,15 +235,13 @@ def checked_converged(x, model, solution, where):
 
 def at_state(model, q, qd, t, method, label, *, gamma=None, qdd=None, in_loop=False,
              terms=None):
-    """`solve_friction` at (q, qd, t) with the bound reaction `method`: the model's M, F, C
-    and gamma (or the given `gamma`; `terms`: the model's kinematic terms when known), `qdd`
-    given or None."""
-    M = model.mass_matrix()
-    F = model.forces(q, qd, t)
-    terms = model.kinematic_terms(q, qd, t) if terms is None else terms
+    """`solve_friction` at (q, qd, t) with the bound reaction `method`: M, F, C and gamma
+    from `terms` (the `StateTerms` at the state, formed here when None; `gamma` replaces
+    theirs when given), `qdd` given or None."""
+    terms = state_terms(model, q, qd, t) if terms is None else terms
     gamma = terms.gamma if gamma is None else gamma
-    multipliers = method_multipliers(model, method, M, terms.C, label, in_loop=in_loop)
-    return solve_friction(model, q, qd, multipliers, F, gamma, qdd)
+    multipliers = method_multipliers(model, method, terms.M, terms.C, label, in_loop=in_loop)
+    return solve_friction(model, q, qd, multipliers, terms.F, gamma, qdd)
 
 
 def friction_accelerations(model, q, qd, t, gamma, method):
@@ -294,11 +293,11 @@ def _friction_forces(model, q, qd, t, method, qdd, check=True):
     return eqx.tree_at(lambda s: s.force, solution, force)
 
 
-def simulate_accelerations(model, q, qd, t, terms, gamma, method, label):
+def simulate_accelerations(model, q, qd, t, terms, method, label):
     """qdd with friction for the integrator's right-hand side: nan where Newton's method does
     not converge, so that the step is rejected (and, where that persists, the run stops and
     `check_stop` names the cause)."""
-    solution = at_state(model, q, qd, t, method, label, gamma=gamma, in_loop=True, terms=terms)
+    solution = at_state(model, q, qd, t, method, label, in_loop=True, terms=terms)
     return jnp.where(solution.converged, solution.qdd, jnp.nan)
 
 

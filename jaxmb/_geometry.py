@@ -73,14 +73,6 @@ def direction(q, body: Body, v):
     return A(phi) @ v
 
 
-def as_vector(x, name="vector"):
-    """Convert to a float64 array of shape (2,)."""
-    arr = jnp.asarray(x, dtype=jnp.float64)
-    if arr.shape != (2,):
-        raise ValueError(f"{name} must be a 2-vector, got shape {arr.shape}")
-    return arr
-
-
 def is_concrete(x) -> bool:
     """True when x holds values (not a tracer), so build-time value checks can run."""
     try:

@@ -31,8 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _errors
-from ._linalg import RANK_RTOL
-from ._linalg import pivoted_qr, singular_values, solve
+from ._linalg import pivoted_qr, rank_mask, row_order, singular_values, solve
 
 NEWTON_TOL = 1e-13
 NEWTON_MAX_ITERATIONS = 30
@@ -60,14 +59,9 @@ def _check_holonomic(model):
         )
 
 
-def _holonomic_C(model, q, t):
-    return model.C(q, t)[model.holonomic_rows]
-
-
-def independent_rows(Phi_q, r):
-    """r rows of Phi_q spanning its row space (pivoted QR of Phi_q^T, seed 001 section 3.3)."""
-    _, _, order = pivoted_qr(Phi_q.T)
-    return order[:r]
+def spanning_rows(Phi_q, r):
+    """r rows of Phi_q spanning its row space (r its rank; `jaxmb._linalg.row_order`)."""
+    return row_order(Phi_q)[1][:r]
 
 
 def best_partition(Phi_r):
@@ -95,7 +89,7 @@ def dependent_coordinates(model, rows, y_idx, z_idx, z, q_guess, t):
 
     def body_fun(state):
         q, k = state
-        Phi_y = _holonomic_C(model, q, t)[rows][:, y_idx]
+        Phi_y = model.holonomic_C(q, t)[rows][:, y_idx]
         step = solve(Phi_y, residual(q))
         return q.at[y_idx].add(-step), k + 1
 
@@ -107,7 +101,7 @@ def dependent_coordinates(model, rows, y_idx, z_idx, z, q_guess, t):
 def reaction_matrix_solve(model, rows, y_idx, z_idx, q, zd, t):
     """qd, qdd and the multipliers (C^T lambda convention) from seed 002 eq. 3 and 5."""
     n = model.n
-    C_r = _holonomic_C(model, q, t)[rows]
+    C_r = model.holonomic_C(q, t)[rows]
     Phi_y, Phi_z = C_r[:, y_idx], C_r[:, z_idx]
     I_c = -solve(Phi_y, Phi_z)
     b_r = model.b(q, t)[model.holonomic_rows][rows]
@@ -134,13 +128,13 @@ def multipliers(model, q, qd, t=0.0, *, rank=None):
     a concrete q, or taken as m (non-redundant) when q is traced (jit/vmap)."""
     _check_holonomic(model)
     q = jnp.asarray(q, jnp.float64)
-    Phi_q = _holonomic_C(model, q, t)
+    Phi_q = model.holonomic_C(q, t)
     if rank is None:
         try:
             rank = _rank_at(model, q, t, IndependentCoordinates())
         except ValueError:
             rank = model.m
-    rows = independent_rows(Phi_q, rank)
+    rows = spanning_rows(Phi_q, rank)
     y_idx, z_idx = best_partition(Phi_q[rows])
     _, _, lam_r = reaction_matrix_solve(model, rows, y_idx, z_idx, q, qd[z_idx], t)
     lam_r = _errors.error_if(
@@ -156,7 +150,7 @@ def _rank_at(model, q0, t0, option):
     if option.rank is not None:
         return option.rank
     try:
-        Phi_q = np.asarray(_holonomic_C(model, q0, t0))
+        Phi_q = np.asarray(model.holonomic_C(q0, t0))
     except jax.errors.TracerArrayConversionError:
         raise ValueError(
             "simulate(formulation=IndependentCoordinates()): q0 is traced (inside jit or vmap), "
@@ -164,7 +158,7 @@ def _rank_at(model, q0, t0, option):
             "IndependentCoordinates(rank=r)."
         ) from None
     s = np.linalg.svd(Phi_q, compute_uv=False)
-    return int(np.sum(s > RANK_RTOL * s[0])) if s.size else 0
+    return int(np.sum(np.asarray(rank_mask(s))))
 
 
 def simulate_independent(model, q0, qd0, ts, *, option, solver, rtol, atol, max_steps, throw):
@@ -177,8 +171,8 @@ def simulate_independent(model, q0, qd0, ts, *, option, solver, rtol, atol, max_
 
 @_errors.checked_jit  # reused by eager calls (the closures below are new each call); no callback
 def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, throw):
-    Phi0 = _holonomic_C(model, q0, ts[0])
-    rows = independent_rows(Phi0, r)
+    Phi0 = model.holonomic_C(q0, ts[0])
+    rows = spanning_rows(Phi0, r)
     y_idx, z_idx = best_partition(Phi0[rows])
     if option.initial_z is not None:
         z_given = sorted(int(k) for k in option.initial_z)
@@ -204,7 +198,7 @@ def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, thr
         z, _ = state
         q_guess, y_i, z_i = args
         q = dependent_coordinates(model, rows, y_i, z_i, z, q_guess, t)
-        C_r = _holonomic_C(model, q, t)[rows]
+        C_r = model.holonomic_C(q, t)[rows]
         y_best, _ = best_partition(C_r)
         return _cond(C_r[:, y_i]) > option.switch_ratio * _cond(C_r[:, y_best])
 
@@ -223,7 +217,7 @@ def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, thr
         q_e = dependent_coordinates(model, rows, y_i, z_i, sol.ys[0][-1], q, t_end)
         qd_e, _, _ = reaction_matrix_solve(model, rows, y_i, z_i, q_e, sol.ys[1][-1], t_end)
         hit = sol.result == diffrax.RESULTS.event_occurred
-        y_new, z_new = best_partition(_holonomic_C(model, q_e, t_end)[rows])
+        y_new, z_new = best_partition(model.holonomic_C(q_e, t_end)[rows])
         y_i = jnp.where(hit, y_new, y_i)
         z_i = jnp.where(hit, z_new, z_i)
         failed = (~hit) & (sol.result != diffrax.RESULTS.successful)

@@ -231,10 +231,7 @@ def _check_top_level(data):
     if isinstance(version, bool) or version != VERSION:
         raise ValueError(f"jaxmb_model: unsupported schema version {version!r}; this jaxmb "
                          f"reads version {VERSION}")
-    for key in data:
-        if key not in _TOP_KEYS:
-            raise ValueError(f"unknown top-level key {key!r}{_suggest(key, _TOP_KEYS)}; "
-                             f"allowed keys: {', '.join(_TOP_KEYS)}")
+    _refuse_unknown_keys(data, _TOP_KEYS, "unknown top-level key")
     if not isinstance(data.get("bodies"), list) or not data["bodies"]:
         raise ValueError("bodies: expected a non-empty list of bodies, got "
                          f"{data.get('bodies')!r}")
@@ -242,14 +239,20 @@ def _check_top_level(data):
         raise ValueError(f"elements: expected a list of elements, got {data['elements']!r}")
 
 
+def _refuse_unknown_keys(entry, allowed, label):
+    """Raise for the first key of `entry` not in `allowed`: "`label` 'key' (did you mean
+    ...?); allowed keys: ..."."""
+    for key in entry:
+        if key not in allowed:
+            raise ValueError(f"{label} {key!r}{_suggest(key, allowed)}; "
+                             f"allowed keys: {', '.join(allowed)}")
+
+
 def _check_keys(entry, allowed, required, where):
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: expected a mapping with keys {', '.join(allowed)}, "
                          f"got {entry!r}")
-    for key in entry:
-        if key not in allowed:
-            raise ValueError(f"{where}: unknown key {key!r}{_suggest(key, allowed)}; "
-                             f"allowed keys: {', '.join(allowed)}")
+    _refuse_unknown_keys(entry, allowed, f"{where}: unknown key")
     for key in required:
         if key not in entry:
             raise ValueError(f"{where}: missing field {key!r}")

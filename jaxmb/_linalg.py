@@ -32,11 +32,12 @@ import jax.scipy.linalg as jsl
 RANK_RTOL = 1e-9
 
 
-def rank_mask(s, rtol=RANK_RTOL):
+def rank_mask(s, rtol=RANK_RTOL, scale=None):
     """Mask of the values counted in the rank: s_k > rtol * max(s) (singular values, or the
-    non-increasing |R_kk| of a pivoted QR)."""
-    smax = jnp.max(s, initial=0.0)
-    return s > rtol * smax
+    non-increasing |R_kk| of a pivoted QR), or s_k > rtol * `scale` for a reference scale
+    other than the largest value (e.g. the norm of the whole matrix a block came from)."""
+    scale = jnp.max(s, initial=0.0) if scale is None else scale
+    return s > rtol * scale
 
 
 # --------------------------------------------------------------------------------------------
@@ -253,6 +254,27 @@ def pivoted_qr(C):
     return _pivoted_qr["full"](jax.lax.stop_gradient(C))
 
 
+def pivot_magnitudes(R, size):
+    """|R_kk| of a pivoted QR padded with zeros to `size` (non-increasing, as geqp3 orders
+    them): the values whose `rank_mask` is the numerical rank."""
+    return jnp.zeros(size, R.dtype).at[: min(R.shape)].set(jnp.abs(jnp.diagonal(R)))
+
+
+def row_order(A):
+    """(d, order): pivoted QR of A^T, A^T[:, order] = Q R, and d = `pivot_magnitudes` of R.
+    Rows order[:r] (r the rank) span A's row space (seed 001, section 3.3)."""
+    _, R, order = pivoted_qr(A.T)
+    return pivot_magnitudes(R, A.shape[0]), order
+
+
+def independent_rows(A, rtol=RANK_RTOL):
+    """Mask of rows of A that span its row space, the others being redundant: the pivots of
+    `row_order` counted in the rank (`rank_mask`). Every rank decision of jaxmb on rows of C
+    goes through it or `rank_mask`."""
+    d, order = row_order(A)
+    return jnp.zeros(A.shape[0], bool).at[order].set(rank_mask(d, rtol))
+
+
 _qr_single = per_member(lambda A: tuple(jnp.linalg.qr(A)))
 
 
@@ -322,10 +344,15 @@ def svd_full(A):
     return _svd_full(jax.lax.stop_gradient(A))
 
 
+def masked_reciprocal(s, mask):
+    """1 / s where `mask` (the values counted in the rank), 0 elsewhere: the singular values
+    of a pseudo-inverse (no division by the dropped ones, so no nan in value or derivative)."""
+    return jnp.where(mask, 1.0 / jnp.where(mask, s, 1.0), 0.0)
+
+
 def _masked_pinv(A, rtol):
     U, s, Vt = _svd_thin(A)
-    mask = rank_mask(s, rtol)
-    s_inv = jnp.where(mask, 1.0 / jnp.where(mask, s, 1.0), 0.0)
+    s_inv = masked_reciprocal(s, rank_mask(s, rtol))
     return (Vt.T * s_inv[None, :]) @ U.T
 
 

@@ -17,69 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _errors
 from ._groups import evaluate, group_pairs, scatter_rows
+from ._input_checks import check_shapes
+from ._rows import RowTable, row_table
 from .elements import AbstractForceElement, AbstractPair
-
-
-def check_shapes(model, where: str, **vectors):
-    """Trace-time check that each state vector (q, qd, ...) has shape (n,); the error names the
-    function, the argument and the expected layout."""
-    for label, x in vectors.items():
-        if jnp.shape(x) != (model.n,):
-            raise ValueError(
-                f"{where}: {label} must have shape (n,) = ({model.n},): x, y, phi of each of the "
-                f"{model.num_bodies} bodies {list(model.body_names)}; got shape {jnp.shape(x)}"
-            )
-
-
-def checked_finite(model, x, where: str, label: str):
-    """x with a runtime check (eager or inside jit) that all entries are finite; the error
-    names the first bad coordinate by body and component."""
-    messages = tuple(
-        f"{where}: {label}[{3 * k + c}] ({comp} of body {body!r}) is not finite"
-        for k, body in enumerate(model.body_names)
-        for c, comp in enumerate(("x", "y", "phi"))
-    )
-    bad = ~jnp.isfinite(x)
-    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
-
-
-def _pair_coordinates(pair: AbstractPair) -> np.ndarray:
-    coords = sorted({c for body in pair.bodies() for c in body.coordinates()})
-    return np.asarray(coords, dtype=np.int64)
-
-
-def loop_C(model, q, t=0.0):
-    """C(q, t) by a plain Python loop over the pairs (one jacfwd each): the reference that the
-    grouped `Model.C` is tested against."""
-    t = jnp.asarray(t, dtype=q.dtype)
-    out = jnp.zeros((model.num_rows, model.n), q.dtype)
-    start = 0
-    for p in model.pairs:
-        idx = _pair_coordinates(p)
-
-        def g_local(v, p=p, idx=idx):
-            return p.velocity_residual(q, jnp.zeros_like(q).at[idx].set(v), t)
-
-        block = jax.jacfwd(g_local)(jnp.zeros(len(idx), q.dtype))
-        out = out.at[np.ix_(np.arange(start, start + p.num_rows), idx)].set(block)
-        start += p.num_rows
-    return out
-
-
-def loop_velocity_residual(model, q, qd, t=0.0):
-    """g(q, qd, t) by a plain loop over the pairs (reference for the grouped version)."""
-    t = jnp.asarray(t, dtype=q.dtype)
-    parts = [p.velocity_residual(q, qd, t) for p in model.pairs]
-    return jnp.concatenate(parts) if parts else jnp.zeros(0, q.dtype)
-
-
-def loop_phi(model, q, t=0.0):
-    """Phi(q, t) by a plain loop over the holonomic pairs (reference for the grouped version)."""
-    t = jnp.asarray(t, dtype=q.dtype)
-    parts = [p.residual(q, t) for p in model.pairs if p.holonomic]
-    return jnp.concatenate(parts) if parts else jnp.zeros(0, q.dtype)
 
 
 class KinematicTerms(NamedTuple):
@@ -166,26 +107,28 @@ class Model(eqx.Module):
     @property
     def num_rows(self) -> int:
         """m + h, the number of rows of C."""
-        return sum(p.num_rows for p in self.pairs)
+        return self.row_table.size
 
     @property
     def m(self) -> int:
         """Number of holonomic constraint equations."""
-        return sum(p.num_rows for p in self.pairs if p.holonomic)
+        return int(np.sum(self.row_table.holonomic))
 
     @property
     def h(self) -> int:
         """Number of Pfaffian (nonholonomic) constraint equations."""
-        return sum(p.num_rows for p in self.pairs if not p.holonomic)
+        return self.num_rows - self.m
+
+    @property
+    def row_table(self) -> RowTable:
+        """Which rows of C belong to which pair (`jaxmb._rows.RowTable`)."""
+        return row_table(self.pairs)
 
     def rows(self, name: str) -> slice:
         """Rows of C (0-based) belonging to pair `name`."""
-        start = 0
-        for p in self.pairs:
-            if p.name == name:
-                return slice(start, start + p.num_rows)
-            start += p.num_rows
-        raise KeyError(f"no pair named {name!r}; pairs are {list(self.pair_names)}")
+        if name not in self.pair_names:
+            raise KeyError(f"no pair named {name!r}; pairs are {list(self.pair_names)}")
+        return self.row_table.slices[self.pair_names.index(name)]
 
     def pair(self, name: str) -> AbstractPair:
         """The pair called `name`."""
@@ -197,22 +140,17 @@ class Model(eqx.Module):
     @property
     def holonomic_rows(self) -> np.ndarray:
         """Boolean mask over the rows of C: True for holonomic rows."""
-        return np.concatenate(
-            [np.full(p.num_rows, p.holonomic) for p in self.pairs] or [np.zeros(0, bool)]
-        )
+        return self.row_table.holonomic
 
     @property
     def row_pair_index(self) -> np.ndarray:
         """For each row of C, the index of its pair in `pairs`."""
-        return np.concatenate(
-            [np.full(p.num_rows, k) for k, p in enumerate(self.pairs)] or [np.zeros(0, int)]
-        ).astype(np.int64)
+        return self.row_table.owner
 
     # ----- constraints ----------------------------------------------------------------------
     def _groups(self, holonomic_only=False):
         pairs = tuple(p for p in self.pairs if p.holonomic or not holonomic_only)
-        starts = np.cumsum([0] + [p.num_rows for p in pairs])[:-1]
-        return pairs, group_pairs(pairs, starts)
+        return pairs, group_pairs(pairs, row_table(pairs).starts)
 
     def phi(self, q, t=0.0):
         """Holonomic residuals Phi(q, t) (m rows, in pair order)."""
@@ -248,6 +186,10 @@ class Model(eqx.Module):
             return out
         rows, cols = _block_indices(groups)
         return out.at[rows, cols].set(jnp.concatenate([b.ravel() for b in blocks]))
+
+    def holonomic_C(self, q, t=0.0):
+        """Phi_q(q, t): the holonomic rows of C (m x n), the Jacobian of `phi`."""
+        return self.C(q, t)[self.holonomic_rows]
 
     def kinematic_terms(self, q, qd, t=0.0) -> KinematicTerms:
         """C, g = C qd + b, gamma and Phi (in the holonomic rows, 0 elsewhere) in one pass.

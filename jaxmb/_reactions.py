@@ -24,13 +24,15 @@ import jax
 import jax.numpy as jnp
 
 from . import _errors, _friction
-from ._dynamics import check_shapes, suggesting_rows
+from ._dynamics import suggesting_rows
+from ._input_checks import check_shapes
 from ._reaction_methods._base import AbstractReactionMethod
 from ._reaction_methods.auto import Auto
 from ._reaction_methods.min_norm import MinNorm
-from ._simulate import Trajectory
 from ._solvability import solvability
 from ._state_checks import checked_state, worst_pair_error
+from ._terms import state_terms
+from ._trajectory import Trajectory
 
 STATE_TOL = 1e-6
 """`reactions` refuses |Phi| > STATE_TOL (1 + max |q|) or |C qd + b| > STATE_TOL (1 + max |qd|)
@@ -144,27 +146,16 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
     check_shapes(model, "reactions", q=q, qd=qd)
     if check:
         q, qd = checked_state(model, q, qd, t, "reactions", STATE_TOL)
-    M = model.mass_matrix()
-    F = model.forces(q, qd, t)
-    if model.num_rows:
-        terms = model.kinematic_terms(q, qd, t)  # C and gamma in one pass
-        C, gamma = terms.C, terms.gamma
-    else:
-        C, gamma = jnp.zeros((0, model.n)), jnp.zeros(0)
+    terms = state_terms(model, q, qd, t)
+    M, F, C, gamma = terms.M, terms.F, terms.C, terms.gamma
     solution = None
     if model.friction:  # the friction depends on the reactions: a coupled solve
-        multipliers = _friction.method_multipliers(model, method, M, C, label)
-        solution = _friction.solve_friction(model, q, qd, multipliers, F, gamma, qdd)
+        solution = _friction.at_state(model, q, qd, t, method, label, qdd=qdd, terms=terms)
         qdd, lam = solution.qdd, solution.lam
         lam = _friction.checked_converged(lam, model, solution, label)
     else:
         qdd, lam = method.multipliers(model, M, F, C, gamma, qdd, label)
-    gen = []
-    start = 0
-    for p in model.pairs:
-        sl = slice(start, start + p.num_rows)
-        gen.append(-C[sl].T @ lam[sl])
-        start += p.num_rows
+    gen = [-C[rows].T @ lam[rows] for rows in model.row_table.slices]
     # the flags are piecewise constant: no derivative flows into the analysis (whose pivoted QR
     # has no batched JVP rule either)
     frozen = jax.tree.map(

@@ -25,18 +25,18 @@ from ._arguments import checked_direction, checked_times, checked_tolerances
 from ._dynamics import (
     Eliminate,
     check_removable,
-    check_shapes,
-    checked_finite,
     eliminated_solve,
     keep_mask,
     null_space_solve,
     suggesting_rows,
-    unchecked_accelerations,
 )
+from ._input_checks import check_shapes, checked_finite
 from ._independent import IndependentCoordinates, simulate_independent
 from ._passages import PassageMonitor, SingularPassageWarning
 from ._projection import Projection, ProjectedSolver
 from ._state_checks import worst_pair_error
+from ._terms import state_terms
+from ._trajectory import Trajectory
 
 POSITION_TOL = 1e-8
 VELOCITY_TOL = 1e-8
@@ -60,34 +60,6 @@ class Baumgarte(eqx.Module):
     def stabilized(self, terms, direction=1.0):
         """The same from precomputed `Model.kinematic_terms`."""
         return terms.gamma - 2.0 * self.alpha * direction * terms.g - self.beta**2 * terms.phi
-
-
-class Trajectory(eqx.Module):
-    """Saved states of a simulation: `ts` (T,), `q` and `qd` (T, n); `result` is diffrax's
-    result code (`success` True when the integration reached t1); `repartitioned` (T,) marks
-    the saved instants where the independent-coordinate formulation changed its partition
-    (None for the other formulations). `t_stop` is the time the integration reached (t1 on
-    success; saved states after it are inf) and `singular` says whether it stopped at a
-    singular configuration (see `jaxmb._failures`); both None where not integrated.
-    `start_error` is 0, or with throw=False the index in `START_ERRORS` of the reason the
-    initial state was refused. `t_passage` is the time of the first singular passage of the
-    null-space and eliminated formulations (inf if none; see `jaxmb._passages`), where they
-    may switch branch; None for the projection and independent formulations."""
-
-    ts: jnp.ndarray
-    q: jnp.ndarray
-    qd: jnp.ndarray
-    result: diffrax.RESULTS
-    num_steps: jnp.ndarray
-    repartitioned: jnp.ndarray | None = None
-    t_stop: jnp.ndarray | None = None
-    singular: jnp.ndarray | None = None
-    start_error: jnp.ndarray | None = None
-    t_passage: jnp.ndarray | None = None
-
-    @property
-    def success(self):
-        return self.result == diffrax.RESULTS.successful
 
 
 START_ERRORS = (
@@ -160,22 +132,18 @@ class _Dynamics(eqx.Module):
     def __call__(self, t, y, args):
         model, formulation = self.model, self.formulation
         q, qd = y
+        terms = state_terms(model, q, qd, t, self.stabilization, self.direction)
         if model.num_rows == 0:
-            return qd, unchecked_accelerations(model, q, qd, t)
-        terms = model.kinematic_terms(q, qd, t)
-        gamma = (terms.gamma if self.stabilization is None
-                 else self.stabilization.stabilized(terms, self.direction))
+            return qd, terms.F / model.mass_diagonal()
+        label = f"simulate(formulation={formulation!r})"
         if model.friction:
-            return qd, _friction.simulate_accelerations(
-                model, q, qd, t, terms, gamma, self.method,
-                f"simulate(formulation={formulation!r})")
-        M, F = model.mass_matrix(), model.forces(q, qd, t)
+            return qd, _friction.simulate_accelerations(model, q, qd, t, terms, self.method,
+                                                        label)
         if isinstance(formulation, Projection) or (
                 isinstance(formulation, str) and formulation == "null_space"):
-            return qd, null_space_solve(M, F, terms.C, gamma)
+            return qd, null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
         keep = keep_mask(model, formulation, terms.C)
-        label = f"simulate(formulation={formulation!r})"
-        return qd, eliminated_solve(M, F, terms.C, gamma, keep, label=label)[0]
+        return qd, eliminated_solve(terms.M, terms.F, terms.C, terms.gamma, keep, label=label)[0]
 
 
 def simulate(

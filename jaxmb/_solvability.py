@@ -29,8 +29,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _errors
-from ._linalg import RANK_RTOL, pivoted_qr, qr, singular_values, svd, svd_full
-from ._model import check_shapes, checked_finite
+from ._linalg import (
+    RANK_RTOL,
+    pivot_magnitudes,
+    pivoted_qr,
+    qr,
+    rank_mask,
+    singular_values,
+    svd,
+    svd_full,
+)
+from ._input_checks import check_shapes, checked_finite
 
 B_RTOL = 1e-8
 MARGIN_WARNING = 1e2
@@ -50,7 +59,7 @@ def _margin(values, mask, rtol):
 
 def _rank_svd(A, rtol):
     s = singular_values(A)
-    mask = s > rtol * jnp.max(s, initial=0.0)
+    mask = rank_mask(s, rtol)
     return jnp.sum(mask), s, mask
 
 
@@ -58,8 +67,8 @@ def _left_null_qr(C, rtol):
     """Q~ of eq. 27 with fixed shape: columns k >= rank of the pivoted-QR Q, others zeroed."""
     rows = C.shape[0]
     Q, R, _ = pivoted_qr(C)
-    d = jnp.zeros(rows, C.dtype).at[: min(R.shape)].set(jnp.abs(jnp.diagonal(R)))
-    kept = d > rtol * jnp.max(d, initial=0.0)
+    d = pivot_magnitudes(R, rows)
+    kept = rank_mask(d, rtol)
     # pivoted QR orders |R_kk| non-increasingly, so the kept values are a leading block
     return Q * (~kept)[None, :], jnp.sum(kept), _margin(d, kept, rtol)
 
@@ -68,7 +77,7 @@ def _left_null_svd(C, rtol):
     rows = C.shape[0]
     U, s, _ = svd_full(C)
     s_full = jnp.zeros(rows, C.dtype).at[: s.shape[0]].set(s)
-    kept = s_full > rtol * jnp.max(s_full, initial=0.0)
+    kept = rank_mask(s_full, rtol)
     return U * (~kept)[None, :], jnp.sum(kept), _margin(s_full, kept, rtol)
 
 
@@ -84,9 +93,9 @@ def _unique_directions(CX, QX, scale, rtol, width):
     """
     Qa, Ra = qr(CX.T)
     U, sb, _ = svd(Ra @ QX)
-    U = U * (sb > jnp.maximum(rtol * scale, B_RTOL * scale))[None, :]
+    U = U * rank_mask(sb, jnp.maximum(rtol, B_RTOL), scale)[None, :]
     Uw, sw, _ = svd(Ra - U @ (U.T @ Ra))
-    w_mask = sw > rtol * jnp.maximum(scale, 1e-300)
+    w_mask = rank_mask(sw, rtol, jnp.maximum(scale, 1e-300))
     E = Qa @ (Uw * w_mask[None, :])
     pad = width - E.shape[1]
     if pad >= 0:

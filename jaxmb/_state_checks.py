@@ -7,18 +7,17 @@ members that pass contribute index 0 and the message names a pair of a member th
 """
 
 import jax.numpy as jnp
-import numpy as np
 
 from . import _errors
-from ._model import checked_finite
+from ._input_checks import checked_finite
+from ._rows import row_table
 
 
 def worst_pair_error(model, x, residual, tol, text, holonomic_only):
     """x, raising unless max |residual| <= tol (nan fails); the message `text.format(name)`
     names the pair owning the largest entry."""
     pairs = [p for p in model.pairs if p.holonomic or not holonomic_only]
-    owner = np.concatenate([np.full(p.num_rows, k) for k, p in enumerate(pairs)])
-    worst = jnp.asarray(owner)[jnp.argmax(jnp.abs(residual))]
+    worst = jnp.asarray(row_table(pairs).owner)[jnp.argmax(jnp.abs(residual))]
     bad = ~(jnp.max(jnp.abs(residual)) <= tol)
     return _errors.branched_error_if(x, bad, jnp.where(bad, worst, 0),
                                  tuple(text.format(p.name) for p in pairs))

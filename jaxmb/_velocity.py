@@ -6,9 +6,8 @@ import jax.numpy as jnp
 
 from . import _errors
 from ._assemble import assemble, assembly_failure, failure_messages
-from ._dynamics import checked_finite
+from ._input_checks import check_shapes, checked_finite
 from ._linalg import pinv_solve
-from ._model import check_shapes, checked_finite
 
 VELOCITY_TOL = 1e-9
 

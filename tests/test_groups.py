@@ -1,6 +1,6 @@
 """Grouped (vmapped same-type) pair evaluation against the plain per-pair loop.
 
-Reference: `jaxmb._model.loop_C`, `loop_velocity_residual` and `loop_phi` evaluate every pair on
+Reference: `oracle.loops.loop_C`, `loop_velocity_residual` and `loop_phi` evaluate every pair on
 its own with a Python loop and a separate jacfwd; the grouped kernels must give the same numbers
 (exactly: the same float operations run, only batched; 1e-13 allows for XLA's fusion choices).
 `Model.kinematic_terms` is checked against C, g and gamma from their own definitions, and C against
@@ -16,7 +16,7 @@ import pytest
 import jaxmb as mb
 from jaxmb import drive
 from jaxmb._groups import group_pairs
-from jaxmb._model import loop_C, loop_phi, loop_velocity_residual
+from oracle.loops import loop_C, loop_phi, loop_velocity_residual
 from jaxmb.models import four_bar, mobile_robot, n_four_bar, slider_crank
 
 TOL = 1e-13
