@@ -200,8 +200,8 @@ def test_friction_example_parallelogram(friction_example):
     linkage = result["parallelogram"]
     model = linkage["model"]
     some = slice(None, None, 9)  # every run has the same kinematics: C(q) once
-    Cs = np.asarray(jax.vmap(model.C)(linkage["runs"]["no friction"]["q"][some],
-                                      linkage["runs"]["no friction"]["ts"][some]))
+    Cs = np.asarray(jax.jit(jax.vmap(model.C))(linkage["runs"]["no friction"]["q"][some],
+                                               linkage["runs"]["no friction"]["ts"][some]))
     for label, c in linkage["runs"].items():
         check_power_balance(example.parallelogram_model(mu=0.0) if label == "no friction"
                             else model, c)
