@@ -20,7 +20,7 @@ a redundant linkage depends on the stiffness of its joints.
    a table.
 
 Coulomb's law is regularized: T = mu a N tanh(a s_dot / v_s) with v_s = 1 mm/s, far below the
-slip speeds here (0.03 to 1.3 m/s), so the friction is Coulomb's except within a few v_s of a
+peak slip speeds here (0.03 to 1.3 m/s), so the friction is Coulomb's except within a few v_s of a
 reversal (`jaxmb.elements.friction`). `main(argv)` returns every number it prints.
 """
 
