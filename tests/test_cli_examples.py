@@ -2,7 +2,10 @@
 
 References: the seed-001 values printed by `jaxmb report` (ranks 17/4/20, p = 2, the solvable
 pairs of section 4.2); a saved trajectory satisfies the model's constraints; the example's
-unique reactions agree across the four formulations while the others do not.
+unique reactions agree across the four formulations while the others do not. The friction
+example: the power balance at every instant (motor power = dE/dt from q, qd, qdd + the friction
+law evaluated in numpy from the multipliers) and the Compliance condition n^T K^-1 lambda = 0
+for the self-stress n = null(C^T) (numpy SVD).
 """
 
 import os
@@ -10,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 
+import jax
 import numpy as np
 import pytest
 
@@ -106,3 +110,113 @@ def test_mobile_robot_example_quick(robot_example):
         assert spread[name] > 1e-2, name
     for fig in ("robot_paths.png", "robot_reactions.png"):
         assert (out / fig).stat().st_size > 10_000
+
+
+# ------------------------------------------------------------------------------------------
+# examples/friction.py --quick
+# ------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def friction_example(tmp_path_factory):
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    try:
+        import friction as example
+    finally:
+        sys.path.pop(0)
+    out = tmp_path_factory.mktemp("friction")
+    return example, example.main(["--quick", "--out", str(out)]), out
+
+
+def friction_power(model, lam, qd):
+    """(samples, elements): P_k = mu a N tanh(a s_dot / v_s) s_dot by the friction law, in
+    numpy from the multipliers and velocities alone: N = |lambda_X| for a revolute,
+    |N / 2 + M / l| + |N / 2 - M / l| for a translational pair (multipliers N, M); s_dot the
+    relative angular velocity phid_j - phid_i (arm a = r), or the sliding speed along the guide
+    (the slider-crank's guide is the global x axis; a = 1)."""
+    out = []
+    for f in model.friction:
+        pair = model.pair(f.pair)
+        lk = lam[:, model.rows(f.pair)]
+        i = model.body_names.index(pair.i.name) if not pair.i.is_ground else None
+        j = model.body_names.index(pair.j.name) if not pair.j.is_ground else None
+        if type(f).__name__ == "RevoluteFriction":
+            a, load = float(f.radius), np.linalg.norm(lk, axis=1)
+            rate = ((qd[:, 3 * j + 2] if j is not None else 0.0)
+                    - (qd[:, 3 * i + 2] if i is not None else 0.0))
+        else:
+            a, length = 1.0, float(f.length)
+            half, edge = lk[:, 0] / 2, lk[:, 1] / length
+            load = np.abs(half + edge) + np.abs(half - edge)
+            rate = qd[:, 3 * i]  # slider i on the ground (j), sliding along x
+        out.append(float(f.mu) * a * load * np.tanh(a * rate / float(f.velocity_scale)) * rate)
+    return np.stack(out, axis=1)
+
+
+def energy_rate(model, q, qd, qdd):
+    """dE/dt of E = 1/2 qd^T M qd + sum m g y (numpy; M diagonal: m, m, J per body)."""
+    diag = np.stack([np.asarray(model.masses), np.asarray(model.masses),
+                     np.asarray(model.inertias)], axis=1).ravel()
+    return np.sum(qd * diag * qdd, axis=1) + 9.81 * qd[:, 1::3] @ np.asarray(model.masses)
+
+
+def check_power_balance(model, c):
+    """tau omega = dE/dt + sum_k P_k at every instant, to 1e-9 of the peak motor power (the
+    friction forces are solved to 1e-12 relative, the rest is float64 algebra)."""
+    qdd = np.asarray(c["rx"].qdd)
+    P = friction_power(model, np.asarray(c["rx"].lam), c["qd"])
+    np.testing.assert_allclose(c["power"], P, rtol=0, atol=1e-9 * np.abs(P).max(initial=1.0))
+    motor = c["torque"] * c["speed"]
+    np.testing.assert_allclose(motor, energy_rate(model, c["q"], c["qd"], qdd) + P.sum(axis=1),
+                               rtol=0, atol=1e-9 * np.abs(motor).max())
+
+
+def test_friction_example_slider_crank(friction_example):
+    """Slider-crank at 120 rpm: at every instant the motor power equals dE/dt (numpy, from
+    q, qd, qdd) plus the friction power of the friction law evaluated in numpy from the
+    multipliers (`check_power_balance`; without friction dE/dt alone); over the turn the motor
+    work equals the loss (E periodic) to round-off, the mean torque is loss / (2 pi) (constant
+    crank speed) and is zero without friction."""
+    example, result, out = friction_example
+    runs = result["slider_crank"]
+    for mu, (label, c) in zip((0.0, 0.1), runs.items()):
+        model = example.slider_crank_model(mu, 1.5 * mu)
+        check_power_balance(model, c)
+        np.testing.assert_allclose(c["speed"], example.CRANK_SPEED, rtol=1e-12)
+        assert abs(c["work"] - np.sum(c["loss"])) < 1e-12 * c["gross"], label
+    assert abs(np.mean(runs["no friction"]["torque"])) < 1e-12 * runs["no friction"]["gross"]
+    loss = float(np.sum(runs["friction"]["loss"]))
+    assert np.mean(runs["friction"]["torque"]) == pytest.approx(loss / (2 * np.pi), rel=1e-12)
+    assert np.all(runs["friction"]["loss"] > 0)
+    assert (out / "slider_crank_friction.png").stat().st_size > 10_000
+
+
+def test_friction_example_parallelogram(friction_example):
+    """Triple-crank parallelogram: the power balance at every instant for every stiffness
+    distribution (`check_power_balance`); the multipliers are the Compliance ones, i.e.
+    orthogonal in K^-1 to the self-stress n (the null space of C^T, numpy SVD of C(q)):
+    n^T K^-1 lambda = 0 to 1e-9 relative; the sharing changes the loss (stiff middle crank,
+    whose pins have 4 times the radius, dissipates more than twice what the compliant one
+    does); method='min_norm' is refused naming a pair and the remedy."""
+    example, result, out = friction_example
+    linkage = result["parallelogram"]
+    model = linkage["model"]
+    some = slice(None, None, 9)  # every run has the same kinematics: C(q) once
+    Cs = np.asarray(jax.jit(jax.vmap(model.C))(linkage["runs"]["no friction"]["q"][some],
+                                               linkage["runs"]["no friction"]["ts"][some]))
+    for label, c in linkage["runs"].items():
+        check_power_balance(example.parallelogram_model(mu=0.0) if label == "no friction"
+                            else model, c)
+        k3 = example.STIFFNESS.get(label, example.DEFAULT_STIFFNESS)
+        stiffness = np.full(model.num_rows, example.DEFAULT_STIFFNESS)
+        for pin in ("O3", "A3"):
+            stiffness[model.rows(pin)] = k3
+        np.testing.assert_array_equal(c["q"][some], linkage["runs"]["no friction"]["q"][some])
+        for C, lam in zip(Cs, np.asarray(c["rx"].lam)[some]):
+            u, s, _ = np.linalg.svd(C)  # 13 rows, rank 12 = n: one self-stress
+            assert C.shape == (13, 12) and s[-1] > 1e-3 * s[0]
+            n = u[:, -1]
+            assert abs(n @ (lam / stiffness)) < 1e-9 * np.linalg.norm(lam / stiffness), label
+    losses = {label: float(np.sum(c["loss"])) for label, c in linkage["runs"].items()}
+    assert losses["stiff middle crank"] > 2 * losses["compliant middle crank"]
+    assert "'O1'" in linkage["refusal"] and "not unique" in linkage["refusal"]
+    assert "mb.Compliance" in linkage["refusal"]
+    assert (out / "parallelogram_friction.png").stat().st_size > 10_000
