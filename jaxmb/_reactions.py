@@ -125,11 +125,12 @@ def as_method(method, where="reactions") -> AbstractReactionMethod:
     return method
 
 
-def _label(method, bound, traced):
-    """The method as error messages name it. An eager call runs the program compiled for the
-    bound method (shared by all methods with the same bound form, e.g. every Eliminate), whose
-    messages name the bound form; a traced call is inlined and names the method itself."""
-    return f"reactions(method={(method if traced else bound).name})"
+def _label(method, bound, traced, where="reactions"):
+    """The function and method as error messages name them, e.g. "statics(method=min_norm)".
+    An eager call runs the program compiled for the bound method (shared by all methods with
+    the same bound form, e.g. every Eliminate), whose messages name the bound form; a traced
+    call is inlined and names the method itself."""
+    return f"{where}(method={(method if traced else bound).name})"
 
 
 def _traced(*trees):
@@ -215,14 +216,14 @@ def _named(rx, method):
 
 
 @contextlib.contextmanager
-def _naming(method, bound):
+def _naming(method, bound, where="reactions"):
     """An eager call runs the program compiled for the bound method (shared, e.g., by every
     Eliminate), whose error messages name the bound form; when such an error surfaces here,
     name the caller's method instead (an Eliminate's rows)."""
     try:
         yield
     except Exception as err:  # equinox's runtime error (its type depends on the JAX version)
-        generic, own = (_label(method, bound, traced) for traced in (False, True))
+        generic, own = (_label(method, bound, traced, where) for traced in (False, True))
         if generic != own and generic in str(err):
             raise eqx.EquinoxRuntimeError(str(err).replace(generic, own)) from None
         raise
@@ -260,8 +261,8 @@ def inverse_dynamics(model, ts, q=None, method="min_norm"):
         result=_success_codes(n_t),
         num_steps=jnp.asarray(n_t),
     )
-    label = _label(method, bound, _traced(model, method, kin.q, ts))
-    with _naming(method, bound):
+    label = _label(method, bound, _traced(model, method, kin.q, ts), "inverse_dynamics")
+    with _naming(method, bound, "inverse_dynamics"):
         rx = _reactions_along(model, (kin.q, kin.qd, kin.ts, kin.qdd), bound, label)
     rx = _named(rx, method)
     _warn_not_unique(method, rx, "inverse_dynamics")
@@ -305,8 +306,8 @@ def statics(model, q, t=0.0, method="min_norm", *, velocity=None):
     if velocity is not None:
         velocity = jnp.asarray(velocity, jnp.float64)
         check_shapes(model, "statics", velocity=velocity)
-    label = _label(method, bound, _traced(model, method, q, t))
-    with _naming(method, bound):
+    label = _label(method, bound, _traced(model, method, q, t), "statics")
+    with _naming(method, bound, "statics"):
         rx = _statics(model, q, t, bound, label, velocity)
     rx = _named(rx, method)
     _warn_not_unique(method, rx, "statics")
