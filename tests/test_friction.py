@@ -628,7 +628,7 @@ def para_runs():
 def test_parallelogram_motion_depends_on_stiffness(para_runs):
     """The two stiffness distributions share the load differently between the cranks, so the
     pins' normal loads, their friction and the motion differ: by more than 0.01 (rad, m), 1e5
-    times the motion tolerance. Each run satisfies its own energy balance, E(0) - E(t) =
+    times the motion tolerance (measured 0.025; the normal loads by up to 8.8 N). Each run satisfies its own energy balance, E(0) - E(t) =
     int_0^t sum_k T_k s_dot_k dt (E in numpy with the load's potential; the friction powers of
     `mb.friction_forces` with the run's Compliance; Gauss-Legendre on the saved states, 6 points
     per 10 ms panel against the ~6 ms of a turning point, v_s / (r theta_ddot)), to 1e-8 of
