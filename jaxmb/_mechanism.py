@@ -155,6 +155,10 @@ def _checked_element(element):
             message = (f"{type(element).__name__} {element.name!r}: {field} must be non-negative "
                        "(traced value)")
             leaf = _errors.error_if(leaf, ~jnp.all(leaf >= 0.0), message)
+        if field in element.positive:
+            message = (f"{type(element).__name__} {element.name!r}: {field} must be positive "
+                       "(traced value)")
+            leaf = _errors.error_if(leaf, ~jnp.all(leaf > 0.0), message)
         return leaf
 
     return jax.tree_util.tree_map_with_path(check, element)

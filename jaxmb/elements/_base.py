@@ -39,11 +39,12 @@ def _describe(element) -> str:
 class AbstractElement(eqx.Module):
     """Anything added to a `Mechanism`: a constraint pair, a driver or a force element.
 
-    `nonnegative` names the scalar fields that must be >= 0 (checked at build time, and inside
-    jit by `Mechanism.build` where they are traced)."""
+    `nonnegative` names the scalar fields that must be >= 0 and `positive` those that must be
+    > 0 (checked at build time, and inside jit by `Mechanism.build` where they are traced)."""
 
     name: eqx.AbstractVar[str]
     nonnegative: ClassVar[tuple[str, ...]] = ()
+    positive: ClassVar[tuple[str, ...]] = ()
 
     def __check_init__(self):
         """Every element: a non-empty string name (model files and messages key on it), and no
@@ -58,6 +59,10 @@ class AbstractElement(eqx.Module):
             value = getattr(self, label)
             if is_concrete(value) and not float(np.asarray(value)) >= 0.0:
                 self.fail(f"{label} = {float(np.asarray(value))} must be non-negative")
+        for label in self.positive:
+            value = getattr(self, label)
+            if is_concrete(value) and not float(np.asarray(value)) > 0.0:
+                self.fail(f"{label} = {float(np.asarray(value))} must be positive")
 
     @abc.abstractmethod
     def bodies(self) -> tuple[Body, ...]:

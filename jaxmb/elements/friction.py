@@ -65,7 +65,8 @@ class AbstractFriction(AbstractElement):
 
     def check_parameters(self, **positive):
         """Build-time checks: `pair` a non-empty string, mu >= 0 (`nonnegative`), and the
-        named lengths and the velocity scale positive."""
+        named lengths and the velocity scale positive (`positive`; traced values are checked
+        inside jit by `Mechanism.build`)."""
         if not isinstance(self.pair, str) or not self.pair:
             self.fail(f"pair must be the name of a {self.pair_type.__name__} pair, got "
                       f"{self.pair!r}")
@@ -131,7 +132,8 @@ class RevoluteFriction(AbstractFriction):
     radius: jnp.ndarray = eqx.field(converter=as_f64)
     velocity_scale: jnp.ndarray = eqx.field(converter=as_f64, default=1e-3)
     pair_type: ClassVar[type] = Revolute
-    nonnegative: ClassVar[tuple[str, ...]] = ("mu", "radius", "velocity_scale")
+    nonnegative: ClassVar[tuple[str, ...]] = ("mu",)
+    positive: ClassVar[tuple[str, ...]] = ("radius", "velocity_scale")
 
     def __check_init__(self):
         self.check_parameters(radius=self.radius)
@@ -173,7 +175,8 @@ class TranslationalFriction(AbstractFriction):
     length: jnp.ndarray = eqx.field(converter=as_f64)
     velocity_scale: jnp.ndarray = eqx.field(converter=as_f64, default=1e-3)
     pair_type: ClassVar[type] = Translational
-    nonnegative: ClassVar[tuple[str, ...]] = ("mu", "length", "velocity_scale")
+    nonnegative: ClassVar[tuple[str, ...]] = ("mu",)
+    positive: ClassVar[tuple[str, ...]] = ("length", "velocity_scale")
 
     def __check_init__(self):
         self.check_parameters(length=self.length)
