@@ -38,7 +38,11 @@ if _os.environ.get("JAXMB_CPU_DEVICES"):  # the one switch for batches on every 
 from ._accelerations import accelerations as accelerations  # noqa: E402
 from ._assemble import assemble as assemble  # noqa: E402
 from ._cache import enable_compilation_cache as enable_compilation_cache  # noqa: E402
-from ._dynamics import Eliminate as Eliminate  # noqa: E402
+from ._dynamics import Eliminate as Eliminate, NullSpace as NullSpace  # noqa: E402
+from ._formulation_base import (  # noqa: E402
+    AbstractFormulation as AbstractFormulation,
+    AbstractStateFormulation as AbstractStateFormulation,
+)
 from ._friction import (  # noqa: E402
     FrictionForces as FrictionForces,
     friction_forces as friction_forces,

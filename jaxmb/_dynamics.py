@@ -37,6 +37,7 @@ from ._linalg import (
     solve,
     solve_triangular,
 )
+from ._formulation_base import AbstractStateFormulation
 from ._reaction_methods._base import AbstractReactionMethod
 from ._solvability import solvability
 
@@ -44,7 +45,17 @@ ELIMINATED_COND_LIMIT = 1e12
 """Largest condition number accepted for the reduced augmented system of `Eliminate`."""
 
 
-class Eliminate(AbstractReactionMethod):
+class NullSpace(AbstractStateFormulation):
+    """The null-space formulation (seed 001, eq. 13), simulate's default (spelled
+    "null_space"): qdd = C^+ gamma + V z with V a basis of null(C) from a pivoted QR of the
+    mass-scaled C^T (`null_space_solve`); unique however redundant C is. A singular passage
+    (C losing rank along the motion) is reported by the passage monitor."""
+
+    def accelerations(self, model, terms, label):
+        return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
+
+
+class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
     """Redundant-constraint elimination (seed 001, section 3.1): drop the rows `rows` (0-based
     rows of C), solve the reduced, nonsingular augmented system (eq. 11) and give the dropped
     rows zero multipliers. The rows must be a removable set of exactly p = redundancy rows,
@@ -69,6 +80,15 @@ class Eliminate(AbstractReactionMethod):
 
     def multipliers(self, model, M, F, C, gamma, qdd, label):
         return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd, label)
+
+    def accelerations(self, model, terms, label):
+        keep = keep_mask(model, self, terms.C)
+        return eliminated_solve(terms.M, terms.F, terms.C, terms.gamma, keep, label=label)[0]
+
+    def check_start(self, model, q0, t0, label):
+        """The rows in range (trace time) and removable at (q0, t0) (run time)."""
+        keep = keep_mask(model, self, None)
+        return check_removable(q0, model.C(q0, t0), keep, label)
 
 
 class KeptRows(AbstractReactionMethod):

@@ -38,7 +38,7 @@ import lineax as lx
 import optimistix as optx
 
 from . import _errors
-from ._dynamics import Eliminate, KeptRows, eliminated_solve
+from ._dynamics import KeptRows, eliminated_solve
 from ._linalg import solve
 from ._input_checks import check_shapes
 from ._reaction_methods._base import AbstractReactionMethod
@@ -98,13 +98,12 @@ class FrictionForces(eqx.Module):
     num_steps: jnp.ndarray
 
 
-def default_method(method, formulation="null_space") -> AbstractReactionMethod:
+def default_method(method, formulation=None) -> AbstractReactionMethod:
     """The reaction method friction uses: `method` when given (a method or "min_norm" /
-    "auto"), else the simulate formulation's own (elimination for mb.Eliminate and "auto",
-    the minimum-norm multipliers otherwise: the same for the solvable pairs)."""
+    "auto"), else the simulate formulation when it is also a reaction method (mb.Eliminate,
+    mb.Auto), the minimum-norm multipliers otherwise (the same for the solvable pairs)."""
     if method is None:
-        method = formulation if isinstance(formulation, Eliminate) else (
-            "auto" if formulation == "auto" else "min_norm")
+        method = formulation if isinstance(formulation, AbstractReactionMethod) else "min_norm"
     if isinstance(method, str) and method in ("min_norm", "auto"):
         return MinNorm() if method == "min_norm" else Auto()
     if not isinstance(method, AbstractReactionMethod):

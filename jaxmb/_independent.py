@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _errors
+from ._formulation_base import AbstractFormulation
 from ._linalg import pivoted_qr, rank_mask, row_order, singular_values, solve
 
 NEWTON_TOL = 1e-13
@@ -38,7 +39,7 @@ NEWTON_MAX_ITERATIONS = 30
 MAX_SEGMENTS_PER_INTERVAL = 8
 
 
-class IndependentCoordinates(eqx.Module):
+class IndependentCoordinates(AbstractFormulation):
     """`simulate(..., formulation=IndependentCoordinates())`: integrate the minimal-order
     equations of seed 002 (eq. 5). `switch_ratio`: re-partition when cond(Phi_y) exceeds this
     multiple of the best partition's; `rank`: r, computed at q0 when not given; `initial_z`:

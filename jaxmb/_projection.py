@@ -31,6 +31,8 @@ feedback is needed (the constraints hold at round-off after each step); `simulat
 off for this formulation unless a `stabilization` is passed explicitly.
 """
 
+from typing import ClassVar
+
 import diffrax
 import equinox as eqx
 import jax
@@ -38,10 +40,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dynamics import _gauss_factor, _gauss_solve, null_space_solve
+from ._formulation_base import AbstractStateFormulation
 from ._wrapped_solver import TransparentSolver
 
 
-class Projection(eqx.Module):
+class Projection(AbstractStateFormulation):
     """`simulate(..., formulation=mb.Projection())` (or "projection"): the null-space
     formulation with mass-orthogonal projections of q and qd onto the constraints after every
     accepted step (see `jaxmb._projection`); it passes singular configurations on the branch
@@ -53,6 +56,8 @@ class Projection(eqx.Module):
 
     iterations: int = eqx.field(static=True, default=3)
     tol: float = eqx.field(static=True, default=1e-10)
+    baumgarte: ClassVar[bool] = False  # the projections hold the constraints at round-off
+    monitored: ClassVar[bool] = False  # it passes singular configurations on its branch
 
     def __check_init__(self):
         if not (isinstance(self.iterations, int) and self.iterations >= 1):
@@ -61,6 +66,12 @@ class Projection(eqx.Module):
         if not (isinstance(self.tol, float | int) and np.isfinite(self.tol) and self.tol > 0):
             raise ValueError(f"Projection: tol must be a positive finite number, got "
                              f"{self.tol!r}")
+
+    def accelerations(self, model, terms, label):
+        return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
+
+    def wrap_solver(self, solver, model):
+        return ProjectedSolver(solver, model, self)
 
 
 def project_position(model, q, t, iterations):

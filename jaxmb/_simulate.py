@@ -22,18 +22,13 @@ import numpy as np
 
 from . import _errors, _failures, _friction
 from ._arguments import checked_direction, checked_times, checked_tolerances
-from ._dynamics import (
-    Eliminate,
-    check_removable,
-    eliminated_solve,
-    keep_mask,
-    null_space_solve,
-    suggesting_rows,
-)
-from ._input_checks import check_shapes, checked_finite
+from ._dynamics import NullSpace, suggesting_rows
+from ._formulation_base import AbstractFormulation, AbstractStateFormulation
 from ._independent import IndependentCoordinates, simulate_independent
-from ._passages import PassageMonitor, SingularPassageWarning
-from ._projection import Projection, ProjectedSolver
+from ._input_checks import check_shapes, checked_finite
+from ._passages import SingularPassageWarning
+from ._projection import Projection
+from ._reaction_methods.auto import Auto
 from ._state_checks import worst_pair_error
 from ._terms import state_terms
 from ._trajectory import Trajectory
@@ -125,25 +120,21 @@ class _Dynamics(eqx.Module):
 
     model: object
     stabilization: object
-    formulation: object
+    formulation: AbstractStateFormulation
+    label: str = eqx.field(static=True, default="simulate")  # how errors name the call
     direction: object = 1.0  # sign(t1 - t0), for the Baumgarte damping
     method: object = None  # the bound reaction method of friction's normal loads
 
     def __call__(self, t, y, args):
-        model, formulation = self.model, self.formulation
+        model = self.model
         q, qd = y
         terms = state_terms(model, q, qd, t, self.stabilization, self.direction)
         if model.num_rows == 0:
             return qd, terms.F / model.mass_diagonal()
-        label = f"simulate(formulation={formulation!r})"
         if model.friction:
             return qd, _friction.simulate_accelerations(model, q, qd, t, terms, self.method,
-                                                        label)
-        if isinstance(formulation, Projection) or (
-                isinstance(formulation, str) and formulation == "null_space"):
-            return qd, null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
-        keep = keep_mask(model, formulation, terms.C)
-        return qd, eliminated_solve(terms.M, terms.F, terms.C, terms.gamma, keep, label=label)[0]
+                                                        self.label)
+        return qd, self.formulation.accelerations(model, terms, self.label)
 
 
 def simulate(
@@ -192,7 +183,8 @@ def simulate(
     - `stepsize_controller`: replaces the default `diffrax.PIDController(rtol, atol)` (with
       dtmin = 1e-12 |t1 - t0|, so a collapsing step size stops the run), e.g.
       `diffrax.ConstantStepSize()` with `dt0` for a fixed step sequence.
-    - `formulation`: "null_space" (seed 001 eq. 13, default), or `mb.Eliminate(rows)` / "auto":
+    - `formulation`: an `mb.AbstractFormulation` or its spelling: "null_space" /
+      `mb.NullSpace()` (seed 001 eq. 13, default), or `mb.Eliminate(rows)` / "auto":
       the augmented system (eq. 11) with those redundant rows removed (section 3.1); all give
       the same motion, which the tests check; "independent" or `mb.IndependentCoordinates()`:
       seed 002's minimal-order equations in independent coordinates with automatic
@@ -226,8 +218,8 @@ def simulate(
     rtol, atol = checked_tolerances(rtol, atol)
     dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
 
-    if formulation == "independent":
-        formulation = IndependentCoordinates()
+    label = f"simulate(formulation={formulation!r})"  # as the caller spelled it
+    formulation = as_formulation(formulation)
     if isinstance(formulation, IndependentCoordinates):
         if model.friction:
             raise ValueError("simulate: the independent-coordinate formulation does not "
@@ -245,28 +237,18 @@ def simulate(
         traj = Trajectory(ts=ts, q=q[1:], qd=qd[1:], result=result, num_steps=steps,
                           repartitioned=switched[1:])
         return _refused(traj, start_error, t0)
-    if isinstance(formulation, str) and formulation == "projection":
-        formulation = Projection()
-    if not (formulation in ("null_space", "auto")
-            or isinstance(formulation, (Eliminate, Projection))):
-        raise ValueError(
-            "simulate: formulation must be 'null_space', 'auto', 'independent', 'projection', "
-            "mb.Eliminate(rows), mb.Projection() or mb.IndependentCoordinates(), got "
-            f"{formulation!r}"
-        )
     if isinstance(stabilization, str):
         if stabilization != "default":
             raise ValueError("simulate: stabilization must be mb.Baumgarte(alpha, beta), None "
                              f"or 'default', got {stabilization!r}")
-        stabilization = None if isinstance(formulation, Projection) else Baumgarte()
-    if isinstance(formulation, Eliminate):
-        keep_mask(model, formulation, None)  # range check of the rows at trace time
-        with suggesting_rows(model, q0, t0, "at q0"):
-            q0 = _check_rows_at_start(model, formulation, q0, t0)
+        stabilization = Baumgarte() if formulation.baumgarte else None
+    if type(formulation).check_start is not AbstractStateFormulation.check_start:
+        with suggesting_rows(model, q0, t0, "at q0"):  # e.g. an Eliminate's rows at q0
+            q0 = _checked_start(model, formulation, q0, t0, label)
 
     method = (_friction.default_method(method, formulation).bind(model, "simulate")
               if model.friction else None)
-    options = _Options(solver, stabilization, adjoint, formulation, stepsize_controller,
+    options = _Options(solver, stabilization, adjoint, formulation, label, stepsize_controller,
                        max_steps, progress, throw, method)
     with _forward_mode_hint(adjoint):
         q, qd, result, num_steps, stop, dtmin, q0, start_error, t_passage = _integrate(
@@ -279,11 +261,11 @@ def simulate(
     )
     traj = Trajectory(ts=ts, q=q, qd=qd, result=result, num_steps=num_steps,
                       t_stop=t_stop, singular=singular, t_passage=t_passage)
-    _warn_passage(t_passage, formulation)
+    _warn_passage(t_passage, label)
     return _refused(traj, start_error, t0)
 
 
-def _warn_passage(t_passage, formulation):
+def _warn_passage(t_passage, label):
     """Eagerly, warn about a singular passage (see `jaxmb._passages`) with its time."""
     if t_passage is None:
         return
@@ -292,7 +274,7 @@ def _warn_passage(t_passage, formulation):
         return
     first = float(np.min(known))
     warnings.warn(
-        f"simulate(formulation={formulation!r}): the motion passed close to a singular "
+        f"{label}: the motion passed close to a singular "
         f"configuration (C loses rank) at t = {first:.10g}, where this formulation may "
         "switch to another branch of the motion without an error; "
         "formulation=mb.Projection() follows the branch the velocity selects "
@@ -306,7 +288,8 @@ class _Options(eqx.Module):
     solver: object
     stabilization: object
     adjoint: object
-    formulation: object
+    formulation: AbstractStateFormulation
+    label: str = eqx.field(static=True)
     stepsize_controller: object
     max_steps: int = eqx.field(static=True)
     progress: bool = eqx.field(static=True)
@@ -338,16 +321,12 @@ def _integrate(model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options):
     direction = jnp.where(t1 >= t0, 1.0, -1.0)
     solver, controller = options.solver, options.stepsize_controller
     solver = diffrax.Tsit5() if solver is None else solver
-    projection = isinstance(options.formulation, Projection)
-    monitored = model.num_rows > 0 and not projection
-    if projection:
-        solver = ProjectedSolver(solver, model, options.formulation)
-    elif monitored:
-        solver = PassageMonitor(solver, model)
+    monitored = model.num_rows > 0 and options.formulation.monitored
+    solver = options.formulation.wrap_solver(solver, model)
     with _errors.quiet_third_party_checks():  # diffrax's SaveAt / dt0 checks: done before
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(_Dynamics(model, options.stabilization, options.formulation,
-                                      direction, options.method)),
+                                      options.label, direction, options.method)),
             solver,
             t0=t0,
             t1=t1,
@@ -394,10 +373,28 @@ def _refused(traj, start_error, t0):
 
 
 @_errors.checked_jit
-def _check_rows_at_start(model, formulation, q0, t0):
-    """q0, raising unless the rows of the Eliminate formulation are removable at (q0, t0)."""
-    keep = keep_mask(model, formulation, None)
-    return check_removable(q0, model.C(q0, t0), keep, f"simulate(formulation={formulation!r})")
+def _checked_start(model, formulation, q0, t0, label):
+    """q0 with the formulation's own checks of the initial state (`check_start`: e.g. the rows
+    of an Eliminate removable at (q0, t0)), in a small program run before the integration."""
+    return formulation.check_start(model, q0, t0, label)
+
+
+FORMULATIONS = {"null_space": NullSpace, "auto": Auto, "projection": Projection,
+                "independent": IndependentCoordinates}
+"""The string spellings of `simulate(formulation=...)`."""
+
+
+def as_formulation(formulation) -> AbstractFormulation:
+    """The formulation object for `formulation` (an instance, or one of `FORMULATIONS`)."""
+    if isinstance(formulation, str) and formulation in FORMULATIONS:
+        return FORMULATIONS[formulation]()
+    if not isinstance(formulation, AbstractFormulation):
+        raise ValueError(
+            "simulate: formulation must be 'null_space', 'auto', 'independent', 'projection', "
+            "mb.NullSpace(), mb.Eliminate(rows), mb.Auto(), mb.Projection(), "
+            f"mb.IndependentCoordinates() or another mb.AbstractFormulation, got {formulation!r}"
+        )
+    return formulation
 
 
 @contextlib.contextmanager

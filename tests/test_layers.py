@@ -9,11 +9,11 @@ Layers, lowest first (a module may import its own layer and those below):
 2. elements (residuals only);
 3. the built model (C, gamma, Phi by autodiff);
 4. building models, state checks, solvability, the trajectory record, the terms of the
-   equations of motion at a state, the reaction-method base;
+   equations of motion at a state, the singular-passage monitor, the formulation and
+   reaction-method bases;
 5. dynamics (the per-state solves);
 6. what is built on the solves: assembly and velocities, the reaction methods, the
-   formulations' solver wrappers (passages, projection), the independent-coordinate
-   formulation, the failure diagnosis;
+   projection and independent-coordinate formulations, the failure diagnosis;
 7. friction (the coupled solve over a reaction method);
 8. the user-facing analyses: accelerations, simulate and reactions;
 9. model files, the bundled models, studies and workflows, plotting and drawing, the CLI and
@@ -30,11 +30,10 @@ LAYERS = (
     ("drive", "_input_checks", "_groups", "_arguments", "_rows"),
     ("elements",),
     ("_model",),
-    ("_mechanism", "_state_checks", "_solvability", "_trajectory", "_terms",
-     "_reaction_methods._base"),
+    ("_mechanism", "_state_checks", "_solvability", "_trajectory", "_terms", "_passages",
+     "_formulation_base", "_reaction_methods._base"),
     ("_dynamics",),
-    ("_assemble", "_velocity", "_reaction_methods", "_passages", "_projection", "_independent",
-     "_failures"),
+    ("_assemble", "_velocity", "_reaction_methods", "_projection", "_independent", "_failures"),
     ("_friction",),
     ("_accelerations", "_simulate", "_reactions"),
     ("_io", "models", "studies", "rigid_limit", "batch", "plotting", "drawing", "cli",

@@ -3,13 +3,15 @@
 from typing import ClassVar
 
 from .._dynamics import eliminated_solve, keep_mask
+from .._formulation_base import AbstractStateFormulation
 from ._base import AbstractReactionMethod
 
 
-class Auto(AbstractReactionMethod):
+class Auto(AbstractReactionMethod, AbstractStateFormulation):
     """Eliminate the rows of C that column-pivoted QR of C^T ranks after the numerical rank
     (seed 001, sections 3.1 and 3.3), solve the reduced augmented system (eq. 11) and give
-    them zero multipliers; spelled "auto". The rows chosen depend on the configuration."""
+    them zero multipliers; spelled "auto". The rows chosen depend on the configuration. A
+    reaction method and a `simulate` formulation."""
 
     name: ClassVar[str] = "auto"
     physical: ClassVar[bool] = False
@@ -20,3 +22,6 @@ class Auto(AbstractReactionMethod):
     def multipliers(self, model, M, F, C, gamma, qdd, label):
         qdd_e, lam = eliminated_solve(M, F, C, gamma, keep_mask(model, "auto", C), label=label)
         return (qdd_e if qdd is None else qdd), lam
+
+    def accelerations(self, model, terms, label):
+        return self.multipliers(model, terms.M, terms.F, terms.C, terms.gamma, None, label)[0]
