@@ -86,7 +86,7 @@ class Settings:
     @property
     def ts(self):
         """One crank revolution, num_samples instants (the last one excluded: periodic)."""
-        return jnp.arange(self.num_samples) * (self.period / self.num_samples)
+        return jnp.arange(self.num_samples, dtype=jnp.float64) * (self.period / self.num_samples)
 
     @property
     def target_index(self):

@@ -42,7 +42,7 @@ def _projection_step(model, q, q_init, t):
     s_inv = masked_reciprocal(s, mask)
     newton = -Vt.T @ (s_inv * (U.T @ r))
     disp = q - q_init
-    tangential = disp - Vt.T @ (mask * (Vt @ disp))
+    tangential = disp - Vt.T @ jnp.where(mask, Vt @ disp, 0.0)
     return newton - tangential, r
 
 

@@ -224,7 +224,7 @@ def check_removable(x, C, keep, label):
     rows, n = C.shape
     C = jax.lax.stop_gradient(C)
     rank = n - jnp.sum(null_space(C)[1])
-    rank_kept = n - jnp.sum(null_space(C * keep[:, None])[1])
+    rank_kept = n - jnp.sum(null_space(jnp.where(keep[:, None], C, 0.0))[1])
     dropped = rows - jnp.sum(keep)
     bad = (rank_kept != rank) | (dropped != rows - rank)
     messages = tuple(

@@ -219,8 +219,8 @@ def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, thr
         qd_e, _, _ = reaction_matrix_solve(model, rows, y_i, z_i, q_e, sol.ys[1][-1], t_end)
         hit = sol.result == diffrax.RESULTS.event_occurred
         y_new, z_new = best_partition(model.holonomic_C(q_e, t_end)[rows])
-        y_i = jnp.where(hit, y_new, y_i)
-        z_i = jnp.where(hit, z_new, z_i)
+        y_i = jnp.where(hit, y_new.astype(y_i.dtype), y_i)
+        z_i = jnp.where(hit, z_new.astype(z_i.dtype), z_i)
         failed = (~hit) & (sol.result != diffrax.RESULTS.successful)
         result = diffrax.RESULTS.where(failed & (result == diffrax.RESULTS.successful),
                                        sol.result, result)

@@ -181,8 +181,9 @@ def householder_pivoted_qr(A, full=False):
         best = jnp.max(cand)
         p = jnp.argmin(jnp.where(cand == best, pos, n))  # first in the current order
         pick = cols == p
-        pos = jnp.where(pos == j, jnp.sum(jnp.where(pick, pos, 0)), jnp.where(pick, j, pos))
-        pos = pos.astype(jnp.int32)
+        jj = jnp.asarray(j, pos.dtype)
+        current = jnp.sum(jnp.where(pick, pos, 0), dtype=pos.dtype)
+        pos = jnp.where(pos == jj, current, jnp.where(pick, jj, pos))
         x = jnp.where(below, jnp.sum(jnp.where(pick[None, :], R, 0.0), axis=1), 0.0)
         alpha = x[j]
         tail = jnp.sum(jnp.where(rows > j, x * x, 0.0))
@@ -394,7 +395,7 @@ def null_space(A, rtol=RANK_RTOL):
     s_full = jnp.zeros(n, A.dtype).at[: s.shape[0]].set(s)
     in_range = rank_mask(s_full, rtol) if s.shape[0] else jnp.zeros(n, bool)
     mask = ~in_range
-    return Vt.T * mask[None, :], mask
+    return jnp.where(mask[None, :], Vt.T, 0.0), mask
 
 
 def cond(A):

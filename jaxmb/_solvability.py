@@ -70,7 +70,7 @@ def _left_null_qr(C, rtol):
     d = pivot_magnitudes(R, rows)
     kept = rank_mask(d, rtol)
     # pivoted QR orders |R_kk| non-increasingly, so the kept values are a leading block
-    return Q * (~kept)[None, :], jnp.sum(kept), _margin(d, kept, rtol)
+    return jnp.where(kept[None, :], 0.0, Q), jnp.sum(kept), _margin(d, kept, rtol)
 
 
 def _left_null_svd(C, rtol):
@@ -78,7 +78,7 @@ def _left_null_svd(C, rtol):
     U, s, _ = svd_full(C)
     s_full = jnp.zeros(rows, C.dtype).at[: s.shape[0]].set(s)
     kept = rank_mask(s_full, rtol)
-    return U * (~kept)[None, :], jnp.sum(kept), _margin(s_full, kept, rtol)
+    return jnp.where(kept[None, :], 0.0, U), jnp.sum(kept), _margin(s_full, kept, rtol)
 
 
 def _unique_directions(CX, QX, scale, rtol, width):
@@ -93,10 +93,10 @@ def _unique_directions(CX, QX, scale, rtol, width):
     """
     Qa, Ra = qr(CX.T)
     U, sb, _ = svd(Ra @ QX)
-    U = U * rank_mask(sb, jnp.maximum(rtol, B_RTOL), scale)[None, :]
+    U = jnp.where(rank_mask(sb, jnp.maximum(rtol, B_RTOL), scale)[None, :], U, 0.0)
     Uw, sw, _ = svd(Ra - U @ (U.T @ Ra))
     w_mask = rank_mask(sw, rtol, jnp.maximum(scale, 1e-300))
-    E = Qa @ (Uw * w_mask[None, :])
+    E = Qa @ jnp.where(w_mask[None, :], Uw, 0.0)
     pad = width - E.shape[1]
     if pad >= 0:
         return jnp.pad(E, ((0, 0), (0, pad))), jnp.pad(w_mask, (0, pad))
@@ -122,7 +122,7 @@ def _analyse_sets(C, Qt, rank, row_sets, method, rtol, btol):
         if method == "rank":
             mask = jnp.zeros(rows, bool).at[idx].set(True)
             r_x, _, _ = _rank_svd(CX, rtol)
-            r_y, _, _ = _rank_svd(C * (~mask)[:, None], rtol)
+            r_y, _, _ = _rank_svd(jnp.where(mask[:, None], 0.0, C), rtol)
             ok = r_x + r_y == rank
         else:
             ok = b_rel <= btol

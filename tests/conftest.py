@@ -36,6 +36,9 @@ import jaxmb  # noqa: F401, E402  (side effect: jax_enable_x64)
 # (broadcasting a (n,) against a (T, n) array without saying so) raises instead of guessing, in
 # the library and in the tests. Subprocesses (CLI, examples, notebooks) keep JAX's default.
 jax.config.update("jax_numpy_rank_promotion", "raise")
+# and, also as there, strict dtype promotion: mixing int32 with int64, or a bool mask with
+# floats, raises instead of silently promoting (jaxmb casts and selects explicitly).
+jax.config.update("jax_numpy_dtype_promotion", "strict")
 
 
 @pytest.fixture
