@@ -63,7 +63,7 @@ def cycle(model, period, samples, motor_body, method="min_norm"):
     motor's work over the period, J), `loss` (J per element), `gross` (integral of |tau omega|).
     """
     dt = period / samples
-    ts = jnp.arange(samples) * dt
+    ts = jnp.arange(samples, dtype=jnp.float64) * dt
     traj, rx = mb.inverse_dynamics(model, ts, method=method)
     qd = np.asarray(traj.qd)
     torque = np.asarray(rx.on_body("motor", motor_body)[2])

@@ -218,8 +218,9 @@ def simulate(
     rtol, atol = checked_tolerances(rtol, atol)
     dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
 
-    label = f"simulate(formulation={formulation!r})"  # as the caller spelled it
     formulation = as_formulation(formulation)
+    # one label per formulation object: a spelling and its object share the compiled program
+    label = f"simulate(formulation={formulation!r})"
     if isinstance(formulation, IndependentCoordinates):
         if model.friction:
             raise ValueError("simulate: the independent-coordinate formulation does not "

@@ -1,0 +1,93 @@
+"""Formulations are objects of one base (`mb.AbstractFormulation`): the string spellings name
+them, a spelling and its object share one compiled program, and a user-defined formulation
+plugs into simulate.
+
+Reference: a second formulation written here, the augmented system of seed 001 eq. 11,
+
+    [M  C^T] [qdd   ]   [F    ]
+    [C   0 ] [lambda] = [gamma],
+
+solved by a dense least-squares pseudo-inverse (`jnp.linalg.pinv`, not jaxmb's pivoted QR):
+its qdd is unique although lambda is not, so it integrates the same motion as the null-space
+formulation.
+"""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxmb as mb
+from jaxmb import _simulate
+from jaxmb.models import slider_crank
+
+T1 = 0.5
+TOL = dict(rtol=1e-10, atol=1e-12)
+
+
+TRACED = []
+
+
+class DenseAugmented(mb.AbstractStateFormulation):
+    """qdd from the augmented system (seed 001 eq. 11) by a dense pseudo-inverse."""
+
+    def accelerations(self, model, terms, label):
+        TRACED.append(label)  # at trace time: simulate really calls it
+        n, rows = terms.M.shape[0], terms.C.shape[0]
+        K = jnp.block([[terms.M, terms.C.T], [terms.C, jnp.zeros((rows, rows))]])
+        return (jnp.linalg.pinv(K) @ jnp.concatenate([terms.F, terms.gamma]))[:n]
+
+
+@pytest.fixture(scope="module")
+def crank():
+    model = slider_crank.build()
+    qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n).at[2].set(3.0))
+    return model, qd0, jnp.linspace(0.0, T1, 6)
+
+
+def test_spellings_name_formulation_objects():
+    expected = {"null_space": mb.NullSpace, "auto": mb.Auto, "projection": mb.Projection,
+                "independent": mb.IndependentCoordinates}
+    assert {k: type(_simulate.as_formulation(k)) for k in expected} == expected
+    for cls in expected.values():
+        assert issubclass(cls, mb.AbstractFormulation)
+    # the eliminations are reaction methods as well: one object chooses both
+    assert isinstance(mb.Eliminate((0,)), mb.AbstractReactionMethod)
+    assert isinstance(mb.Auto(), mb.AbstractStateFormulation)
+    with pytest.raises(ValueError, match="formulation must be 'null_space'.*got 'bogus'"):
+        _simulate.as_formulation("bogus")
+
+
+def test_spelling_and_object_share_one_program(crank, monkeypatch):
+    """simulate(formulation="null_space") and simulate(formulation=mb.NullSpace()) trace the
+    integration once (counted where the program checks the initial state) and give the same
+    numbers bit for bit."""
+    model, qd0, ts = crank
+    traces = []
+    original = _simulate._check_initial_state
+
+    def counting(*args):
+        traces.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(_simulate, "_check_initial_state", counting)
+    spelled = mb.simulate(model, model.q0, qd0, T1, ts=ts, formulation="null_space", **TOL)
+    default = mb.simulate(model, model.q0, qd0, T1, ts=ts, **TOL)
+    obj = mb.simulate(model, model.q0, qd0, T1, ts=ts, formulation=mb.NullSpace(), **TOL)
+    assert len(traces) <= 1  # 0 when an earlier test in this process compiled it already
+    np.testing.assert_array_equal(spelled.q, obj.q)
+    np.testing.assert_array_equal(default.q, obj.q)
+
+
+def test_user_defined_formulation_integrates_the_same_motion(crank):
+    """A formulation written outside jaxmb (`DenseAugmented`) plugs into simulate and follows
+    the null-space motion to 1e-8 (both at rtol 1e-10: the difference is the integration
+    error of two step sequences), with Baumgarte on by default and the passage monitor."""
+    model, qd0, ts = crank
+    reference = mb.simulate(model, model.q0, qd0, T1, ts=ts, **TOL)
+    dense = mb.simulate(model, model.q0, qd0, T1, ts=ts, formulation=DenseAugmented(), **TOL)
+    assert bool(dense.success)
+    assert TRACED and all(label.startswith("simulate(formulation=DenseAugmented(") for label in TRACED)
+    np.testing.assert_allclose(dense.q, reference.q, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(dense.qd, reference.qd, rtol=0, atol=1e-7)
+    assert float(jnp.max(jnp.abs(dense.q[-1, :2]))) > 0.01  # it moved
+    assert not np.isfinite(float(dense.t_passage))  # monitored: no singular passage here
