@@ -86,7 +86,8 @@ def test_user_defined_formulation_integrates_the_same_motion(crank):
     reference = mb.simulate(model, model.q0, qd0, T1, ts=ts, **TOL)
     dense = mb.simulate(model, model.q0, qd0, T1, ts=ts, formulation=DenseAugmented(), **TOL)
     assert bool(dense.success)
-    assert TRACED and all(label.startswith("simulate(formulation=DenseAugmented(") for label in TRACED)
+    assert TRACED and all(label.startswith("simulate(formulation=DenseAugmented(")
+                          for label in TRACED)
     np.testing.assert_allclose(dense.q, reference.q, rtol=0, atol=1e-8)
     np.testing.assert_allclose(dense.qd, reference.qd, rtol=0, atol=1e-7)
     assert float(jnp.max(jnp.abs(dense.q[-1, :2]))) > 0.01  # it moved
