@@ -60,7 +60,9 @@ def run(N, formulation):
     second = time.perf_counter() - start
     q = np.asarray(traj.q)
     reached = np.all(np.isfinite(q), axis=1)
-    b0 = q[:, :2] + 0.5 * np.stack([np.cos(q[:, 2]), np.sin(q[:, 2])], axis=1)
+    q = np.where(reached[:, None], q, np.nan)  # the saved states after a stop are inf
+    with np.errstate(invalid="ignore"):
+        b0 = q[:, :2] + 0.5 * np.stack([np.cos(q[:, 2]), np.sin(q[:, 2])], axis=1)
     residuals = jax.jit(jax.vmap(lambda x: model.phi(x, 0.0)))(jnp.asarray(q[reached]))
     phi = float(np.max(np.abs(np.asarray(residuals))))
     cranks = np.unwrap(q[reached][:, 2:3 * (N + 1):3], axis=0)
@@ -92,8 +94,11 @@ def main():
             print(line, flush=True)
             lines.append(line)
     out = os.path.join(os.path.dirname(__file__), "results", "a02.txt")
+    header = (f"# python benchmarks/bench_a02.py --n {' '.join(map(str, args.n))}; "
+              f"jax {jax.__version__} on {jax.devices()[0].platform}, {os.cpu_count()} cores; "
+              f"{time.strftime('%Y-%m-%d')}")
     with open(out, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join([header, *lines]) + "\n")
 
 
 if __name__ == "__main__":
