@@ -1,15 +1,28 @@
 """`accelerations`: the unique accelerations of a model at a state, by the null-space solve
 (`jaxmb._dynamics`), or with friction by the coupled solve of `jaxmb._friction`."""
 
+from typing import Literal
+
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from ._dynamics import null_space_solve
 from ._friction import friction_accelerations
 from ._input_checks import check_shapes, checked_finite
+from ._model import Model
+from ._reaction_methods._base import AbstractReactionMethod
 from ._terms import state_terms
 
 
-def accelerations(model, q, qd, t=0.0, *, gamma=None, method=None):
+def accelerations(
+    model: Model,
+    q: Real[ArrayLike, " n"],
+    qd: Real[ArrayLike, " n"],
+    t: Real[ArrayLike, ""] = 0.0,
+    *,
+    gamma: Real[ArrayLike, " rows"] | None = None,
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] | None = None,
+) -> Float[Array, " n"]:
     """Accelerations qdd from the null-space formulation (seed 001, eq. 13).
 
     **Arguments:** `model`, state `q`, `qd`, time `t`; `gamma` optionally replaces the

@@ -19,6 +19,7 @@ which has a unique dq (dmu is not unique); it is solved in the null space of Phi
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from . import _errors
 from ._input_checks import check_shapes, checked_finite
@@ -32,6 +33,7 @@ from ._linalg import (
     split_inexact,
     svd,
 )
+from ._model import Model
 
 
 def _projection_step(model, q, q_init, t):
@@ -124,7 +126,15 @@ def _worst_pair(model, r):
     return local[jnp.argmax(jnp.abs(r))]
 
 
-def assemble(model, q=None, t=0.0, *, tol=1e-12, max_steps=100, throw=True):
+def assemble(
+    model: Model,
+    q: Real[ArrayLike, " n"] | None = None,
+    t: Real[ArrayLike, ""] = 0.0,
+    *,
+    tol: float = 1e-12,
+    max_steps: int = 100,
+    throw: bool = True,
+) -> Float[Array, " n"]:
     """Nearest configuration to q that satisfies Phi(q, t) = 0 (redundant constraints allowed).
 
     **Arguments:**

@@ -21,7 +21,9 @@ def default_cache_dir() -> str:
     return os.path.join(base, DEFAULT_SUBDIR)
 
 
-def enable_compilation_cache(path=None, *, min_compile_time_secs=0.0):
+def enable_compilation_cache(
+    path: str | os.PathLike | None = None, *, min_compile_time_secs: float = 0.0
+) -> str | None:
     """Switch on JAX's persistent compilation cache for this process, in `path` (default
     `default_cache_dir()`: ~/.cache/jaxmb/jax). Every program taking at least
     `min_compile_time_secs` to compile is stored (0: all, so a second run compiles nothing).

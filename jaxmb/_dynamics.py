@@ -23,6 +23,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Bool, Float
 
 from . import _errors
 from ._geometry import is_concrete
@@ -38,8 +39,10 @@ from ._linalg import (
     solve_triangular,
 )
 from ._formulation_base import AbstractStateFormulation
+from ._model import Model
 from ._reaction_methods._base import AbstractReactionMethod
 from ._solvability import solvability
+from ._terms import StateTerms
 
 ELIMINATED_COND_LIMIT = 1e12
 """Largest condition number accepted for the reduced augmented system of `Eliminate`."""
@@ -51,7 +54,7 @@ class NullSpace(AbstractStateFormulation):
     mass-scaled C^T (`null_space_solve`); unique however redundant C is. A singular passage
     (C losing rank along the motion) is reported by the passage monitor."""
 
-    def accelerations(self, model, terms, label):
+    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
 
 
@@ -71,21 +74,32 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
             raise ValueError(f"Eliminate: row(s) {repeated} listed more than once in {self.rows}")
 
     @property
-    def name(self):
+    def name(self) -> str:
         return f"Eliminate(rows={self.rows})"
 
-    def bind(self, model, where):
+    def bind(self, model: Model, where: str) -> AbstractReactionMethod:
         """The kept rows as a mask array: every elimination shares one compiled program."""
         return KeptRows(keep_mask(model, self, None))
 
-    def multipliers(self, model, M, F, C, gamma, qdd, label):
+    def multipliers(
+        self,
+        model: Model,
+        M: Float[Array, "n n"],
+        F: Float[Array, " n"],
+        C: Float[Array, "rows n"],
+        gamma: Float[Array, " rows"],
+        qdd: Float[Array, " n"] | None,
+        label: str,
+    ) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
         return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd, label)
 
-    def accelerations(self, model, terms, label):
+    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         keep = keep_mask(model, self, terms.C)
         return eliminated_solve(terms.M, terms.F, terms.C, terms.gamma, keep, label=label)[0]
 
-    def check_start(self, model, q0, t0, label):
+    def check_start(
+        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
+    ) -> Float[Array, " n"]:
         """The rows in range (trace time) and removable at (q0, t0) (run time)."""
         keep = keep_mask(model, self, None)
         return check_removable(q0, model.C(q0, t0), keep, label)
@@ -94,17 +108,26 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
 class KeptRows(AbstractReactionMethod):
     """`Eliminate` with its kept rows as data (a boolean mask over the rows of C)."""
 
-    keep: jnp.ndarray
+    keep: Bool[Array, " rows"]
     name: ClassVar[str] = "mb.Eliminate(rows)"
     physical: ClassVar[bool] = False
 
-    def bind(self, model, where):
+    def bind(self, model: Model, where: str) -> AbstractReactionMethod:
         if self.keep.shape != (model.num_rows,):
             raise ValueError(f"{where}: the kept-row mask has shape {self.keep.shape}; C has "
                              f"{model.num_rows} rows")
         return self
 
-    def multipliers(self, model, M, F, C, gamma, qdd, label):
+    def multipliers(
+        self,
+        model: Model,
+        M: Float[Array, "n n"],
+        F: Float[Array, " n"],
+        C: Float[Array, "rows n"],
+        gamma: Float[Array, " rows"],
+        qdd: Float[Array, " n"] | None,
+        label: str,
+    ) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
         C = check_removable(C, C, self.keep, label)
         qdd_e, lam = eliminated_solve(M, F, C, gamma, self.keep, label=label)
         return (qdd_e if qdd is None else qdd), lam

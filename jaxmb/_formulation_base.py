@@ -13,9 +13,13 @@ or the string spelling of one ("null_space", "auto", "projection", "independent"
 import abc
 from typing import ClassVar
 
+import diffrax
 import equinox as eqx
+from jaxtyping import Array, Float
 
+from ._model import Model
 from ._passages import PassageMonitor
+from ._terms import StateTerms
 
 
 class AbstractFormulation(eqx.Module):
@@ -40,11 +44,15 @@ class AbstractStateFormulation(AbstractFormulation):
     monitored: ClassVar[bool] = True
 
     @abc.abstractmethod
-    def accelerations(self, model, terms, label: str):
+    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         """qdd at the state whose terms are `terms`."""
 
-    def wrap_solver(self, solver, model):
+    def wrap_solver(
+        self, solver: diffrax.AbstractSolver, model: Model
+    ) -> diffrax.AbstractSolver:
         return PassageMonitor(solver, model) if model.num_rows else solver
 
-    def check_start(self, model, q0, t0, label: str):
+    def check_start(
+        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
+    ) -> Float[Array, " n"]:
         return q0

@@ -31,16 +31,20 @@ method that picks one of infinitely many solutions (min-norm, elimination) raise
 naming the pair (`check_unique`) instead of producing an arbitrary motion.
 """
 
+from typing import Literal
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
 import optimistix as optx
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
 
 from . import _errors
 from ._dynamics import KeptRows, eliminated_solve
 from ._linalg import solve
 from ._input_checks import check_shapes
+from ._model import Model
 from ._reaction_methods._base import AbstractReactionMethod
 from ._reaction_methods.auto import Auto
 from ._reaction_methods.min_norm import MinNorm
@@ -83,22 +87,24 @@ class FrictionForces(eqx.Module):
     (k, n): their generalized forces -T_k (ds_k/dq)^T; `power` (k,): the power each dissipates,
     T_k s_dot_k >= 0; `normal_load` (k,): N_k; `slip_rate` (k,): s_dot_k; `qdd`, `lam`: the
     accelerations and multipliers with friction; `converged`: whether Newton's method met its
-    tolerance; `num_steps`: its iterations.
+    tolerance; `num_steps`: its iterations. `*batch`: leading axes where vmapped.
     """
 
     names: tuple[str, ...] = eqx.field(static=True)
-    force: jnp.ndarray
-    generalized: jnp.ndarray
-    power: jnp.ndarray
-    normal_load: jnp.ndarray
-    slip_rate: jnp.ndarray
-    qdd: jnp.ndarray
-    lam: jnp.ndarray
-    converged: jnp.ndarray
-    num_steps: jnp.ndarray
+    force: Float[Array, "*batch k"]
+    generalized: Float[Array, "*batch k n"]
+    power: Float[Array, "*batch k"]
+    normal_load: Float[Array, "*batch k"]
+    slip_rate: Float[Array, "*batch k"]
+    qdd: Float[Array, "*batch n"]
+    lam: Float[Array, "*batch rows"]
+    converged: Bool[Array, " *batch"]
+    num_steps: Int[Array, " *batch"]
 
 
-def default_method(method, formulation=None) -> AbstractReactionMethod:
+def default_method(
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] | None, formulation=None
+) -> AbstractReactionMethod:
     """The reaction method friction uses: `method` when given (a method or "min_norm" /
     "auto"), else the simulate formulation when it is also a reaction method (mb.Eliminate,
     mb.Auto), the minimum-norm multipliers otherwise (the same for the solvable pairs)."""
@@ -258,7 +264,15 @@ def _friction_accelerations(model, q, qd, t, gamma, method):
     return checked_converged(qdd, model, solution, where)
 
 
-def friction_forces(model, q, qd, t=0.0, method="min_norm", *, qdd=None):
+def friction_forces(
+    model: Model,
+    q: Real[ArrayLike, " n"],
+    qd: Real[ArrayLike, " n"],
+    t: Real[ArrayLike, ""] = 0.0,
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
+    *,
+    qdd: Real[ArrayLike, " n"] | None = None,
+) -> FrictionForces:
     """The friction forces at a state: the equations of motion with friction solved there.
 
     **Arguments:** `model` (with friction elements), state `q`, `qd`, time `t`; `method`: the

@@ -29,10 +29,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from . import _errors
 from ._formulation_base import AbstractFormulation
 from ._linalg import pivoted_qr, rank_mask, row_order, singular_values, solve
+from ._model import Model
 
 NEWTON_TOL = 1e-13
 NEWTON_MAX_ITERATIONS = 30
@@ -122,7 +124,14 @@ def reaction_matrix_solve(model, rows, y_idx, z_idx, q, zd, t):
     return qd, qdd, lam_r
 
 
-def multipliers(model, q, qd, t=0.0, *, rank=None):
+def multipliers(
+    model: Model,
+    q: Real[ArrayLike, " n"],
+    qd: Real[ArrayLike, " n"],
+    t: Real[ArrayLike, ""] = 0.0,
+    *,
+    rank: int | None = None,
+) -> Float[Array, " rows"]:
     """lambda (all rows of C; rows outside the independent set get 0) by the reaction matrix
     of seed 002 eq. 3, with the best partition at q. For non-redundant holonomic models this is
     the unique lambda of M qdd + C^T lambda = F. `rank`: r of Phi_q; by default computed from

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Real
 
 from . import drive as _drive, elements as _elements
 from ._geometry import Body, is_concrete
@@ -82,7 +83,12 @@ def _suggest(word, choices) -> str:
 
 
 # ----- Model -> plain data -----------------------------------------------------------------
-def to_dict(model: Model, *, initial_velocity=None, compliance=None) -> dict:
+def to_dict(
+    model: Model,
+    *,
+    initial_velocity: Real[ArrayLike, " n"] | None = None,
+    compliance: Compliance | None = None,
+) -> dict:
     """The model as plain Python data (the schema above); `initial_velocity` (n numbers) is kept
     for `jaxmb simulate`, `compliance` (an `mb.Compliance` for this model) for `jaxmb report`.
     Raises ValueError for traced or batched models and foreign types."""
@@ -189,7 +195,7 @@ def _drive_dict(f, where):
 
 
 # ----- plain data -> Model -----------------------------------------------------------------
-def from_dict(data) -> Model:
+def from_dict(data: dict) -> Model:
     """Build the model a dict of the schema above describes (through `Mechanism`).
 
     Raises ValueError naming the offending entry for unknown or missing keys, wrong types or
@@ -402,7 +408,13 @@ def _strip(error, prefix) -> str:
 
 
 # ----- files -------------------------------------------------------------------------------
-def save(model: Model, path, *, initial_velocity=None, compliance=None) -> None:
+def save(
+    model: Model,
+    path: str | os.PathLike,
+    *,
+    initial_velocity: Real[ArrayLike, " n"] | None = None,
+    compliance: Compliance | None = None,
+) -> None:
     """Write `model` to a .json, .yaml or .yml model file (schema: docs/model_files.md).
 
     `initial_velocity` (optional, n numbers) is stored for `jaxmb simulate`, `compliance`
@@ -423,7 +435,7 @@ def save(model: Model, path, *, initial_velocity=None, compliance=None) -> None:
         fh.write(text)
 
 
-def load(path) -> Model:
+def load(path: str | os.PathLike) -> Model:
     """Read a model file written by `save` (or by hand); see `from_dict` for the checks.
 
     ```python

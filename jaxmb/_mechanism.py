@@ -1,11 +1,13 @@
 """The `Mechanism` builder: bodies, pairs, drivers and forces, then `build()` -> `Model`."""
 
 import itertools
+from collections.abc import Sequence
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Real
 
 from . import _errors
 from ._geometry import GROUND_INDEX, Body, is_concrete
@@ -28,13 +30,19 @@ class Mechanism:
     Building is traceable: masses, inertias, q and element parameters may be JAX tracers.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._token = next(_tokens)
         self.ground = Body("ground", GROUND_INDEX, self._token)
         self._bodies: list[tuple[Body, object, object, tuple]] = []
         self._elements: list[AbstractElement] = []
 
-    def body(self, name: str, mass, inertia, q=(0.0, 0.0, 0.0)) -> Body:
+    def body(
+        self,
+        name: str,
+        mass: Real[ArrayLike, ""],
+        inertia: Real[ArrayLike, ""],
+        q: Real[ArrayLike, "3"] | Sequence[float] = (0.0, 0.0, 0.0),
+    ) -> Body:
         """Add a rigid body with centroidal frame at q = (x, y, phi); returns its handle."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"body name must be a non-empty string, got {name!r}")

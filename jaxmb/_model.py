@@ -16,21 +16,22 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
 
 from ._groups import evaluate, group_pairs, scatter_rows
 from ._input_checks import check_shapes
 from ._rows import RowTable, row_table
-from .elements import AbstractForceElement, AbstractPair
+from .elements import AbstractForceElement, AbstractFriction, AbstractPair
 
 
 class KinematicTerms(NamedTuple):
     """Constraint terms at one state: `C` (m + h, n), `g` = C qd + b, `gamma` (C qdd = gamma)
     and `phi` (m + h,): Phi(q, t) in the holonomic rows, 0 in the Pfaffian ones."""
 
-    C: jnp.ndarray
-    g: jnp.ndarray
-    gamma: jnp.ndarray
-    phi: jnp.ndarray
+    C: Float[Array, "rows n"]
+    g: Float[Array, " rows"]
+    gamma: Float[Array, " rows"]
+    phi: Float[Array, " rows"]
 
 
 def _pair_terms(pair, q, qd, t):
@@ -79,15 +80,19 @@ class Model(eqx.Module):
 
     Rows of C are ordered pair by pair, in the order the pairs were added (seed 001 stacks
     C = [Phi_q; Psi], which is this order when holonomic pairs come first).
+
+    Shapes in the annotations: `n` coordinates (3 per body), `rows` = m + h rows of C, `m`
+    holonomic rows, `bodies`; they are those of one model (a model built under `jax.vmap`
+    carries a leading batch axis on its array fields).
     """
 
     body_names: tuple[str, ...] = eqx.field(static=True)
-    masses: jnp.ndarray
-    inertias: jnp.ndarray
-    q0: jnp.ndarray
+    masses: Float[Array, " bodies"]
+    inertias: Float[Array, " bodies"]
+    q0: Float[Array, " n"]
     pairs: tuple[AbstractPair, ...]
     force_elements: tuple[AbstractForceElement, ...]
-    friction: tuple = ()  # friction elements (jaxmb.elements.friction), in the order added
+    friction: tuple[AbstractFriction, ...] = ()  # friction elements, in the order added
 
     # ----- static layout --------------------------------------------------------------------
     @property
@@ -138,12 +143,12 @@ class Model(eqx.Module):
         raise KeyError(f"no pair named {name!r}; pairs are {list(self.pair_names)}")
 
     @property
-    def holonomic_rows(self) -> np.ndarray:
+    def holonomic_rows(self) -> Bool[np.ndarray, " rows"]:
         """Boolean mask over the rows of C: True for holonomic rows."""
         return self.row_table.holonomic
 
     @property
-    def row_pair_index(self) -> np.ndarray:
+    def row_pair_index(self) -> Int[np.ndarray, " rows"]:
         """For each row of C, the index of its pair in `pairs`."""
         return self.row_table.owner
 
@@ -152,7 +157,7 @@ class Model(eqx.Module):
         pairs = tuple(p for p in self.pairs if p.holonomic or not holonomic_only)
         return pairs, group_pairs(pairs, row_table(pairs).starts)
 
-    def phi(self, q, t=0.0):
+    def phi(self, q: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0) -> Float[Array, " m"]:
         """Holonomic residuals Phi(q, t) (m rows, in pair order)."""
         check_shapes(self, "Model.phi", q=q)
         t = jnp.asarray(t, dtype=q.dtype)
@@ -160,7 +165,9 @@ class Model(eqx.Module):
         values = evaluate(pairs, groups, lambda p, ql: p.residual(ql, t), q)
         return scatter_rows(groups, values, self.m, q.dtype)
 
-    def velocity_residual(self, q, qd, t=0.0):
+    def velocity_residual(
+        self, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
+    ) -> Float[Array, " rows"]:
         """g(q, qd, t) = C qd + b for all rows (seed 001, eq. 4)."""
         check_shapes(self, "Model.velocity_residual", q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
@@ -168,7 +175,7 @@ class Model(eqx.Module):
         values = evaluate(pairs, groups, lambda p, ql, vl: p.velocity_residual(ql, vl, t), q, qd)
         return scatter_rows(groups, values, self.num_rows, q.dtype)
 
-    def C(self, q, t=0.0):
+    def C(self, q: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0) -> Float[Array, "rows n"]:
         """Constraint matrix C(q, t) = dg/dqd, shape (m + h, n) (seed 001, eq. 5).
 
         Each pair is differentiated with respect to its own bodies' coordinates only (a block of
@@ -187,11 +194,15 @@ class Model(eqx.Module):
         rows, cols = _block_indices(groups)
         return out.at[rows, cols].set(jnp.concatenate([b.ravel() for b in blocks]))
 
-    def holonomic_C(self, q, t=0.0):
+    def holonomic_C(
+        self, q: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
+    ) -> Float[Array, "m n"]:
         """Phi_q(q, t): the holonomic rows of C (m x n), the Jacobian of `phi`."""
         return self.C(q, t)[self.holonomic_rows]
 
-    def kinematic_terms(self, q, qd, t=0.0) -> KinematicTerms:
+    def kinematic_terms(
+        self, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
+    ) -> KinematicTerms:
         """C, g = C qd + b, gamma and Phi (in the holonomic rows, 0 elsewhere) in one pass.
 
         Per pair, one batch of forward-mode tangents of g(q, qd, t) gives the columns of C
@@ -200,11 +211,13 @@ class Model(eqx.Module):
         check_shapes(self, "Model.kinematic_terms", q=q, qd=qd)
         return _kinematic_terms(self, q, qd, jnp.asarray(t, dtype=q.dtype))
 
-    def b(self, q, t=0.0):
+    def b(self, q: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0) -> Float[Array, " rows"]:
         """Velocity term b(q, t) = g(q, 0, t); -Phi_t for holonomic rows is b's negative."""
         return self.velocity_residual(q, jnp.zeros_like(q), t)
 
-    def gamma(self, q, qd, t=0.0):
+    def gamma(
+        self, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
+    ) -> Float[Array, " rows"]:
         """Acceleration right-hand side: C qdd = gamma = -(dg/dq qd + dg/dt) (seed 001, eq. 8-9)."""
         check_shapes(self, "Model.gamma", q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
@@ -214,16 +227,18 @@ class Model(eqx.Module):
         return -dg
 
     # ----- dynamics terms -------------------------------------------------------------------
-    def mass_matrix(self):
+    def mass_matrix(self) -> Float[Array, "n n"]:
         """M = diag(m_1, m_1, J_1, ..., m_N, m_N, J_N) (centroidal frames, seed 003)."""
         diag = jnp.stack([self.masses, self.masses, self.inertias], axis=1).reshape(-1)
         return jnp.diag(diag)
 
-    def mass_diagonal(self):
+    def mass_diagonal(self) -> Float[Array, " n"]:
         """Diagonal of M."""
         return jnp.stack([self.masses, self.masses, self.inertias], axis=1).reshape(-1)
 
-    def forces(self, q, qd, t=0.0):
+    def forces(
+        self, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
+    ) -> Float[Array, " n"]:
         """Applied generalized forces F(q, qd, t) (no velocity-dependent inertia terms arise in
         planar absolute coordinates with centroidal frames)."""
         check_shapes(self, "Model.forces", q=q, qd=qd)
@@ -233,7 +248,7 @@ class Model(eqx.Module):
             F = F + f.generalized_force(self, q, qd, t)
         return F
 
-    def pose(self, q, body_name: str):
+    def pose(self, q: Float[Array, " n"], body_name: str) -> Float[Array, "3"]:
         """(x, y, phi) of the named body."""
         k = self.body_names.index(body_name)
         return q[3 * k : 3 * k + 3]

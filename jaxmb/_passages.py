@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from ._linalg import RANK_RTOL, economic_pivoted_qr
+from ._model import Model
 from ._wrapped_solver import TransparentSolver
 
 PASSAGE_DROP = 0.05
@@ -49,7 +50,7 @@ class PassageMonitor(TransparentSolver):
     inf) of the accepted steps (diffrax keeps a rejected step's solver state out)."""
 
     solver: diffrax.AbstractSolver
-    model: object
+    model: Model
 
     def init(self, terms, t0, t1, y0, args):
         ratios = _ratios(self.model, y0[0], t0 * getattr(terms, "direction", 1))

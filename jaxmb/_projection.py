@@ -38,9 +38,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float
 
 from ._dynamics import _gauss_factor, _gauss_solve, null_space_solve
 from ._formulation_base import AbstractStateFormulation
+from ._model import Model
+from ._terms import StateTerms
 from ._wrapped_solver import TransparentSolver
 
 
@@ -67,10 +70,12 @@ class Projection(AbstractStateFormulation):
             raise ValueError(f"Projection: tol must be a positive finite number, got "
                              f"{self.tol!r}")
 
-    def accelerations(self, model, terms, label):
+    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
 
-    def wrap_solver(self, solver, model):
+    def wrap_solver(
+        self, solver: diffrax.AbstractSolver, model: Model
+    ) -> diffrax.AbstractSolver:
         return ProjectedSolver(solver, model, self)
 
 
@@ -138,7 +143,7 @@ class ProjectedSolver(TransparentSolver):
     first stage, since the last one was taken before the projection."""
 
     solver: diffrax.AbstractSolver
-    model: object
+    model: Model
     option: Projection
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):

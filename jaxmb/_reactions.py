@@ -18,14 +18,17 @@ Only the reactions of solvable pairs (see `solvability`) are the same whichever 
 import contextlib
 import dataclasses
 import warnings
+from typing import Literal
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
 from . import _errors, _friction
 from ._dynamics import suggesting_rows
 from ._input_checks import check_shapes
+from ._model import Model
 from ._reaction_methods._base import AbstractReactionMethod
 from ._reaction_methods.auto import Auto
 from ._reaction_methods.min_norm import MinNorm
@@ -74,33 +77,39 @@ class Reactions(eqx.Module):
     `friction_names`, `friction_force` (the friction force or torque of each, positive with
     its slip rate) and `friction_array` (their generalized forces, elements x n; the dict view
     `friction`); the multipliers then balance M qdd - F minus the friction.
+
+    Shapes: `rows` = m + h rows of C, `n` coordinates, `pairs`, `k` friction elements;
+    `*batch` is empty at one state and the time axis (T,) along a Trajectory or in
+    `inverse_dynamics` (plus any vmapped axes).
     """
 
     pair_names: tuple[str, ...] = eqx.field(static=True)
     body_names: tuple[str, ...] = eqx.field(static=True)
     method: str = eqx.field(static=True)
-    lam: jnp.ndarray
-    qdd: jnp.ndarray
-    generalized_array: jnp.ndarray
-    solvable_array: jnp.ndarray
+    lam: Float[Array, "*batch rows"]
+    qdd: Float[Array, "*batch n"]
+    generalized_array: Float[Array, "*batch pairs n"]
+    solvable_array: Bool[Array, "*batch pairs"]
     friction_names: tuple[str, ...] = eqx.field(static=True, default=())
-    friction_force: jnp.ndarray | None = None
-    friction_array: jnp.ndarray | None = None
+    friction_force: Float[Array, "*batch k"] | None = None
+    friction_array: Float[Array, "*batch k n"] | None = None
 
     @property
-    def friction(self) -> dict:
+    def friction(self) -> dict[str, Float[Array, "*batch n"]]:
         """Friction element name -> its generalized force -T (ds/dq)^T."""
         return {nm: self.friction_array[..., k, :] for k, nm in enumerate(self.friction_names)}
 
     @property
-    def generalized(self) -> dict:
+    def generalized(self) -> dict[str, Float[Array, "*batch n"]]:
         return {nm: self.generalized_array[..., k, :] for k, nm in enumerate(self.pair_names)}
 
     @property
-    def solvable(self) -> dict:
+    def solvable(self) -> dict[str, Bool[Array, " *batch"]]:
         return {nm: self.solvable_array[..., k] for k, nm in enumerate(self.pair_names)}
 
-    def on_body(self, pair_name: str, body_name: str):
+    def on_body(
+        self, pair_name: str, body_name: str
+    ) -> tuple[Float[Array, " *batch"], Float[Array, " *batch"], Float[Array, " *batch"]]:
         """(fx, fy, torque) that pair `pair_name` applies to body `body_name` (global force,
         counter-clockwise torque about the centre of mass)."""
         if pair_name not in self.pair_names:
@@ -112,7 +121,9 @@ class Reactions(eqx.Module):
         return f[..., k], f[..., k + 1], f[..., k + 2]
 
 
-def as_method(method, where="reactions") -> AbstractReactionMethod:
+def as_method(
+    method: AbstractReactionMethod | Literal["min_norm", "auto"], where: str = "reactions"
+) -> AbstractReactionMethod:
     """The method object for `method` (a method, or one of the `SPELLINGS`); raises naming the
     function `where` for anything else."""
     if isinstance(method, str) and method in SPELLINGS:
@@ -178,7 +189,15 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
     )
 
 
-def reactions(model, q, qd=None, t=0.0, method="min_norm", *, check=True):
+def reactions(
+    model: Model,
+    q: Real[ArrayLike, " n"] | Trajectory,
+    qd: Real[ArrayLike, " n"] | None = None,
+    t: Real[ArrayLike, ""] = 0.0,
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
+    *,
+    check: bool = True,
+) -> Reactions:
     """Constraint reactions at a state, or along a `Trajectory` (vmapped over time).
 
     **Arguments:** `model`; `q`, `qd`, `t` (or a `Trajectory` as `q`); `method`: a reaction
@@ -243,7 +262,12 @@ def _reactions_along(model, xs, method, label, check=False):
         lambda x: _reactions_at(model, *x[:3], method, label, *x[3:], check=check))(xs)
 
 
-def inverse_dynamics(model, ts, q=None, method="min_norm"):
+def inverse_dynamics(
+    model: Model,
+    ts: Real[ArrayLike, " T"],
+    q: Real[ArrayLike, " n"] | None = None,
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
+) -> tuple[Trajectory, Reactions]:
     """Inverse dynamics of a kinematically driven model (dof = 0; seed 003): kinematics at the
     times `ts` (see `kinematics`), then the multipliers of M qdd + C^T lambda = F, with
     redundancy handled by `method` as in `reactions`.
@@ -285,7 +309,14 @@ def _success_codes(n_t):
     return jax.vmap(lambda _: diffrax.RESULTS.successful)(jnp.arange(n_t))
 
 
-def statics(model, q, t=0.0, method="min_norm", *, velocity=None):
+def statics(
+    model: Model,
+    q: Real[ArrayLike, " n"],
+    t: Real[ArrayLike, ""] = 0.0,
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
+    *,
+    velocity: Real[ArrayLike, " n"] | None = None,
+) -> Reactions:
     """Static reactions: qd = 0, qdd = 0, C^T lambda = F (seed 003, "Statics"); redundancy
     handled by `method` as in `reactions`.
 

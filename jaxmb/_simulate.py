@@ -14,11 +14,13 @@ interest, so the ODE does not become stiff and the drift stays at the level of t
 import contextlib
 import dataclasses
 import warnings
+from typing import Literal
 
 import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from . import _errors, _failures, _friction
 from ._arguments import checked_direction, checked_times, checked_tolerances
@@ -26,8 +28,10 @@ from ._dynamics import NullSpace, suggesting_rows
 from ._formulation_base import AbstractFormulation, AbstractStateFormulation
 from ._independent import IndependentCoordinates, simulate_independent
 from ._input_checks import check_shapes, checked_finite
+from ._model import KinematicTerms, Model
 from ._passages import SingularPassageWarning
 from ._projection import Projection
+from ._reaction_methods._base import AbstractReactionMethod
 from ._reaction_methods.auto import Auto
 from ._state_checks import worst_pair_error
 from ._terms import state_terms
@@ -45,14 +49,23 @@ class Baumgarte(eqx.Module):
     tau = s t the violations again obey e_tautau + 2 alpha e_tau + beta^2 e = 0 (damped, where
     the forward form would make them grow like exp(2 alpha |t|))."""
 
-    alpha: float = 10.0
-    beta: float = 10.0
+    alpha: Real[ArrayLike, ""] = 10.0
+    beta: Real[ArrayLike, ""] = 10.0
 
-    def gamma(self, model, q, qd, t, direction=1.0):
+    def gamma(
+        self,
+        model: Model,
+        q: Float[Array, " n"],
+        qd: Float[Array, " n"],
+        t: Real[ArrayLike, ""],
+        direction: Real[ArrayLike, ""] = 1.0,
+    ) -> Float[Array, " rows"]:
         """Stabilized right-hand side gamma - 2 alpha s (C qd + b) - beta^2 [Phi; 0]."""
         return self.stabilized(model.kinematic_terms(q, qd, t), direction)
 
-    def stabilized(self, terms, direction=1.0):
+    def stabilized(
+        self, terms: KinematicTerms, direction: Real[ArrayLike, ""] = 1.0
+    ) -> Float[Array, " rows"]:
         """The same from precomputed `Model.kinematic_terms`."""
         return terms.gamma - 2.0 * self.alpha * direction * terms.g - self.beta**2 * terms.phi
 
@@ -118,8 +131,8 @@ class _Dynamics(eqx.Module):
     that diffrax's compiled solve is reused by the next eager `simulate` of the same model
     structure (a new closure per call would recompile every time)."""
 
-    model: object
-    stabilization: object
+    model: Model
+    stabilization: Baumgarte | None
     formulation: AbstractStateFormulation
     label: str = eqx.field(static=True, default="simulate")  # how errors name the call
     direction: object = 1.0  # sign(t1 - t0), for the Baumgarte damping
@@ -138,26 +151,27 @@ class _Dynamics(eqx.Module):
 
 
 def simulate(
-    model,
-    q0,
-    qd0,
-    t1,
+    model: Model,
+    q0: Real[ArrayLike, " n"],
+    qd0: Real[ArrayLike, " n"],
+    t1: Real[ArrayLike, ""],
     *,
-    ts=None,
-    t0=0.0,
-    rtol=1e-8,
-    atol=1e-10,
-    solver=None,
-    dt0=None,
-    max_steps=200_000,
-    stabilization="default",
-    adjoint=None,
-    throw=True,
-    progress=False,
-    formulation="null_space",
-    stepsize_controller=None,
-    method=None,
-):
+    ts: Real[ArrayLike, " T"] | None = None,
+    t0: Real[ArrayLike, ""] = 0.0,
+    rtol: Real[ArrayLike, ""] = 1e-8,
+    atol: Real[ArrayLike, ""] = 1e-10,
+    solver: diffrax.AbstractSolver | None = None,
+    dt0: Real[ArrayLike, ""] | None = None,
+    max_steps: int = 200_000,
+    stabilization: Baumgarte | Literal["default"] | None = "default",
+    adjoint: diffrax.AbstractAdjoint | None = None,
+    throw: bool = True,
+    progress: bool = False,
+    formulation: AbstractFormulation
+    | Literal["null_space", "auto", "projection", "independent"] = "null_space",
+    stepsize_controller: diffrax.AbstractStepSizeController | None = None,
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] | None = None,
+) -> Trajectory:
     """Integrate M qdd + C^T lambda = F with the null-space formulation (seed 001, eq. 13).
 
     **Arguments:**
@@ -385,7 +399,9 @@ FORMULATIONS = {"null_space": NullSpace, "auto": Auto, "projection": Projection,
 """The string spellings of `simulate(formulation=...)`."""
 
 
-def as_formulation(formulation) -> AbstractFormulation:
+def as_formulation(
+    formulation: AbstractFormulation | Literal["null_space", "auto", "projection", "independent"],
+) -> AbstractFormulation:
     """The formulation object for `formulation` (an instance, or one of `FORMULATIONS`)."""
     if isinstance(formulation, str) and formulation in FORMULATIONS:
         return FORMULATIONS[formulation]()

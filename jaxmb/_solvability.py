@@ -23,10 +23,14 @@ or far from satisfying the constraints, and the decisions are fragile.
 B_X is judged zero when |B_X|_F <= `btol` |C_X|_F (default 1e-8).
 """
 
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
 
 from . import _errors
 from ._linalg import (
@@ -40,6 +44,7 @@ from ._linalg import (
     svd_full,
 )
 from ._input_checks import check_shapes, checked_finite
+from ._model import Model
 
 B_RTOL = 1e-8
 MARGIN_WARNING = 1e2
@@ -152,6 +157,10 @@ class SolvabilityReport(eqx.Module):
     in generalized-force space along which an unsolvable pair's reaction is still unique); the
     same per group in `group_names`, `group_solvable`, `group_b_norm`, ... (None when no
     groups were given).
+
+    Shapes: `pairs`, `groups`, `rows` = m + h rows of C, `n` coordinates, `width` = min(n,
+    rows) (unique directions, zero-padded); `*batch` is empty for one configuration and the
+    vmapped axes otherwise.
     """
 
     method: str = eqx.field(static=True)
@@ -160,28 +169,28 @@ class SolvabilityReport(eqx.Module):
     group_members: tuple[tuple[str, ...], ...] = eqx.field(static=True)
     n: int = eqx.field(static=True)
     num_rows: int = eqx.field(static=True)
-    rank: jnp.ndarray
-    rank_holonomic: jnp.ndarray
-    rank_nonholonomic: jnp.ndarray
-    solvable: jnp.ndarray
-    b_norm: jnp.ndarray
-    b_relative: jnp.ndarray
-    unique_directions: jnp.ndarray
-    unique_count: jnp.ndarray
-    group_solvable: jnp.ndarray | None
-    group_b_norm: jnp.ndarray | None
-    group_unique_count: jnp.ndarray | None
-    margin: jnp.ndarray
-    warning: jnp.ndarray
-    row_order: jnp.ndarray
+    rank: Int[Array, " *batch"]
+    rank_holonomic: Int[Array, " *batch"]
+    rank_nonholonomic: Int[Array, " *batch"]
+    solvable: Bool[Array, "*batch pairs"]
+    b_norm: Float[Array, "*batch pairs"]
+    b_relative: Float[Array, "*batch pairs"]
+    unique_directions: Float[Array, "*batch pairs n width"]
+    unique_count: Int[Array, "*batch pairs"]
+    group_solvable: Bool[Array, "*batch groups"] | None
+    group_b_norm: Float[Array, "*batch groups"] | None
+    group_unique_count: Int[Array, "*batch groups"] | None
+    margin: Float[Array, " *batch"]
+    warning: Bool[Array, " *batch"]
+    row_order: Int[Array, "*batch rows"]
 
     @property
-    def redundancy(self):
+    def redundancy(self) -> Int[Array, " *batch"]:
         """p = m + h - r (seed 001, eq. 7)."""
         return self.num_rows - self.rank
 
     @property
-    def dof(self):
+    def dof(self) -> Int[Array, " *batch"]:
         """n - r: degrees of freedom of the velocities."""
         return self.n - self.rank
 
@@ -197,7 +206,7 @@ class SolvabilityReport(eqx.Module):
         """Pair name -> solvable."""
         return {nm: bool(v) for nm, v in zip(self.pair_names, np.asarray(self.solvable))}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """Plain-Python summary (single configuration)."""
         out = {
             "method": self.method,
@@ -254,7 +263,16 @@ def _row_sets(model, names_per_set):
     return sets
 
 
-def solvability(model, q, t=0.0, method="qr", *, groups=None, rtol=RANK_RTOL, btol=B_RTOL):
+def solvability(
+    model: Model,
+    q: Real[ArrayLike, " n"],
+    t: Real[ArrayLike, ""] = 0.0,
+    method: Literal["qr", "svd", "rank"] = "qr",
+    *,
+    groups: Mapping[str, Sequence[str]] | None = None,
+    rtol: float = RANK_RTOL,
+    btol: float = B_RTOL,
+) -> SolvabilityReport:
     """Which pairs' reactions are uniquely determined at (q, t) (seed 001, section 3).
 
     **Arguments:**

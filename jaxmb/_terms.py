@@ -9,9 +9,12 @@ everywhere. With a stabilization (e.g. `mb.Baumgarte`) its `gamma` is the stabil
 right-hand side and `gamma_exact` the one of the constraints themselves.
 """
 
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Real
+
+from ._model import KinematicTerms, Model
 
 
 class StateTerms(NamedTuple):
@@ -19,16 +22,31 @@ class StateTerms(NamedTuple):
     asked), and the kinematic residuals g = C qd + b and phi (Phi in the holonomic rows, 0 in
     the Pfaffian ones) that stabilizations and checks use; gamma_exact: gamma unstabilized."""
 
-    M: jnp.ndarray
-    F: jnp.ndarray
-    C: jnp.ndarray
-    gamma: jnp.ndarray
-    g: jnp.ndarray
-    phi: jnp.ndarray
-    gamma_exact: jnp.ndarray
+    M: Float[Array, "n n"]
+    F: Float[Array, " n"]
+    C: Float[Array, "rows n"]
+    gamma: Float[Array, " rows"]
+    g: Float[Array, " rows"]
+    phi: Float[Array, " rows"]
+    gamma_exact: Float[Array, " rows"]
 
 
-def state_terms(model, q, qd, t, stabilization=None, direction=1.0) -> StateTerms:
+class Stabilization(Protocol):
+    """What `state_terms` needs of a stabilization (e.g. `mb.Baumgarte`)."""
+
+    def stabilized(
+        self, terms: KinematicTerms, direction: Real[ArrayLike, ""] = 1.0
+    ) -> Float[Array, " rows"]: ...
+
+
+def state_terms(
+    model: Model,
+    q: Float[Array, " n"],
+    qd: Float[Array, " n"],
+    t: Float[Array, ""],
+    stabilization: Stabilization | None = None,
+    direction: Real[ArrayLike, ""] = 1.0,
+) -> StateTerms:
     """`StateTerms` of `model` at (q, qd, t): C, gamma, g and phi in one pass of
     `Model.kinematic_terms` (seed 001, eq. 5-9); `stabilization`: None or an object with
     `stabilized(kinematic_terms, direction)` giving the right-hand side that replaces gamma

@@ -3,7 +3,7 @@ accepts)."""
 
 import diffrax
 import equinox as eqx
-import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int
 
 
 class Trajectory(eqx.Module):
@@ -16,19 +16,22 @@ class Trajectory(eqx.Module):
     `start_error` is 0, or with throw=False the index in `START_ERRORS` of the reason the
     initial state was refused. `t_passage` is the time of the first singular passage of the
     null-space and eliminated formulations (inf if none; see `jaxmb._passages`), where they
-    may switch branch; None for the projection and independent formulations."""
+    may switch branch; None for the projection and independent formulations.
 
-    ts: jnp.ndarray
-    q: jnp.ndarray
-    qd: jnp.ndarray
+    Shapes: `T` saved times, `n` coordinates; `*batch` is empty for one simulation and the
+    leading axes of a vmapped one (`mb.batch.map`, `jax.vmap(mb.simulate)`)."""
+
+    ts: Float[Array, "*batch T"]
+    q: Float[Array, "*batch T n"]
+    qd: Float[Array, "*batch T n"]
     result: diffrax.RESULTS
-    num_steps: jnp.ndarray
-    repartitioned: jnp.ndarray | None = None
-    t_stop: jnp.ndarray | None = None
-    singular: jnp.ndarray | None = None
-    start_error: jnp.ndarray | None = None
-    t_passage: jnp.ndarray | None = None
+    num_steps: Int[Array, " *batch"]
+    repartitioned: Bool[Array, "*batch T"] | None = None
+    t_stop: Float[Array, " *batch"] | None = None
+    singular: Bool[Array, " *batch"] | None = None
+    start_error: Int[Array, " *batch"] | None = None
+    t_passage: Float[Array, " *batch"] | None = None
 
     @property
-    def success(self):
+    def success(self) -> Bool[Array, " *batch"]:
         return self.result == diffrax.RESULTS.successful

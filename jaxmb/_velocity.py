@@ -3,16 +3,25 @@
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from . import _errors
 from ._assemble import assemble, assembly_failure, failure_messages
 from ._input_checks import check_shapes, checked_finite
 from ._linalg import pinv_solve
+from ._model import Model
 
 VELOCITY_TOL = 1e-9
 
 
-def consistent_velocity(model, q, qd, t=0.0, *, throw=True):
+def consistent_velocity(
+    model: Model,
+    q: Real[ArrayLike, " n"],
+    qd: Real[ArrayLike, " n"],
+    t: Real[ArrayLike, ""] = 0.0,
+    *,
+    throw: bool = True,
+) -> Float[Array, " n"]:
     """Projection of qd onto C(q, t) qd + b(q, t) = 0 (seed 001, eq. 4):
 
         qd* = qd - C^+ (C qd + b),
@@ -50,15 +59,22 @@ def _consistent_velocity(model, q, qd, t, throw):
 
 
 class KinematicsResult(eqx.Module):
-    """q, qd, qdd of a kinematically driven mechanism at the times ts."""
+    """q, qd, qdd of a kinematically driven mechanism at the times ts (T of them; `*batch`:
+    leading axes where `kinematics` is vmapped)."""
 
-    ts: jnp.ndarray
-    q: jnp.ndarray
-    qd: jnp.ndarray
-    qdd: jnp.ndarray
+    ts: Float[Array, "*batch T"]
+    q: Float[Array, "*batch T n"]
+    qd: Float[Array, "*batch T n"]
+    qdd: Float[Array, "*batch T n"]
 
 
-def kinematics(model, ts, q=None, *, tol=1e-12):
+def kinematics(
+    model: Model,
+    ts: Real[ArrayLike, " T"],
+    q: Real[ArrayLike, " n"] | None = None,
+    *,
+    tol: float = 1e-12,
+) -> KinematicsResult:
     """Kinematic analysis of a driven mechanism (dof = 0): at each t in ts,
 
         Phi(q, t) = 0 (assemble, warm-started from the previous instant),

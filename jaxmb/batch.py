@@ -22,18 +22,21 @@ feeds its addressable shards; see the JAX multi-process documentation).
 """
 
 import os
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jaxtyping import PyTree
 
 BATCH_AXIS = "batch"
 DEFAULT_CHUNK = 64
 """Members vmapped together on one device by `map` (a chunk runs its slowest member's steps)."""
 
 
-def use_all_cores(count=None):
+def use_all_cores(count: int | None = None) -> int:
     """Expose `count` CPU devices (default: the number of cores this process may use), so that
     `map` and sharded batches run on every core. Call before any JAX computation: the CPU
     backend reads the count when it starts (JAX raises if it has already started)."""
@@ -46,13 +49,13 @@ def use_all_cores(count=None):
     return count
 
 
-def mesh(devices=None) -> Mesh:
+def mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
     """A 1-D mesh over `devices` (default: all devices) with axis name "batch"."""
     devices = jax.devices() if devices is None else list(devices)
     return Mesh(np.asarray(devices), (BATCH_AXIS,))
 
 
-def batch_sharding(devices=None) -> NamedSharding:
+def batch_sharding(devices: Sequence[jax.Device] | None = None) -> NamedSharding:
     """Shard the leading axis over the mesh, replicate the others."""
     return NamedSharding(mesh(devices), PartitionSpec(BATCH_AXIS))
 
@@ -67,7 +70,7 @@ def _batch_size(leaves, where):
     return sizes.pop()
 
 
-def shard(tree, devices=None):
+def shard(tree: PyTree, devices: Sequence[jax.Device] | None = None) -> PyTree:
     """Place every array of `tree` with its leading axis split across the devices.
 
     Raises when the batch size is not a multiple of the number of devices (pad the batch)."""
@@ -83,7 +86,7 @@ def shard(tree, devices=None):
     return jax.device_put(tree, sharding)
 
 
-def num_shards(tree) -> int:
+def num_shards(tree: PyTree) -> int:
     """How many devices hold a piece of the first array of `tree` (1 when unsharded)."""
     leaf = jax.tree.leaves(tree)[0]
     return len(leaf.sharding.device_set)
@@ -106,7 +109,12 @@ def _program(fn, chunk, devices):
     return _programs[key]
 
 
-def map(fn, *xs, chunk=DEFAULT_CHUNK, devices=None):  # noqa: A001 (mb.batch.map reads well)
+def map(  # noqa: A001 (mb.batch.map reads well)
+    fn: Callable[..., Any],
+    *xs: PyTree,
+    chunk: int = DEFAULT_CHUNK,
+    devices: Sequence[jax.Device] | None = None,
+) -> PyTree:
     """`fn` over the leading axis of the arrays `xs` (pytrees allowed), on every device, each
     device mapping its shard in vmapped chunks of `chunk` members. Returns the outputs with the
     batch axis first, as `jax.vmap(fn)(*xs)` would (equal to it member by member; sharded

@@ -2,19 +2,24 @@
 
 Each is an equinox Module whose parameters are differentiable array leaves; derivatives in t
 (needed for the velocity term b and for gamma) come from automatic differentiation.
+
+In the annotations, `*shape` is the shape of the value (() for a driver, (2,) for the force
+of `Force`), which parameters of that shape give by broadcasting.
 """
 
 import abc
+from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from ._geometry import is_concrete
 from ._linalg import solve
 
 
-def _f64(x):
+def _f64(x: Any) -> Float[Array, "..."]:
     return jnp.asarray(x, dtype=jnp.float64)
 
 
@@ -22,51 +27,51 @@ class AbstractDrive(eqx.Module):
     """A function of time t -> value (scalar, or a 2-vector for `Force`)."""
 
     @abc.abstractmethod
-    def __call__(self, t):
+    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
         """Value at time t."""
 
 
 class Constant(AbstractDrive):
     """f(t) = value."""
 
-    value: jnp.ndarray = eqx.field(converter=_f64)
+    value: Float[Array, " *shape"] = eqx.field(converter=_f64)
 
-    def __call__(self, t):
+    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
         return self.value + 0.0 * t
 
 
 class Linear(AbstractDrive):
     """f(t) = offset + slope t."""
 
-    slope: jnp.ndarray = eqx.field(converter=_f64)
-    offset: jnp.ndarray = eqx.field(converter=_f64, default=0.0)
+    slope: Float[Array, " *shape"] = eqx.field(converter=_f64)
+    offset: Float[Array, " *shape"] = eqx.field(converter=_f64, default=0.0)
 
-    def __call__(self, t):
+    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
         return self.offset + self.slope * t
 
 
 class Harmonic(AbstractDrive):
     """f(t) = offset + amplitude cos(omega t + phase)."""
 
-    amplitude: jnp.ndarray = eqx.field(converter=_f64)
-    omega: jnp.ndarray = eqx.field(converter=_f64)
-    phase: jnp.ndarray = eqx.field(converter=_f64, default=0.0)
-    offset: jnp.ndarray = eqx.field(converter=_f64, default=0.0)
+    amplitude: Float[Array, " *shape"] = eqx.field(converter=_f64)
+    omega: Float[Array, " *shape"] = eqx.field(converter=_f64)
+    phase: Float[Array, " *shape"] = eqx.field(converter=_f64, default=0.0)
+    offset: Float[Array, " *shape"] = eqx.field(converter=_f64, default=0.0)
 
-    def __call__(self, t):
+    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
         return self.offset + self.amplitude * jnp.cos(self.omega * t + self.phase)
 
 
 class Polynomial(AbstractDrive):
     """f(t) = sum_k c_k t^k, coefficients lowest order first."""
 
-    coefficients: jnp.ndarray = eqx.field(converter=_f64)
+    coefficients: Float[Array, " order"] = eqx.field(converter=_f64)
 
     def __check_init__(self):
         if jnp.ndim(self.coefficients) != 1 or jnp.shape(self.coefficients)[0] == 0:
             raise ValueError("Polynomial: coefficients must be a non-empty 1-D sequence")
 
-    def __call__(self, t):
+    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, ""]:
         return jnp.polyval(self.coefficients[::-1], t)
 
 
@@ -79,8 +84,8 @@ class Spline(AbstractDrive):
     the knot values (and knot times).
     """
 
-    t: jnp.ndarray = eqx.field(converter=_f64)
-    values: jnp.ndarray = eqx.field(converter=_f64)
+    t: Float[Array, " knots"] = eqx.field(converter=_f64)
+    values: Float[Array, " knots"] = eqx.field(converter=_f64)
 
     def __check_init__(self):
         if jnp.ndim(self.t) != 1 or jnp.shape(self.t)[0] < 2:
@@ -105,7 +110,7 @@ class Spline(AbstractDrive):
         inner = solve(A, rhs)
         return jnp.concatenate([jnp.zeros(1), inner, jnp.zeros(1)])
 
-    def __call__(self, t):
+    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, ""]:
         knots, y = self.t, self.values
         M = self._second_derivatives()
         tc = jnp.clip(t, knots[0], knots[-1])
@@ -128,10 +133,10 @@ class SmoothSteps(AbstractDrive):
         S(x) = 10 x^3 - 15 x^4 + 6 x^5 on [0, 1], 0 before, 1 after.
     """
 
-    starts: jnp.ndarray = eqx.field(converter=_f64)
-    ends: jnp.ndarray = eqx.field(converter=_f64)
-    levels: jnp.ndarray = eqx.field(converter=_f64)
-    initial: jnp.ndarray = eqx.field(converter=_f64, default=0.0)
+    starts: Float[Array, " steps"] = eqx.field(converter=_f64)
+    ends: Float[Array, " steps"] = eqx.field(converter=_f64)
+    levels: Float[Array, " steps"] = eqx.field(converter=_f64)
+    initial: Float[Array, ""] = eqx.field(converter=_f64, default=0.0)
 
     def __check_init__(self):
         shapes = {jnp.shape(self.starts), jnp.shape(self.ends), jnp.shape(self.levels)}
@@ -141,7 +146,7 @@ class SmoothSteps(AbstractDrive):
             if not np.all(np.asarray(self.ends) > np.asarray(self.starts)):
                 raise ValueError("SmoothSteps: every transition must end after it starts")
 
-    def __call__(self, t):
+    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, ""]:
         x = jnp.clip((t - self.starts) / (self.ends - self.starts), 0.0, 1.0)
         S = x**3 * (10.0 - 15.0 * x + 6.0 * x**2)
         jumps = jnp.diff(jnp.concatenate([jnp.reshape(self.initial, (1,)), self.levels]))
@@ -155,14 +160,16 @@ class Offset(AbstractDrive):
     profile: `Offset(d0, SmoothSteps(...))` (the mobile robot of seed 001, section 4.3).
     """
 
-    base: jnp.ndarray = eqx.field(converter=_f64)
+    base: Float[Array, " *shape"] = eqx.field(converter=_f64)
     delta: AbstractDrive = eqx.field(converter=lambda f: as_drive(f))
 
-    def __call__(self, t):
+    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
         return self.base + self.delta(t)
 
 
-def as_drive(value, *, shape=()):
+def as_drive(
+    value: AbstractDrive | Real[ArrayLike, " *shape"], *, shape: tuple[int, ...] = ()
+) -> AbstractDrive:
     """A drive function from a constant or an `AbstractDrive`."""
     if isinstance(value, AbstractDrive):
         return value

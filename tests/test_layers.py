@@ -1,6 +1,8 @@
 """The package's layers hold: no module imports a module of a higher layer (every import,
 also those inside functions, read from the source with `ast`), and every module is placed in
-a layer, so a new module has to say where it belongs.
+a layer, so a new module has to say where it belongs. Imports under `if TYPE_CHECKING:` are
+not dependencies (never executed: they name types for annotations, e.g. an element's
+`generalized_force(model: "Model", ...)`).
 
 Layers, lowest first (a module may import its own layer and those below):
 0. foundations with no jaxmb imports: errors as data, planar geometry, linear algebra, the
@@ -69,7 +71,11 @@ def _imports(module, package, path):
     here = module.split(".") if module else []
     base = here if package else here[:-1]
     tree = ast.parse(open(path).read())
+    typing_only = {id(n) for block in ast.walk(tree) if _type_checking(block)
+                   for stmt in block.body for n in ast.walk(stmt)}
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.ImportFrom) and node.level:
             parts = base[: len(base) - (node.level - 1)] if node.level > 1 else list(base)
             target = parts + (node.module.split(".") if node.module else [])
@@ -83,6 +89,15 @@ def _imports(module, package, path):
             for name in names:
                 if name == "jaxmb" or (name or "").startswith("jaxmb."):
                     yield name[len("jaxmb."):] if "." in name else ""
+
+
+def _type_checking(node) -> bool:
+    """Whether `node` is an `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`) block."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def test_every_module_has_a_layer():
@@ -108,3 +123,5 @@ def test_the_check_sees_imports():
     assert ("models.mobile_robot", "drive") in found
     assert ("_reaction_methods.compliance", "_errors") in found
     assert ("_reactions", "_simulate") not in found  # Trajectory lives in its own module
+    assert ("elements._base", "drive") in found
+    assert ("elements._base", "_model") not in found  # under `if TYPE_CHECKING:` only

@@ -1,8 +1,13 @@
 """The abstract reaction method."""
 
 import abc
+from typing import TYPE_CHECKING
 
 import equinox as eqx
+from jaxtyping import Array, Float
+
+if TYPE_CHECKING:  # the model imports nothing from here; this keeps the package import-free
+    from .._model import Model
 
 
 class AbstractReactionMethod(eqx.Module):
@@ -30,11 +35,20 @@ class AbstractReactionMethod(eqx.Module):
     physical: eqx.AbstractClassVar[bool]
 
     @abc.abstractmethod
-    def bind(self, model, where: str) -> "AbstractReactionMethod":
+    def bind(self, model: "Model", where: str) -> "AbstractReactionMethod":
         """The checked method as the compiled program receives it."""
 
     @abc.abstractmethod
-    def multipliers(self, model, M, F, C, gamma, qdd, label: str):
+    def multipliers(
+        self,
+        model: "Model",
+        M: Float[Array, "n n"],
+        F: Float[Array, " n"],
+        C: Float[Array, "rows n"],
+        gamma: Float[Array, " rows"],
+        qdd: Float[Array, " n"] | None,
+        label: str,
+    ) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
         """(qdd, lambda) with C^T lambda = F - M qdd."""
 
     @property

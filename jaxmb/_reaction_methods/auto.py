@@ -2,8 +2,12 @@
 
 from typing import ClassVar
 
+from jaxtyping import Array, Float
+
 from .._dynamics import eliminated_solve, keep_mask
 from .._formulation_base import AbstractStateFormulation
+from .._model import Model
+from .._terms import StateTerms
 from ._base import AbstractReactionMethod
 
 
@@ -16,12 +20,21 @@ class Auto(AbstractReactionMethod, AbstractStateFormulation):
     name: ClassVar[str] = "auto"
     physical: ClassVar[bool] = False
 
-    def bind(self, model, where):
+    def bind(self, model: Model, where: str) -> AbstractReactionMethod:
         return self
 
-    def multipliers(self, model, M, F, C, gamma, qdd, label):
+    def multipliers(
+        self,
+        model: Model,
+        M: Float[Array, "n n"],
+        F: Float[Array, " n"],
+        C: Float[Array, "rows n"],
+        gamma: Float[Array, " rows"],
+        qdd: Float[Array, " n"] | None,
+        label: str,
+    ) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
         qdd_e, lam = eliminated_solve(M, F, C, gamma, keep_mask(model, "auto", C), label=label)
         return (qdd_e if qdd is None else qdd), lam
 
-    def accelerations(self, model, terms, label):
+    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         return self.multipliers(model, terms.M, terms.F, terms.C, terms.gamma, None, label)[0]

@@ -57,16 +57,19 @@ knife-edge and the holonomic rows); without knife edges (or without holonomic ro
 """
 
 import difflib
+from collections.abc import Mapping
 from typing import ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
 from .. import _errors
 from .._geometry import is_concrete
 from .._linalg import RANK_RTOL, pinv
+from .._model import Model
 from ._base import AbstractReactionMethod
 from ._common import unique_accelerations
 
@@ -83,7 +86,12 @@ def _pinv(A, floor=None):
     return pinv(padded, RANK_RTOL)[:b, :a]
 
 
-def compliance_multipliers(C, f, k, holonomic):
+def compliance_multipliers(
+    C: Float[Array, "rows n"],
+    f: Float[Array, " n"],
+    k: Float[Array, " rows"],
+    holonomic: Bool[np.ndarray, " rows"],
+) -> Float[Array, " rows"]:
     """The compliance-resolved multipliers (module docstring) of C^T lambda = f.
 
     **Arguments:** `C` (rows, n); `f` (n,), in range(C^T); `k` (rows,) positive: the stiffness
@@ -145,11 +153,15 @@ class Compliance(AbstractReactionMethod):
     """
 
     pairs: tuple[str, ...] = eqx.field(static=True)
-    values: tuple[jnp.ndarray, ...]
-    default: jnp.ndarray | None
+    values: tuple[Float[Array, " *pair_rows"], ...]  # per pair: one number, or one per row
+    default: Float[Array, ""] | None
     physical: ClassVar[bool] = True
 
-    def __init__(self, stiffness=None, default=None):
+    def __init__(
+        self,
+        stiffness: Mapping[str, Real[ArrayLike, " *pair_rows"]] | None = None,
+        default: Real[ArrayLike, ""] | None = None,
+    ):
         stiffness = {} if stiffness is None else dict(stiffness)
         for name in stiffness:
             if not isinstance(name, str):
@@ -159,17 +171,17 @@ class Compliance(AbstractReactionMethod):
         self.default = None if default is None else _checked(default, "default", scalar=True)
 
     @property
-    def stiffness(self) -> dict:
+    def stiffness(self) -> dict[str, Float[Array, " *pair_rows"]]:
         """Pair name -> the number(s) given for it."""
         return dict(zip(self.pairs, self.values))
 
     @property
-    def name(self):
+    def name(self) -> str:
         listed = ", ".join(self.pairs)
         rest = "default" if self.default is not None else ""
         return f"Compliance({', '.join(x for x in (listed, rest) if x)})"
 
-    def bind(self, model, where):
+    def bind(self, model: Model, where: str) -> AbstractReactionMethod:
         unknown = [n for n in self.pairs if n not in model.pair_names]
         if unknown:
             close = difflib.get_close_matches(unknown[0], model.pair_names, n=1)
@@ -187,7 +199,7 @@ class Compliance(AbstractReactionMethod):
                              "no default; list them or pass default=...")
         return self
 
-    def row_stiffness(self, model):
+    def row_stiffness(self, model: Model) -> Float[Array, " rows"]:
         """The number of every row of C (row order), checked positive and finite at run time
         (the error names the pair)."""
         given = self.stiffness
@@ -201,7 +213,16 @@ class Compliance(AbstractReactionMethod):
         bad = ~(k > 0.0) | ~jnp.isfinite(k)
         return _errors.branched_error_if(k, jnp.any(bad), jnp.argmax(bad), messages)
 
-    def multipliers(self, model, M, F, C, gamma, qdd, label):
+    def multipliers(
+        self,
+        model: Model,
+        M: Float[Array, "n n"],
+        F: Float[Array, " n"],
+        C: Float[Array, "rows n"],
+        gamma: Float[Array, " rows"],
+        qdd: Float[Array, " n"] | None,
+        label: str,
+    ) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
         qdd = unique_accelerations(M, F, C, gamma, qdd)
         k = self.row_stiffness(model)
         return qdd, compliance_multipliers(C, F - M @ qdd, k, model.holonomic_rows)

@@ -2,7 +2,10 @@
 
 from typing import ClassVar
 
+from jaxtyping import Array, Float
+
 from .._dynamics import min_norm_multipliers
+from .._model import Model
 from ._base import AbstractReactionMethod
 from ._common import unique_accelerations
 
@@ -18,9 +21,18 @@ class MinNorm(AbstractReactionMethod):
     name: ClassVar[str] = "min_norm"
     physical: ClassVar[bool] = False
 
-    def bind(self, model, where):
+    def bind(self, model: Model, where: str) -> AbstractReactionMethod:
         return self
 
-    def multipliers(self, model, M, F, C, gamma, qdd, label):
+    def multipliers(
+        self,
+        model: Model,
+        M: Float[Array, "n n"],
+        F: Float[Array, " n"],
+        C: Float[Array, "rows n"],
+        gamma: Float[Array, " rows"],
+        qdd: Float[Array, " n"] | None,
+        label: str,
+    ) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
         qdd = unique_accelerations(M, F, C, gamma, qdd)
         return qdd, min_norm_multipliers(C, F - M @ qdd)

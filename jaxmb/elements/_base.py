@@ -11,18 +11,22 @@ Both then give C = dg/dqd, b = g(q, 0, t) and gamma = -(dg/dq qd + dg/dt) (seed 
 
 import abc
 import dataclasses
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._geometry import Body, is_concrete, point
 from ..drive import AbstractDrive, as_drive
 
+if TYPE_CHECKING:  # the model module imports the elements
+    from .._model import Model
 
-def drive_field(value):
+
+def drive_field(value: Any) -> AbstractDrive:
     """Field converter for drive functions: a constant of any shape becomes `Constant`, so that
     `check_drive` reports a wrong shape naming the element (text is left for it to refuse)."""
     if isinstance(value, (str, bytes)):
@@ -68,17 +72,19 @@ class AbstractElement(eqx.Module):
     def bodies(self) -> tuple[Body, ...]:
         """The bodies this element acts on (ground included where it takes part)."""
 
-    def fail(self, problem: str):
+    def fail(self, problem: str) -> NoReturn:
         """Raise a ValueError naming this element and the problem."""
         raise ValueError(f"{_describe(self)}: {problem}")
 
-    def check_not_text(self, value, label: str):
+    def check_not_text(self, value: Any, label: str) -> None:
         """Build-time check that a numeric field was not given as text."""
         if isinstance(value, (str, bytes)):
             self.fail(f"{label} must be a number (or numbers), got {value!r} of type "
                       f"{type(value).__name__}")
 
-    def check_vector(self, value, label: str, *, nonzero: bool = False):
+    def check_vector(
+        self, value: Real[ArrayLike, "2"], label: str, *, nonzero: bool = False
+    ) -> None:
         """Build-time check of a local 2-vector: shape, finiteness, optionally non-zero length."""
         self.check_not_text(value, label)
         if jnp.shape(value) != (2,):
@@ -90,7 +96,9 @@ class AbstractElement(eqx.Module):
             if nonzero and np.linalg.norm(arr) == 0.0:
                 self.fail(f"{label} has zero length; a direction must be non-zero")
 
-    def check_scalar(self, value, label: str, *, positive: bool = False):
+    def check_scalar(
+        self, value: Real[ArrayLike, ""], label: str, *, positive: bool = False
+    ) -> None:
         """Build-time check of a scalar parameter: shape, finiteness, optionally positivity."""
         self.check_not_text(value, label)
         if jnp.shape(value) != ():
@@ -102,7 +110,7 @@ class AbstractElement(eqx.Module):
             if positive and v <= 0.0:
                 self.fail(f"{label} = {v} must be positive")
 
-    def check_body(self, body, label: str):
+    def check_body(self, body: Body, label: str) -> None:
         """Build-time check that `body` is a body handle."""
         if not isinstance(body, Body):
             self.fail(
@@ -110,14 +118,14 @@ class AbstractElement(eqx.Module):
                 f"Mechanism.ground), got {body!r} of type {type(body).__name__}"
             )
 
-    def check_distinct(self, *bodies: Body):
+    def check_distinct(self, *bodies: Body) -> None:
         """Build-time check of body handles; a pair must not join a body to itself."""
         for ordinal, body in zip(("first", "second", "third"), bodies):
             self.check_body(body, f"its {ordinal} body")
         if len(set(bodies)) != len(bodies):
             self.fail(f"joins body {bodies[0].name!r} to itself; the bodies must differ")
 
-    def check_drive(self, f, label: str, shape: tuple = ()):
+    def check_drive(self, f: AbstractDrive, label: str, shape: tuple[int, ...] = ()) -> None:
         """Build-time check of a drive function: f(t) has `shape` (found abstractly, so traced
         parameters are fine) and its concrete parameters are finite."""
         self.check_not_text(f, label)
@@ -135,13 +143,18 @@ class AbstractElement(eqx.Module):
 
 
 class AbstractPair(AbstractElement):
-    """A kinematic pair (or driver): `num_rows` scalar constraint equations."""
+    """A kinematic pair (or driver): `num_rows` scalar constraint equations.
+
+    In the annotations `n` is the length of the q handed to the pair (the model evaluates a
+    pair on its own bodies' coordinates) and `pair_rows` its `num_rows`."""
 
     num_rows: eqx.AbstractClassVar[int]
     holonomic: eqx.AbstractClassVar[bool]
 
     @abc.abstractmethod
-    def velocity_residual(self, q, qd, t):
+    def velocity_residual(
+        self, q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
+    ) -> Float[Array, " pair_rows"]:
         """g(q, qd, t) = C(q, t) qd + b(q, t), shape (num_rows,)."""
 
 
@@ -151,10 +164,12 @@ class AbstractHolonomicPair(AbstractPair):
     holonomic: ClassVar[bool] = True
 
     @abc.abstractmethod
-    def residual(self, q, t):
+    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         """Phi(q, t), shape (num_rows,)."""
 
-    def velocity_residual(self, q, qd, t):
+    def velocity_residual(
+        self, q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
+    ) -> Float[Array, " pair_rows"]:
         """g = Phi_q qd + Phi_t (seed 001, eq. 2), by a JVP along (qd, 1)."""
         t = jnp.asarray(t, dtype=q.dtype)
         return jax.jvp(self.residual, (q, t), (qd, jnp.ones_like(t)))[1]
@@ -170,11 +185,15 @@ class AbstractForceElement(AbstractElement):
     """An applied force; contributes its generalized force to F(q, qd, t)."""
 
     @abc.abstractmethod
-    def generalized_force(self, model, q, qd, t):
+    def generalized_force(
+        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
+    ) -> Float[Array, " n"]:
         """Generalized force vector Q (shape (n,)) with Q^T delta q the virtual work."""
 
 
-def point_force(q, body: Body, s, f):
+def point_force(
+    q: Float[Array, " n"], body: Body, s: Float[Array, "2"], f: Float[Array, "2"]
+) -> Float[Array, " n"]:
     """Generalized force of the global force f applied at body point s: (dr_P/dq)^T f."""
     _, vjp = jax.vjp(lambda q_: point(q_, body, s), q)
     return vjp(f)[0]

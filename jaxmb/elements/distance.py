@@ -4,6 +4,7 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from .._geometry import Body, as_f64, point
 from ._base import AbstractHolonomicPair
@@ -19,9 +20,9 @@ class Distance(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: jnp.ndarray = eqx.field(converter=as_f64)
-    s_j: jnp.ndarray = eqx.field(converter=as_f64)
-    length: jnp.ndarray = eqx.field(converter=as_f64)
+    s_i: Float[Array, "2"] = eqx.field(converter=as_f64)
+    s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
+    length: Float[Array, ""] = eqx.field(converter=as_f64)
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
@@ -30,9 +31,9 @@ class Distance(AbstractHolonomicPair):
         self.check_vector(self.s_j, "s_j")
         self.check_scalar(self.length, "length", positive=True)
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q, t):
+    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
         return jnp.reshape(d @ d - self.length**2, (1,))

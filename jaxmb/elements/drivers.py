@@ -4,6 +4,7 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from .._geometry import Body, as_f64, direction, point, pose
 from ..drive import AbstractDrive
@@ -19,9 +20,9 @@ class TranslationalDriver(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: jnp.ndarray = eqx.field(converter=as_f64)
-    s_j: jnp.ndarray = eqx.field(converter=as_f64)
-    u: jnp.ndarray = eqx.field(converter=as_f64)
+    s_i: Float[Array, "2"] = eqx.field(converter=as_f64)
+    s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
+    u: Float[Array, "2"] = eqx.field(converter=as_f64)
     d: AbstractDrive = eqx.field(converter=drive_field)
     num_rows: ClassVar[int] = 1
 
@@ -32,10 +33,10 @@ class TranslationalDriver(AbstractHolonomicPair):
         self.check_vector(self.u, "u", nonzero=True)
         self.check_drive(self.d, "d")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q, t):
+    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
         u = direction(q, self.j, self.u / jnp.linalg.norm(self.u))
         return jnp.reshape(d @ u - self.d(t), (1,))
@@ -51,7 +52,7 @@ class RelativeAngleDriver(AbstractHolonomicPair):
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
     f: AbstractDrive = eqx.field(converter=drive_field)
-    offset: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+    offset: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
@@ -59,10 +60,10 @@ class RelativeAngleDriver(AbstractHolonomicPair):
         self.check_scalar(self.offset, "offset")
         self.check_drive(self.f, "f")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q, t):
+    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         _, phi_i = pose(q, self.i)
         _, phi_j = pose(q, self.j)
         return jnp.reshape(phi_j - phi_i - self.offset - self.f(t), (1,))
@@ -85,10 +86,10 @@ class AbsoluteDriver(AbstractHolonomicPair):
             self.fail("cannot drive a coordinate of the ground")
         self.check_drive(self.f, "f")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.body,)
 
-    def residual(self, q, t):
+    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         r, phi = pose(q, self.body)
         value = jnp.concatenate([r, phi[None]])[self.coordinate]
         return jnp.reshape(value - self.f(t), (1,))

@@ -1,29 +1,35 @@
 """Applied force elements; each returns its generalized force Q (virtual work Q^T delta q)."""
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from .._geometry import Body, as_f64, point, pose
 from ..drive import AbstractDrive
 from ._base import AbstractForceElement, drive_field, point_force
 
+if TYPE_CHECKING:
+    from .._model import Model
+
 
 class Gravity(AbstractForceElement):
     """Uniform gravity g (global 2-vector) acting at every centre of mass: Q_k = (m_k g, 0)."""
 
-    g: jnp.ndarray = eqx.field(converter=as_f64)
+    g: Float[Array, "2"] = eqx.field(converter=as_f64)
     name: str = eqx.field(static=True, default="gravity")
 
     def __check_init__(self):
         self.check_vector(self.g, "g")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return ()
 
-    def generalized_force(self, model, q, qd, t):
+    def generalized_force(
+        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
+    ) -> Float[Array, " n"]:
         per_body = jnp.concatenate(
             [model.masses[:, None] * self.g[None, :], jnp.zeros((model.num_bodies, 1))], axis=1
         )
@@ -40,11 +46,11 @@ class SpringDamper(AbstractForceElement):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: jnp.ndarray = eqx.field(converter=as_f64)
-    s_j: jnp.ndarray = eqx.field(converter=as_f64)
-    stiffness: jnp.ndarray = eqx.field(converter=as_f64)
-    damping: jnp.ndarray = eqx.field(converter=as_f64)
-    free_length: jnp.ndarray = eqx.field(converter=as_f64)
+    s_i: Float[Array, "2"] = eqx.field(converter=as_f64)
+    s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
+    stiffness: Float[Array, ""] = eqx.field(converter=as_f64)
+    damping: Float[Array, ""] = eqx.field(converter=as_f64)
+    free_length: Float[Array, ""] = eqx.field(converter=as_f64)
     nonnegative: ClassVar[tuple[str, ...]] = ("stiffness", "damping", "free_length")
 
     def __check_init__(self):
@@ -55,18 +61,20 @@ class SpringDamper(AbstractForceElement):
         self.check_scalar(self.damping, "damping")
         self.check_scalar(self.free_length, "free_length")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def length(self, q):
+    def length(self, q: Float[Array, " n"]) -> Float[Array, ""]:
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
         return jnp.sqrt(d @ d)
 
-    def tension(self, q, qd):
+    def tension(self, q: Float[Array, " n"], qd: Float[Array, " n"]) -> Float[Array, ""]:
         l, ldot = jax.jvp(self.length, (q,), (qd,))
         return self.stiffness * (l - self.free_length) + self.damping * ldot
 
-    def generalized_force(self, model, q, qd, t):
+    def generalized_force(
+        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
+    ) -> Float[Array, " n"]:
         return -self.tension(q, qd) * jax.grad(self.length)(q)
 
 
@@ -77,9 +85,9 @@ class RotationalSpringDamper(AbstractForceElement):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    stiffness: jnp.ndarray = eqx.field(converter=as_f64)
-    damping: jnp.ndarray = eqx.field(converter=as_f64)
-    free_angle: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+    stiffness: Float[Array, ""] = eqx.field(converter=as_f64)
+    damping: Float[Array, ""] = eqx.field(converter=as_f64)
+    free_angle: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
     nonnegative: ClassVar[tuple[str, ...]] = ("stiffness", "damping")
 
     def __check_init__(self):
@@ -88,13 +96,15 @@ class RotationalSpringDamper(AbstractForceElement):
         self.check_scalar(self.damping, "damping")
         self.check_scalar(self.free_angle, "free_angle")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def angle(self, q):
+    def angle(self, q: Float[Array, " n"]) -> Float[Array, ""]:
         return pose(q, self.j)[1] - pose(q, self.i)[1]
 
-    def generalized_force(self, model, q, qd, t):
+    def generalized_force(
+        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
+    ) -> Float[Array, " n"]:
         theta, thetad = jax.jvp(self.angle, (q,), (qd,))
         tau = self.stiffness * (theta - self.free_angle) + self.damping * thetad
         return -tau * jax.grad(self.angle)(q)
@@ -105,7 +115,7 @@ class Force(AbstractForceElement):
 
     name: str = eqx.field(static=True)
     body: Body = eqx.field(static=True)
-    s: jnp.ndarray = eqx.field(converter=as_f64)
+    s: Float[Array, "2"] = eqx.field(converter=as_f64)
     f: AbstractDrive = eqx.field(converter=drive_field)
 
     def __check_init__(self):
@@ -115,10 +125,12 @@ class Force(AbstractForceElement):
         self.check_vector(self.s, "s")
         self.check_drive(self.f, "f", shape=(2,))
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.body,)
 
-    def generalized_force(self, model, q, qd, t):
+    def generalized_force(
+        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
+    ) -> Float[Array, " n"]:
         f = self.f(t)
         if jnp.shape(f) != (2,):
             self.fail(f"force function must return a 2-vector, returned shape {jnp.shape(f)}")
@@ -138,10 +150,12 @@ class Torque(AbstractForceElement):
             self.fail("cannot apply a torque to the ground")
         self.check_drive(self.tau, "tau")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.body,)
 
-    def generalized_force(self, model, q, qd, t):
+    def generalized_force(
+        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
+    ) -> Float[Array, " n"]:
         tau = self.tau(t)
         if jnp.shape(tau) != ():
             self.fail(f"torque function must return a scalar, returned shape {jnp.shape(tau)}")

@@ -25,16 +25,20 @@ in `jaxmb._friction`.
 """
 
 import abc
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
-from .._geometry import as_f64, direction, point, pose, rot90
-from ._base import AbstractElement
+from .._geometry import Body, as_f64, direction, point, pose, rot90
+from ._base import AbstractElement, AbstractPair
 from .revolute import Revolute
 from .translational import Translational
+
+if TYPE_CHECKING:
+    from .._model import Model
 
 
 def _safe_abs(x):
@@ -56,14 +60,14 @@ class AbstractFriction(AbstractElement):
     normal load N(lambda_X) and the arm a."""
 
     pair: eqx.AbstractVar[str]
-    mu: eqx.AbstractVar[jnp.ndarray]
-    velocity_scale: eqx.AbstractVar[jnp.ndarray]
-    pair_type: eqx.AbstractClassVar[type]
+    mu: eqx.AbstractVar[Float[Array, ""]]
+    velocity_scale: eqx.AbstractVar[Float[Array, ""]]
+    pair_type: eqx.AbstractClassVar[type[AbstractPair]]
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return ()  # those of its pair, checked when the model is built (`check_pair`)
 
-    def check_parameters(self, **positive):
+    def check_parameters(self, **positive: Float[Array, ""]) -> None:
         """Build-time checks: `pair` a non-empty string, mu >= 0 (`nonnegative`), and the
         named lengths and the velocity scale positive (`positive`; traced values are checked
         inside jit by `Mechanism.build`)."""
@@ -74,7 +78,7 @@ class AbstractFriction(AbstractElement):
         for label, value in {**positive, "velocity_scale": self.velocity_scale}.items():
             self.check_scalar(value, label, positive=True)
 
-    def check_pair(self, model):
+    def check_pair(self, model: "Model") -> None:
         """Build-time check against the model: the pair exists and can carry this friction."""
         if self.pair not in model.pair_names:
             import difflib
@@ -93,23 +97,27 @@ class AbstractFriction(AbstractElement):
                       f"{type(self).__name__}: it needs a {self.pair_type.__name__} pair{hint}")
 
     @abc.abstractmethod
-    def slip(self, pair, q):
+    def slip(self, pair: AbstractPair, q: Float[Array, " n"]) -> Float[Array, ""]:
         """The slip coordinate s(q) of the pair (its rate is the relative motion)."""
 
     @abc.abstractmethod
-    def normal_load(self, lam):
+    def normal_load(self, lam: Float[Array, " pair_rows"]) -> Float[Array, ""]:
         """N >= 0 from the pair's multipliers lambda_X."""
 
     @abc.abstractmethod
-    def arm(self):
+    def arm(self) -> Float[Array, ""]:
         """a: the slip speed is a s_dot and the friction force mu N acts with arm a."""
 
-    def force(self, lam, slip_rate):
+    def force(
+        self, lam: Float[Array, " pair_rows"], slip_rate: Float[Array, ""]
+    ) -> Float[Array, ""]:
         """T = mu a N(lambda_X) tanh(a s_dot / v_s) (module docstring)."""
         a = self.arm()
         return self.mu * a * self.normal_load(lam) * jnp.tanh(a * slip_rate / self.velocity_scale)
 
-    def slip_terms(self, pair, q, qd):
+    def slip_terms(
+        self, pair: AbstractPair, q: Float[Array, " n"], qd: Float[Array, " n"]
+    ) -> tuple[Float[Array, " n"], Float[Array, ""]]:
         """(ds/dq, s_dot) at the state."""
         s_dot = jax.jvp(lambda q_: self.slip(pair, q_), (q,), (qd,))[1]
         return jax.grad(lambda q_: self.slip(pair, q_))(q), s_dot
@@ -128,23 +136,23 @@ class RevoluteFriction(AbstractFriction):
 
     name: str = eqx.field(static=True)
     pair: str = eqx.field(static=True)
-    mu: jnp.ndarray = eqx.field(converter=as_f64)
-    radius: jnp.ndarray = eqx.field(converter=as_f64)
-    velocity_scale: jnp.ndarray = eqx.field(converter=as_f64, default=1e-3)
-    pair_type: ClassVar[type] = Revolute
+    mu: Float[Array, ""] = eqx.field(converter=as_f64)
+    radius: Float[Array, ""] = eqx.field(converter=as_f64)
+    velocity_scale: Float[Array, ""] = eqx.field(converter=as_f64, default=1e-3)
+    pair_type: ClassVar[type[AbstractPair]] = Revolute
     nonnegative: ClassVar[tuple[str, ...]] = ("mu",)
     positive: ClassVar[tuple[str, ...]] = ("radius", "velocity_scale")
 
     def __check_init__(self):
         self.check_parameters(radius=self.radius)
 
-    def slip(self, pair, q):
+    def slip(self, pair: Revolute, q: Float[Array, " n"]) -> Float[Array, ""]:
         return pose(q, pair.j)[1] - pose(q, pair.i)[1]
 
-    def normal_load(self, lam):
+    def normal_load(self, lam: Float[Array, "2"]) -> Float[Array, ""]:
         return _safe_norm(lam)
 
-    def arm(self):
+    def arm(self) -> Float[Array, ""]:
         return self.radius
 
 
@@ -171,30 +179,30 @@ class TranslationalFriction(AbstractFriction):
 
     name: str = eqx.field(static=True)
     pair: str = eqx.field(static=True)
-    mu: jnp.ndarray = eqx.field(converter=as_f64)
-    length: jnp.ndarray = eqx.field(converter=as_f64)
-    velocity_scale: jnp.ndarray = eqx.field(converter=as_f64, default=1e-3)
-    pair_type: ClassVar[type] = Translational
+    mu: Float[Array, ""] = eqx.field(converter=as_f64)
+    length: Float[Array, ""] = eqx.field(converter=as_f64)
+    velocity_scale: Float[Array, ""] = eqx.field(converter=as_f64, default=1e-3)
+    pair_type: ClassVar[type[AbstractPair]] = Translational
     nonnegative: ClassVar[tuple[str, ...]] = ("mu",)
     positive: ClassVar[tuple[str, ...]] = ("length", "velocity_scale")
 
     def __check_init__(self):
         self.check_parameters(length=self.length)
 
-    def slip(self, pair, q):
+    def slip(self, pair: Translational, q: Float[Array, " n"]) -> Float[Array, ""]:
         """s = (P_i - P_j)^T u with u = A_j Omega v / |v| the sliding axis."""
         axis = direction(q, pair.j, rot90(pair.v / jnp.linalg.norm(pair.v)))
         return (point(q, pair.i, pair.s_i) - point(q, pair.j, pair.s_j)) @ axis
 
-    def normal_load(self, lam):
+    def normal_load(self, lam: Float[Array, "2"]) -> Float[Array, ""]:
         half, edge = lam[0] / 2.0, lam[1] / self.length
         return _safe_abs(half + edge) + _safe_abs(half - edge)
 
-    def arm(self):
+    def arm(self) -> Float[Array, ""]:
         return jnp.ones((), self.mu.dtype)
 
 
-def check_friction(model):
+def check_friction(model: "Model") -> None:
     """Build-time checks of a model's friction elements: each names a pair that exists and can
     carry it, and no pair has two."""
     seen = {}

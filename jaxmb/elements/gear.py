@@ -4,6 +4,7 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from .._geometry import Body, as_f64, pose
 from ._base import AbstractHolonomicPair
@@ -19,8 +20,8 @@ class Gear(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    ratio: jnp.ndarray = eqx.field(converter=as_f64)
-    offset: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+    ratio: Float[Array, ""] = eqx.field(converter=as_f64)
+    offset: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
@@ -28,10 +29,10 @@ class Gear(AbstractHolonomicPair):
         self.check_scalar(self.ratio, "ratio")
         self.check_scalar(self.offset, "offset")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q, t):
+    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         _, phi_i = pose(q, self.i)
         _, phi_j = pose(q, self.j)
         return jnp.reshape(phi_j - self.ratio * phi_i - self.offset, (1,))
@@ -48,8 +49,8 @@ class GearOnLink(AbstractHolonomicPair):
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
     k: Body = eqx.field(static=True)
-    ratio: jnp.ndarray = eqx.field(converter=as_f64)
-    offset: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+    ratio: Float[Array, ""] = eqx.field(converter=as_f64)
+    offset: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
@@ -57,10 +58,10 @@ class GearOnLink(AbstractHolonomicPair):
         self.check_scalar(self.ratio, "ratio")
         self.check_scalar(self.offset, "offset")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j, self.k)
 
-    def residual(self, q, t):
+    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         _, phi_i = pose(q, self.i)
         _, phi_j = pose(q, self.j)
         _, phi_k = pose(q, self.k)

@@ -5,6 +5,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from .._geometry import Body, as_f64, direction, point
 from ._base import AbstractNonholonomicPair
@@ -19,8 +20,8 @@ class KnifeEdge(AbstractNonholonomicPair):
 
     name: str = eqx.field(static=True)
     body: Body = eqx.field(static=True)
-    s: jnp.ndarray = eqx.field(converter=as_f64)
-    n: jnp.ndarray = eqx.field(converter=as_f64)
+    s: Float[Array, "2"] = eqx.field(converter=as_f64)
+    n: Float[Array, "2"] = eqx.field(converter=as_f64)
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
@@ -30,10 +31,12 @@ class KnifeEdge(AbstractNonholonomicPair):
         self.check_vector(self.s, "s")
         self.check_vector(self.n, "n", nonzero=True)
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.body,)
 
-    def velocity_residual(self, q, qd, t):
+    def velocity_residual(
+        self, q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
+    ) -> Float[Array, " pair_rows"]:
         v_K = jax.jvp(lambda q_: point(q_, self.body, self.s), (q,), (qd,))[1]
         normal = direction(q, self.body, self.n / jnp.linalg.norm(self.n))
         return jnp.reshape(normal @ v_K, (1,))

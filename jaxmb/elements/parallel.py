@@ -4,6 +4,7 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from .._geometry import Body, as_f64, cross2, direction
 from ._base import AbstractHolonomicPair
@@ -19,8 +20,8 @@ class Parallel(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    a_i: jnp.ndarray = eqx.field(converter=as_f64)
-    a_j: jnp.ndarray = eqx.field(converter=as_f64)
+    a_i: Float[Array, "2"] = eqx.field(converter=as_f64)
+    a_j: Float[Array, "2"] = eqx.field(converter=as_f64)
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
@@ -28,10 +29,10 @@ class Parallel(AbstractHolonomicPair):
         self.check_vector(self.a_i, "a_i", nonzero=True)
         self.check_vector(self.a_j, "a_j", nonzero=True)
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q, t):
+    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         a_i = direction(q, self.i, self.a_i)
         a_j = direction(q, self.j, self.a_j)
         return jnp.reshape(cross2(a_i, a_j), (1,))

@@ -3,7 +3,7 @@
 from typing import ClassVar
 
 import equinox as eqx
-import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from .._geometry import Body, as_f64, point
 from ._base import AbstractHolonomicPair
@@ -19,8 +19,8 @@ class Revolute(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: jnp.ndarray = eqx.field(converter=as_f64)
-    s_j: jnp.ndarray = eqx.field(converter=as_f64)
+    s_i: Float[Array, "2"] = eqx.field(converter=as_f64)
+    s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
     num_rows: ClassVar[int] = 2
 
     def __check_init__(self):
@@ -28,8 +28,8 @@ class Revolute(AbstractHolonomicPair):
         self.check_vector(self.s_i, "s_i")
         self.check_vector(self.s_j, "s_j")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q, t):
+    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         return point(q, self.i, self.s_i) - point(q, self.j, self.s_j)

@@ -4,6 +4,7 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from .._geometry import Body, as_f64, direction, point, pose
 from ._base import AbstractHolonomicPair
@@ -20,10 +21,10 @@ class Translational(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: jnp.ndarray = eqx.field(converter=as_f64)
-    s_j: jnp.ndarray = eqx.field(converter=as_f64)
-    v: jnp.ndarray = eqx.field(converter=as_f64)
-    angle: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+    s_i: Float[Array, "2"] = eqx.field(converter=as_f64)
+    s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
+    v: Float[Array, "2"] = eqx.field(converter=as_f64)
+    angle: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
     num_rows: ClassVar[int] = 2
 
     def __check_init__(self):
@@ -33,10 +34,10 @@ class Translational(AbstractHolonomicPair):
         self.check_vector(self.v, "v", nonzero=True)
         self.check_scalar(self.angle, "angle")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q, t):
+    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         _, phi_i = pose(q, self.i)
         _, phi_j = pose(q, self.j)
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)

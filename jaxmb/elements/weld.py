@@ -4,6 +4,7 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from .._geometry import Body, as_f64, point, pose
 from ._base import AbstractHolonomicPair
@@ -19,9 +20,9 @@ class Weld(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: jnp.ndarray = eqx.field(converter=as_f64, default=(0.0, 0.0))
-    s_j: jnp.ndarray = eqx.field(converter=as_f64, default=(0.0, 0.0))
-    angle: jnp.ndarray = eqx.field(converter=as_f64, default=0.0)
+    s_i: Float[Array, "2"] = eqx.field(converter=as_f64, default=(0.0, 0.0))
+    s_j: Float[Array, "2"] = eqx.field(converter=as_f64, default=(0.0, 0.0))
+    angle: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
     num_rows: ClassVar[int] = 3
 
     def __check_init__(self):
@@ -30,10 +31,10 @@ class Weld(AbstractHolonomicPair):
         self.check_vector(self.s_j, "s_j")
         self.check_scalar(self.angle, "angle")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q, t):
+    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         _, phi_i = pose(q, self.i)
         _, phi_j = pose(q, self.j)
         d = point(q, self.i, self.s_i) - point(q, self.j, self.s_j)
