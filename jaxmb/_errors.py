@@ -76,6 +76,11 @@ def _delegate(x, pred, index, msgs):
 def concrete(x):
     """x as a NumPy value when it is known now (a plain array, or a tracer of an eager
     jax.grad / jvp, whose primal values are known), else None (jit, vmap)."""
+    if isinstance(x, jax.core.Tracer) and hasattr(x, "to_concrete_value"):
+        # asked first: raising ConcretizationTypeError builds a message that prints the whole
+        # traced program, which made every check cost time proportional to the trace
+        value = x.to_concrete_value()
+        return None if value is None else np.asarray(value)
     try:
         return np.asarray(concrete_or_error(None, x))
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
