@@ -41,6 +41,7 @@ from ._linalg import (
 from ._formulation_base import AbstractStateFormulation
 from ._model import Model
 from ._reaction_methods._base import AbstractReactionMethod
+from ._reaction_methods._base import ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
 from ._solvability import solvability
 from ._terms import StateTerms
 
@@ -81,16 +82,8 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
         """The kept rows as a mask array: every elimination shares one compiled program."""
         return KeptRows(keep_mask(model, self, None))
 
-    def multipliers(
-        self,
-        model: Model,
-        M: Float[Array, "n n"],
-        F: Float[Array, " n"],
-        C: Float[Array, "rows n"],
-        gamma: Float[Array, " rows"],
-        qdd: Float[Array, " n"] | None,
-        label: str,
-    ) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
+    def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
+                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
         return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd, label)
 
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
@@ -118,16 +111,8 @@ class KeptRows(AbstractReactionMethod):
                              f"{model.num_rows} rows")
         return self
 
-    def multipliers(
-        self,
-        model: Model,
-        M: Float[Array, "n n"],
-        F: Float[Array, " n"],
-        C: Float[Array, "rows n"],
-        gamma: Float[Array, " rows"],
-        qdd: Float[Array, " n"] | None,
-        label: str,
-    ) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
+    def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
+                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
         C = check_removable(C, C, self.keep, label)
         qdd_e, lam = eliminated_solve(M, F, C, gamma, self.keep, label=label)
         return (qdd_e if qdd is None else qdd), lam

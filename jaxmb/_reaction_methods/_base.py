@@ -9,6 +9,12 @@ from jaxtyping import Array, Float
 if TYPE_CHECKING:  # the model imports nothing from here; this keeps the package import-free
     from .._model import Model
 
+MassMatrix = Float[Array, "n n"]
+Forces = Float[Array, " n"]  # also accelerations: one number per coordinate
+ConstraintMatrix = Float[Array, "rows n"]
+RowValues = Float[Array, " rows"]  # gamma, the multipliers: one number per row of C
+Solution = tuple[Forces, RowValues]  # (qdd, lambda)
+
 
 class AbstractReactionMethod(eqx.Module):
     """How the multipliers lambda of M qdd + C^T lambda = F (seed 001, eq. 10) are picked.
@@ -22,7 +28,7 @@ class AbstractReactionMethod(eqx.Module):
     - `bind(model, where)`: trace-time checks against the model (a ValueError naming `where`
       and the problem); returns the method as the compiled program receives it, with any
       model-dependent data as arrays, so that methods differing only in data share one
-      compiled program (`Eliminate` returns its kept-row mask);
+      compiled program (`Eliminate` returns its kept-row mask; by default the method itself);
     - `multipliers(model, M, F, C, gamma, qdd, label)`: `(qdd, lam)`, where `qdd` is the
       given acceleration or, when None, the unique one of the model; runtime errors start with
       `label`;
@@ -34,21 +40,14 @@ class AbstractReactionMethod(eqx.Module):
 
     physical: eqx.AbstractClassVar[bool]
 
-    @abc.abstractmethod
     def bind(self, model: "Model", where: str) -> "AbstractReactionMethod":
-        """The checked method as the compiled program receives it."""
+        """The checked method as the compiled program receives it (default: the method itself,
+        for methods with nothing to check or to turn into data)."""
+        return self
 
     @abc.abstractmethod
-    def multipliers(
-        self,
-        model: "Model",
-        M: Float[Array, "n n"],
-        F: Float[Array, " n"],
-        C: Float[Array, "rows n"],
-        gamma: Float[Array, " rows"],
-        qdd: Float[Array, " n"] | None,
-        label: str,
-    ) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
+    def multipliers(self, model: "Model", M: MassMatrix, F: Forces, C: ConstraintMatrix,
+                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
         """(qdd, lambda) with C^T lambda = F - M qdd."""
 
     @property

@@ -9,6 +9,7 @@ from .._formulation_base import AbstractStateFormulation
 from .._model import Model
 from .._terms import StateTerms
 from ._base import AbstractReactionMethod
+from ._base import ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
 
 
 class Auto(AbstractReactionMethod, AbstractStateFormulation):
@@ -20,19 +21,8 @@ class Auto(AbstractReactionMethod, AbstractStateFormulation):
     name: ClassVar[str] = "auto"
     physical: ClassVar[bool] = False
 
-    def bind(self, model: Model, where: str) -> AbstractReactionMethod:
-        return self
-
-    def multipliers(
-        self,
-        model: Model,
-        M: Float[Array, "n n"],
-        F: Float[Array, " n"],
-        C: Float[Array, "rows n"],
-        gamma: Float[Array, " rows"],
-        qdd: Float[Array, " n"] | None,
-        label: str,
-    ) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
+    def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
+                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
         qdd_e, lam = eliminated_solve(M, F, C, gamma, keep_mask(model, "auto", C), label=label)
         return (qdd_e if qdd is None else qdd), lam
 

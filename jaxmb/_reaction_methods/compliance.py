@@ -71,6 +71,7 @@ from .._geometry import is_concrete
 from .._linalg import RANK_RTOL, pinv
 from .._model import Model
 from ._base import AbstractReactionMethod
+from ._base import ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
 from ._common import unique_accelerations
 
 
@@ -213,16 +214,8 @@ class Compliance(AbstractReactionMethod):
         bad = ~(k > 0.0) | ~jnp.isfinite(k)
         return _errors.branched_error_if(k, jnp.any(bad), jnp.argmax(bad), messages)
 
-    def multipliers(
-        self,
-        model: Model,
-        M: Float[Array, "n n"],
-        F: Float[Array, " n"],
-        C: Float[Array, "rows n"],
-        gamma: Float[Array, " rows"],
-        qdd: Float[Array, " n"] | None,
-        label: str,
-    ) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
+    def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
+                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
         qdd = unique_accelerations(M, F, C, gamma, qdd)
         k = self.row_stiffness(model)
         return qdd, compliance_multipliers(C, F - M @ qdd, k, model.holonomic_rows)

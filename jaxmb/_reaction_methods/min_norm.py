@@ -2,11 +2,11 @@
 
 from typing import ClassVar
 
-from jaxtyping import Array, Float
 
 from .._dynamics import min_norm_multipliers
 from .._model import Model
 from ._base import AbstractReactionMethod
+from ._base import ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
 from ._common import unique_accelerations
 
 
@@ -21,18 +21,7 @@ class MinNorm(AbstractReactionMethod):
     name: ClassVar[str] = "min_norm"
     physical: ClassVar[bool] = False
 
-    def bind(self, model: Model, where: str) -> AbstractReactionMethod:
-        return self
-
-    def multipliers(
-        self,
-        model: Model,
-        M: Float[Array, "n n"],
-        F: Float[Array, " n"],
-        C: Float[Array, "rows n"],
-        gamma: Float[Array, " rows"],
-        qdd: Float[Array, " n"] | None,
-        label: str,
-    ) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
+    def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
+                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
         qdd = unique_accelerations(M, F, C, gamma, qdd)
         return qdd, min_norm_multipliers(C, F - M @ qdd)
