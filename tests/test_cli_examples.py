@@ -85,13 +85,21 @@ def test_cli_errors_name_the_problem(tmp_path):
     assert proc.returncode != 0 and ".npz or .csv" in proc.stderr
 
 
-@pytest.fixture(scope="module")
-def robot_example(tmp_path_factory):
+def _example(name):
+    """The example module examples/<name>.py, imported in this process (compiled programs are
+    shared with the other tests)."""
+    import importlib
+
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     try:
-        import mobile_robot as example
+        return importlib.import_module(name)
     finally:
         sys.path.pop(0)
+
+
+@pytest.fixture(scope="module")
+def robot_example(tmp_path_factory):
+    example = _example("mobile_robot")
     out = tmp_path_factory.mktemp("robot")
     return example.main(["--quick", "--out", str(out)]), out
 
@@ -117,11 +125,7 @@ def test_mobile_robot_example_quick(robot_example):
 # ------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def friction_example(tmp_path_factory):
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
-    try:
-        import friction as example
-    finally:
-        sys.path.pop(0)
+    example = _example("friction")
     out = tmp_path_factory.mktemp("friction")
     return example, example.main(["--quick", "--out", str(out)]), out
 
