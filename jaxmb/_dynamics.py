@@ -58,6 +58,12 @@ class NullSpace(AbstractStateFormulation):
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
 
+    def accelerations_and_ratios(
+        self, model: Model, terms: StateTerms, label: str
+    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+        """Both from one factorization (`null_space_solve_with_ratios`)."""
+        return null_space_solve_with_ratios(terms.M, terms.F, terms.C, terms.gamma)
+
 
 class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
     """Redundant-constraint elimination (seed 001, section 3.1): drop the rows `rows` (0-based
@@ -128,6 +134,13 @@ class _GaussFactor(NamedTuple):
     R11: jnp.ndarray  # leading square block of R, identity outside the rank
     perm: jnp.ndarray
     kept: jnp.ndarray
+    pivots: jnp.ndarray  # |R_jj|, non-increasing
+
+
+def pivot_ratios(pivots):
+    """|R_jj| / |R_11|: the rank-revealing ratios that the singular-passage monitor follows
+    (`jaxmb._passages`)."""
+    return pivots / jnp.maximum(pivots[0], jnp.finfo(pivots.dtype).tiny)
 
 
 def _gauss_factor(M, C):
@@ -139,7 +152,7 @@ def _gauss_factor(M, C):
     kept = rank_mask(d)  # geqp3: |R_jj| non-increasing
     both = kept[:, None] & kept[None, :]
     R11 = jnp.where(both, R[:, :k], jnp.eye(k, dtype=R.dtype))
-    return _GaussFactor(w, Ch, Q, R11, perm, kept)
+    return _GaussFactor(w, Ch, Q, R11, perm, kept, d)
 
 
 def _gauss_solve(f: _GaussFactor, F, gamma):
@@ -176,8 +189,9 @@ def null_space_solve(M, F, C, gamma):
     return _gauss_solve(_gauss_factor(M, C), F, gamma)
 
 
-@null_space_solve.defjvp
-def _null_space_solve_jvp(primals, tangents):
+def _solve_and_tangent(primals, tangents):
+    """(factor, qdd, dqdd): the solve and its tangent, which re-solves the same system with
+    right-hand sides dF - dM qdd - dC^T lambda, dgamma - dC qdd (no derivative of the QR)."""
     M, F, C, gamma = primals
     dM, dF, dC, dgamma = tangents
     factor = _gauss_factor(M, C)
@@ -185,7 +199,29 @@ def _null_space_solve_jvp(primals, tangents):
     lam = _factor_multipliers(factor, F, qdd)
     rhs_f = dF - dM @ qdd - dC.T @ lam
     rhs_g = dgamma - dC @ qdd
-    return qdd, _gauss_solve(factor, rhs_f, rhs_g)
+    return factor, qdd, _gauss_solve(factor, rhs_f, rhs_g)
+
+
+@null_space_solve.defjvp
+def _null_space_solve_jvp(primals, tangents):
+    _, qdd, dqdd = _solve_and_tangent(primals, tangents)
+    return qdd, dqdd
+
+
+@jax.custom_jvp
+def null_space_solve_with_ratios(M, F, C, gamma):
+    """(`null_space_solve`, `pivot_ratios` of the same factorization): the monitor of singular
+    passages reads the ratios from the right-hand side instead of factorizing C again. The
+    ratios are a diagnosis: their tangent is zero."""
+    factor = _gauss_factor(M, C)
+    return _gauss_solve(factor, F, gamma), pivot_ratios(jax.lax.stop_gradient(factor.pivots))
+
+
+@null_space_solve_with_ratios.defjvp
+def _null_space_solve_with_ratios_jvp(primals, tangents):
+    factor, qdd, dqdd = _solve_and_tangent(primals, tangents)
+    ratios = pivot_ratios(jax.lax.stop_gradient(factor.pivots))
+    return (qdd, ratios), (dqdd, jnp.zeros_like(ratios))
 
 
 def min_norm_multipliers(C, f):

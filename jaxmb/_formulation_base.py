@@ -18,7 +18,7 @@ import equinox as eqx
 from jaxtyping import Array, Float
 
 from ._model import Model
-from ._passages import PassageMonitor
+from ._passages import PassageMonitor, ratios_of
 from ._terms import StateTerms
 
 
@@ -47,10 +47,17 @@ class AbstractStateFormulation(AbstractFormulation):
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         """qdd at the state whose terms are `terms`."""
 
+    def accelerations_and_ratios(
+        self, model: Model, terms: StateTerms, label: str
+    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+        """(qdd, the pivot ratios of the mass-scaled C that the passage monitor follows);
+        by default a pivoted QR of `terms.C` besides `accelerations`."""
+        return self.accelerations(model, terms, label), ratios_of(terms.M, terms.C)
+
     def wrap_solver(
-        self, solver: diffrax.AbstractSolver, model: Model
+        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
     ) -> diffrax.AbstractSolver:
-        return PassageMonitor(solver, model) if model.num_rows else solver
+        return PassageMonitor(solver, model, from_rhs) if model.num_rows else solver
 
     def check_start(
         self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str

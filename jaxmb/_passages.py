@@ -20,8 +20,10 @@ tolerances sample more densely.
 """
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optimistix as optx
 
 from ._linalg import RANK_RTOL, economic_pivoted_qr
 from ._model import Model
@@ -36,35 +38,76 @@ class SingularPassageWarning(UserWarning):
     switch branch; `formulation=mb.Projection()` follows the branch the velocity selects."""
 
 
-def _ratios(model, q, t):
-    """|R_jj| / |R_11| of the pivoted QR of the mass-scaled C^T (non-increasing)."""
-    w = 1.0 / jnp.sqrt(jnp.diagonal(model.mass_matrix()))
-    C = jax.lax.stop_gradient(model.C(q, t)) * w[None, :]
-    _, R, _ = economic_pivoted_qr(C.T)
+def ratios_of(M, C):
+    """|R_jj| / |R_11| of the pivoted QR of the mass-scaled C^T (non-increasing), C^ =
+    C M^(-1/2); a diagnosis (no derivative)."""
+    w = 1.0 / jnp.sqrt(jnp.diagonal(M))
+    _, R, _ = economic_pivoted_qr(jax.lax.stop_gradient(C * w[None, :]).T)
     d = jnp.abs(jnp.diagonal(R))
     return d / jnp.maximum(d[0], jnp.finfo(d.dtype).tiny)
 
 
+def _ratios(model, q, t):
+    return ratios_of(model.mass_matrix(), model.C(q, t))
+
+
+def uses_rhs_ratios(solver, controller) -> bool:
+    """Whether the monitor can read the ratios at the end of each step from the right-hand
+    side (see `PassageMonitor`): a first-same-as-last Runge-Kutta solver (its last stage is
+    the end of the step) with simulate's own step-size controller."""
+    tableau = getattr(solver, "tableau", None)
+    return controller is None and bool(getattr(tableau, "fsal", False))
+
+
+def state_norm(y):
+    """RMS norm over (q, qd) only: the monitor's ratio component of y is not a state."""
+    return optx.rms_norm((y[0], y[1]))
+
+
 class PassageMonitor(TransparentSolver):
     """`solver` whose state also carries (k, rho(q0), time of the first singular passage or
-    inf) of the accepted steps (diffrax keeps a rejected step's solver state out)."""
+    inf) of the accepted steps (diffrax keeps a rejected step's solver state out).
+
+    With `from_rhs` the state is y = (q, qd, r) and the right-hand side returns the ratios of
+    its own factorization as r' (`jaxmb._dynamics.null_space_solve_with_ratios`): the step's
+    stages hold them times dt, the first stage at the start of the step and, for a
+    first-same-as-last solver, the last stage at its end, so C is not formed and factorized
+    a second time per step (that second C was a quarter of the robot's compile time). r
+    itself is reset to 0 and kept out of the error estimate (`state_norm`). Otherwise the
+    ratios at the end of each step come from C evaluated there."""
 
     solver: diffrax.AbstractSolver
     model: Model
+    from_rhs: bool = eqx.field(static=True, default=False)
 
     def init(self, terms, t0, t1, y0, args):
+        inner = self.solver.init(terms, t0, t1, y0, args)
+        never = jnp.asarray(jnp.inf, y0[0].dtype)
+        if self.from_rhs:  # k and rho(q0) from the first accepted step's first stage
+            return inner, (jnp.asarray(-1), jnp.asarray(jnp.nan, y0[0].dtype), never)
         ratios = _ratios(self.model, y0[0], t0 * getattr(terms, "direction", 1))
         k = jnp.sum(ratios > RANK_RTOL)
         start = ratios[jnp.maximum(k - 1, 0)]
-        never = jnp.asarray(jnp.inf, start.dtype)
-        return self.solver.init(terms, t0, t1, y0, args), (k, start, never)
+        return inner, (k, start, never)
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         inner, (k, start, first) = solver_state
         y1, y_error, dense_info, inner, result = self.solver.step(
             terms, t0, t1, y0, args, inner, made_jump)
         t_model = t1 * getattr(terms, "direction", 1)
-        rho = _ratios(self.model, y1[0], t_model)[jnp.maximum(k - 1, 0)]
+        if self.from_rhs:
+            stages = jnp.abs(dense_info["k"][2])  # (stages, width): ratios * |dt|
+            dt = jnp.abs(t1 - t0)
+            stages = stages / jnp.where(dt > 0, dt, 1.0)
+            first_step = k < 0
+            k = jnp.where(first_step, jnp.sum(stages[0] > RANK_RTOL), k)
+            start = jnp.where(first_step, stages[0][jnp.maximum(k - 1, 0)], start)
+            ratios = stages[-1]
+            y1 = (y1[0], y1[1], jnp.zeros_like(y1[2]))
+            y_error = (y_error[0], y_error[1], jnp.zeros_like(y_error[2]))
+        else:
+            ratios = _ratios(self.model, y1[0], t_model)
+        rho = ratios[jnp.maximum(k - 1, 0)]
         passed = (rho < PASSAGE_DROP * start) & ~jnp.isfinite(first)
         first = jnp.where(passed, jax.lax.stop_gradient(t_model), first)
         return y1, y_error, dense_info, (inner, (k, start, first)), result

@@ -74,7 +74,7 @@ class Projection(AbstractStateFormulation):
         return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
 
     def wrap_solver(
-        self, solver: diffrax.AbstractSolver, model: Model
+        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
     ) -> diffrax.AbstractSolver:
         return ProjectedSolver(solver, model, self)
 

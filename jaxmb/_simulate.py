@@ -20,6 +20,7 @@ import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 from jaxtyping import Array, ArrayLike, Float, Real
 
 from . import _errors, _failures, _friction
@@ -29,7 +30,7 @@ from ._formulation_base import AbstractFormulation, AbstractStateFormulation
 from ._independent import IndependentCoordinates, simulate_independent
 from ._input_checks import check_shapes, checked_finite
 from ._model import KinematicTerms, Model
-from ._passages import SingularPassageWarning
+from ._passages import SingularPassageWarning, ratios_of, state_norm, uses_rhs_ratios
 from ._projection import Projection
 from ._reaction_methods._base import AbstractReactionMethod
 from ._reaction_methods.auto import Auto
@@ -137,16 +138,20 @@ class _Dynamics(eqx.Module):
     label: str = eqx.field(static=True, default="simulate")  # how errors name the call
     direction: object = 1.0  # sign(t1 - t0), for the Baumgarte damping
     method: object = None  # the bound reaction method of friction's normal loads
+    ratios: bool = eqx.field(static=True, default=False)  # y = (q, qd, r), r' the pivot ratios
 
     def __call__(self, t, y, args):
         model = self.model
-        q, qd = y
+        q, qd = y[0], y[1]
         terms = state_terms(model, q, qd, t, self.stabilization, self.direction)
         if model.num_rows == 0:
             return qd, terms.F / model.mass_diagonal()
         if model.friction:
-            return qd, _friction.simulate_accelerations(model, q, qd, t, terms, self.method,
-                                                        self.label)
+            qdd = _friction.simulate_accelerations(model, q, qd, t, terms, self.method,
+                                                   self.label)
+            return (qd, qdd, ratios_of(terms.M, terms.C)) if self.ratios else (qd, qdd)
+        if self.ratios:  # for the passage monitor (`jaxmb._passages.PassageMonitor`)
+            return (qd, *self.formulation.accelerations_and_ratios(model, terms, self.label))
         return qd, self.formulation.accelerations(model, terms, self.label)
 
 
@@ -337,20 +342,25 @@ def _integrate(model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options):
     solver, controller = options.solver, options.stepsize_controller
     solver = diffrax.Tsit5() if solver is None else solver
     monitored = model.num_rows > 0 and options.formulation.monitored
-    solver = options.formulation.wrap_solver(solver, model)
+    from_rhs = monitored and uses_rhs_ratios(solver, controller)
+    solver = options.formulation.wrap_solver(solver, model, from_rhs)
+    y0 = (q0, qd0)
+    if from_rhs:  # the passage monitor's ratios ride along as r' (see PassageMonitor)
+        y0 = (q0, qd0, jnp.zeros(min(model.n, model.num_rows), q0.dtype))
     with _errors.quiet_third_party_checks():  # diffrax's SaveAt / dt0 checks: done before
         sol = diffrax.diffeqsolve(
             diffrax.ODETerm(_Dynamics(model, options.stabilization, options.formulation,
-                                      options.label, direction, options.method)),
+                                      options.label, direction, options.method, from_rhs)),
             solver,
             t0=t0,
             t1=t1,
             dt0=dt0,
-            y0=(q0, qd0),
+            y0=y0,
             # t1: the last state reached, even on failure; the solver state: the passage time
             saveat=diffrax.SaveAt(ts=ts, t1=True, solver_state=monitored),
             stepsize_controller=(
-                diffrax.PIDController(rtol=rtol, atol=atol, dtmin=dtmin, force_dtmin=False)
+                diffrax.PIDController(rtol=rtol, atol=atol, dtmin=dtmin, force_dtmin=False,
+                                      norm=state_norm if from_rhs else optx.rms_norm)
                 if controller is None
                 else controller
             ),
@@ -364,7 +374,7 @@ def _integrate(model, q0, qd0, t0, t1, ts, rtol, atol, dt0, options):
     # the last state reached follows the saved instants reached (inf after it)
     stop = jnp.sum(jnp.isfinite(sol.ts)) - 1
     reached = (jnp.arange(ts.shape[0]) < stop)[:, None]
-    q, qd = (jnp.where(reached, y[:-1], jnp.inf) for y in sol.ys)
+    q, qd = (jnp.where(reached, y[:-1], jnp.inf) for y in sol.ys[:2])
     last = (sol.ts[stop], sol.ys[0][stop], sol.ys[1][stop])
     t_passage = sol.solver_state[1][2] if monitored else None
     return q, qd, sol.result, sol.stats["num_steps"], last, dtmin, q0, start_error, t_passage

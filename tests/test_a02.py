@@ -18,6 +18,7 @@ the phase error of the integration alone grows to 6.8e-6 m by 18.5 s (the same f
 
 import warnings
 
+import diffrax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -108,6 +109,16 @@ def test_null_space_reports_the_passage(a02):
     fine = np.linspace(0.0, 1.0, 100001)
     crossing = fine[np.argmax(np.interp(fine, ts, theta) < 0.0)]
     assert crossing <= float(traj.t_passage) <= crossing + 0.05, (crossing, traj.t_passage)
+    # Two ways of sampling the ratios agree: by default the monitor reads them from the
+    # right-hand side's own factorization (the last stage of Tsit5 is the end of the step);
+    # with a user's controller it factorizes C at each step end. Same steps (both norms are
+    # over q and qd), same passage time and motion to round-off.
+    with pytest.warns(mb.SingularPassageWarning):
+        direct = mb.simulate(model, q0, qd0, 1.0, ts=jnp.asarray(ts),
+                             stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10))
+    assert int(direct.num_steps) == int(traj.num_steps)
+    assert float(direct.t_passage) == pytest.approx(float(traj.t_passage), abs=1e-12)
+    np.testing.assert_allclose(direct.q, traj.q, rtol=0, atol=1e-12)
 
 
 def test_regular_motion_has_no_passage():
