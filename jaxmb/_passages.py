@@ -14,9 +14,11 @@ the smallest retained singular value over the largest (up to a factor of about s
 regular motion keeps it near its starting value (the tests' mechanisms stay above 0.6 of it),
 while passing a rank drop takes it through zero: the A02 four-bar's sampled minimum is 0.8% of
 its start at the default tolerances. `simulate` reports the time (`Trajectory.t_passage`) and
-warns (`SingularPassageWarning`). The check costs one evaluation of C and one pivoted QR per
-step; sampled at step ends, a passage straddled by one long step can be missed -- tighter
-tolerances sample more densely.
+warns (`SingularPassageWarning`). By default the ratios come from the right-hand side's own
+factorization (`PassageMonitor.from_rhs`), so the check adds almost nothing to compile or run
+time; otherwise it costs one evaluation of C and one pivoted QR per step. Sampled at step
+ends, a passage straddled by one long step can be missed -- tighter tolerances sample more
+densely.
 """
 
 import diffrax
