@@ -40,6 +40,7 @@ from ._linalg import (
 )
 from ._formulation_base import AbstractStateFormulation
 from ._model import Model
+from ._passages import pivot_ratios
 from ._reaction_methods._base import AbstractReactionMethod
 from ._reaction_methods._base import ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
 from ._solvability import solvability
@@ -135,12 +136,6 @@ class _GaussFactor(NamedTuple):
     perm: jnp.ndarray
     kept: jnp.ndarray
     pivots: jnp.ndarray  # |R_jj|, non-increasing
-
-
-def pivot_ratios(pivots):
-    """|R_jj| / |R_11|: the rank-revealing ratios that the singular-passage monitor follows
-    (`jaxmb._passages`)."""
-    return pivots / jnp.maximum(pivots[0], jnp.finfo(pivots.dtype).tiny)
 
 
 def _gauss_factor(M, C):

@@ -46,8 +46,7 @@ from ._linalg import solve
 from ._input_checks import check_shapes
 from ._model import Model
 from ._reaction_methods._base import AbstractReactionMethod
-from ._reaction_methods.auto import Auto
-from ._reaction_methods.min_norm import MinNorm
+from ._reaction_methods.spellings import as_method
 from ._solvability import solvability
 from ._terms import state_terms
 
@@ -103,19 +102,16 @@ class FrictionForces(eqx.Module):
 
 
 def default_method(
-    method: AbstractReactionMethod | Literal["min_norm", "auto"] | None, formulation=None
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] | None, formulation=None,
+    where: str = "simulate",
 ) -> AbstractReactionMethod:
     """The reaction method friction uses: `method` when given (a method or "min_norm" /
-    "auto"), else the simulate formulation when it is also a reaction method (mb.Eliminate,
-    mb.Auto), the minimum-norm multipliers otherwise (the same for the solvable pairs)."""
+    "auto", `as_method`), else the simulate formulation when it is also a reaction method
+    (mb.Eliminate, mb.Auto), the minimum-norm multipliers otherwise (the same for the
+    solvable pairs)."""
     if method is None:
         method = formulation if isinstance(formulation, AbstractReactionMethod) else "min_norm"
-    if isinstance(method, str) and method in ("min_norm", "auto"):
-        return MinNorm() if method == "min_norm" else Auto()
-    if not isinstance(method, AbstractReactionMethod):
-        raise ValueError("method must be 'min_norm', 'auto', mb.Eliminate(rows), "
-                         f"mb.Compliance(...) or another mb.AbstractReactionMethod, got {method!r}")
-    return method
+    return as_method(method, where)
 
 
 def slip_terms(model, q, qd):
@@ -252,7 +248,7 @@ def at_state(model, q, qd, t, method, label, *, gamma=None, qdd=None, in_loop=Fa
 def friction_accelerations(model, q, qd, t, gamma, method):
     """qdd with friction (for `accelerations`), raising when a friction pair's reactions are
     not unique and `method` is not physical, or when Newton's method does not converge."""
-    method = default_method(method).bind(model, "accelerations")
+    method = default_method(method, where="accelerations").bind(model, "accelerations")
     return _friction_accelerations(model, q, qd, t, gamma, method)
 
 
@@ -290,7 +286,7 @@ def friction_forces(
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     check_shapes(model, "friction_forces", q=q, qd=qd)
-    bound = default_method(method).bind(model, "friction_forces")
+    bound = default_method(method, where="friction_forces").bind(model, "friction_forces")
     qdd = None if qdd is None else jnp.asarray(qdd, jnp.float64)
     if qdd is not None:
         check_shapes(model, "friction_forces", qdd=qdd)

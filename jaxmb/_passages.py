@@ -40,13 +40,18 @@ class SingularPassageWarning(UserWarning):
     switch branch; `formulation=mb.Projection()` follows the branch the velocity selects."""
 
 
+def pivot_ratios(pivots):
+    """|R_jj| / |R_11| of the non-increasing pivots |R_jj| of a pivoted QR: the rank-revealing
+    ratios the monitor follows."""
+    return pivots / jnp.maximum(pivots[0], jnp.finfo(pivots.dtype).tiny)
+
+
 def ratios_of(M, C):
-    """|R_jj| / |R_11| of the pivoted QR of the mass-scaled C^T (non-increasing), C^ =
-    C M^(-1/2); a diagnosis (no derivative)."""
+    """`pivot_ratios` of the pivoted QR of the mass-scaled C^T, C^ = C M^(-1/2) (the matrix
+    `jaxmb._dynamics.null_space_solve` factorizes); a diagnosis (no derivative)."""
     w = 1.0 / jnp.sqrt(jnp.diagonal(M))
     _, R, _ = economic_pivoted_qr(jax.lax.stop_gradient(C * w[None, :]).T)
-    d = jnp.abs(jnp.diagonal(R))
-    return d / jnp.maximum(d[0], jnp.finfo(d.dtype).tiny)
+    return pivot_ratios(jnp.abs(jnp.diagonal(R)))
 
 
 def _ratios(model, q, t):

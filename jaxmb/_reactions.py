@@ -30,8 +30,7 @@ from ._dynamics import suggesting_rows
 from ._input_checks import check_shapes
 from ._model import Model
 from ._reaction_methods._base import AbstractReactionMethod
-from ._reaction_methods.auto import Auto
-from ._reaction_methods.min_norm import MinNorm
+from ._reaction_methods.spellings import as_method
 from ._solvability import solvability
 from ._state_checks import checked_state, worst_pair_error
 from ._terms import state_terms
@@ -42,7 +41,6 @@ STATE_TOL = 1e-6
 (looser than simulate's check of q0: saved states carry the integrator's drift)."""
 from ._velocity import kinematics
 
-SPELLINGS = {"min_norm": MinNorm, "auto": Auto}
 """The string spellings of reaction methods, still accepted wherever a method is."""
 
 
@@ -119,21 +117,6 @@ class Reactions(eqx.Module):
         f = self.generalized[pair_name]
         k = 3 * self.body_names.index(body_name)
         return f[..., k], f[..., k + 1], f[..., k + 2]
-
-
-def as_method(
-    method: AbstractReactionMethod | Literal["min_norm", "auto"], where: str = "reactions"
-) -> AbstractReactionMethod:
-    """The method object for `method` (a method, or one of the `SPELLINGS`); raises naming the
-    function `where` for anything else."""
-    if isinstance(method, str) and method in SPELLINGS:
-        return SPELLINGS[method]()
-    if not isinstance(method, AbstractReactionMethod):
-        raise ValueError(
-            f"{where}: method must be 'min_norm', 'auto', mb.Eliminate(rows), "
-            f"mb.Compliance(...) or another mb.AbstractReactionMethod, got {method!r}"
-        )
-    return method
 
 
 def _label(method, bound, traced, where="reactions"):
