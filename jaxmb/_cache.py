@@ -22,11 +22,16 @@ def default_cache_dir() -> str:
 
 
 def enable_compilation_cache(
-    path: str | os.PathLike | None = None, *, min_compile_time_secs: float = 0.0
+    path: str | os.PathLike | None = None, *, min_compile_time_secs: float = 0.0,
+    store_programs: bool = True,
 ) -> str | None:
     """Switch on JAX's persistent compilation cache for this process, in `path` (default
     `default_cache_dir()`: ~/.cache/jaxmb/jax). Every program taking at least
     `min_compile_time_secs` to compile is stored (0: all, so a second run compiles nothing).
+
+    jaxmb's own programs, called eagerly, are also kept traced (`jax.export`) in
+    `<path>/jaxmb-programs`, so a later process does not trace them either
+    (`jaxmb._program_store`; `store_programs=False` leaves that off).
 
     Does nothing when the environment sets `JAXMB_NO_CACHE=1`. Returns the folder used, or
     None when switched off. Call it before the first computation, e.g. after `import jaxmb`.
@@ -48,4 +53,10 @@ def enable_compilation_cache(
         compilation_cache.reset_cache()  # a process that already compiled re-reads the setting
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_secs))
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    from . import _program_store
+
+    if store_programs:
+        _program_store.enable(path)
+    else:
+        _program_store.disable()
     return path

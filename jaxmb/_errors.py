@@ -44,6 +44,8 @@ from equinox import _errors as _eqx_errors  # the module holding equinox's defau
 from equinox.internal import unvmap_any, unvmap_max
 from jax.extend.core import concrete_or_error
 
+from . import _program_store
+
 _ON_ERROR = _eqx_errors.EQX_ON_ERROR  # the process policy (environment EQX_ON_ERROR)
 _state = threading.local()
 
@@ -136,8 +138,7 @@ def checked_jit(fn):
     """`eqx.filter_jit(fn)` whose runtime checks (`error_if`, `branched_error_if`) are returned
     as data and raised in Python after the call: no host callback in the compiled program."""
 
-    @eqx.filter_jit
-    def program(*args, **kwargs):
+    def collect(*args, **kwargs):
         collector = _Collector()
         _stack().append(collector)
         try:
@@ -148,9 +149,13 @@ def checked_jit(fn):
         indices = jnp.stack(collector.indices) if collector.indices else jnp.zeros(0, jnp.int32)
         return out, flags, indices, tuple(collector.msgs)
 
+    program = eqx.filter_jit(collect)
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        out, flags, indices, msgs = program(*args, **kwargs)
+        # an eager call with the compilation cache on: the traced program from disk
+        stored = _program_store.call(fn, collect, args, kwargs)
+        out, flags, indices, msgs = program(*args, **kwargs) if stored is None else stored
         return raise_collected(out, flags, indices, msgs)
 
     wrapper.program = program

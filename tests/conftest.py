@@ -47,6 +47,18 @@ def rng():
     return np.random.default_rng(20240613)
 
 
+@pytest.fixture(autouse=True)
+def _program_store_off_after_each_test():
+    """A test that runs the CLI in this process switches the program store on
+    (`enable_compilation_cache`); later tests, some of which patch jaxmb functions that the
+    store's keys cannot see, must trace as usual."""
+    yield
+    from jaxmb import _program_store
+
+    if _program_store.directory() is not None:
+        _program_store.disable()
+
+
 # Test files that take longest on 2 cores (measured with --durations=0), run first: pytest-xdist
 # (--dist loadfile) hands files to workers in collection order, so long files started late
 # leave one worker idle at the end. Order within a file is unchanged.

@@ -22,7 +22,8 @@ import jaxmb as mb
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Eager simulate, reactions along the run and jax.grad of a reaction loss (through assemble,
-# consistent_velocity and reactions), counting the persistent cache's
+# consistent_velocity and reactions), with mb.enable_compilation_cache (so also the program
+# store, jaxmb._program_store), counting the traces of the eager calls, the persistent cache's
 # misses and the programs it refused for their host callbacks (a pendulum: the smallest model
 # that has every program kind, so the two processes compile little).
 _SCRIPT = textwrap.dedent(
@@ -43,6 +44,11 @@ _SCRIPT = textwrap.dedent(
     logging.getLogger("jax._src.compiler").setLevel(logging.WARNING)
     import jax.numpy as jnp
     import jaxmb as mb
+    from jaxmb import _errors
+    mb.enable_compilation_cache(sys.argv[1])  # with the program store
+    traced = []  # checked programs traced (one _Collector per trace)
+    _count = _errors._Collector.__init__
+    _errors._Collector.__init__ = lambda self: traced.append(1) or _count(self)
     def pendulum(length):  # the smallest closed model: compile time is not what is tested
         m = mb.Mechanism()
         bob = m.body("bob", mass=1.0, inertia=1e-3, q=jnp.stack([length, 0.0, 0.0]))
@@ -58,6 +64,7 @@ _SCRIPT = textwrap.dedent(
     q0, qd0 = state(model)
     traj = mb.simulate(model, q0, qd0, 0.2, ts=jnp.linspace(0.0, 0.2, 5))
     rx = mb.reactions(model, traj)
+    eager_traces = len(traced)
 
     def loss(length):
         m = pendulum(length)
@@ -69,7 +76,7 @@ _SCRIPT = textwrap.dedent(
         "q": traj.q.tolist(), "lam": rx.lam.tolist(), "grad": float(g),
         "misses": events["/jax/compilation_cache/cache_misses"],
         "hits": events["/jax/compilation_cache/cache_hits"],
-        "refused": refused,
+        "refused": refused, "eager_traces": eager_traces,
     }))
     """
 )
@@ -80,7 +87,7 @@ def _run(cache_dir):
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
                JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0", JAXMB_NO_CACHE="",
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", _SCRIPT, str(cache_dir)], env=env, capture_output=True,
                           text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -93,6 +100,8 @@ def test_second_process_compiles_nothing(tmp_path):
     second = _run(tmp_path)
     assert second["misses"] == 0 and second["hits"] > 0
     assert second["refused"] == []
+    # the eager calls' programs come traced from the program store: nothing is traced
+    assert first["eager_traces"] > 0 and second["eager_traces"] == 0
     for key in ("q", "lam", "grad"):  # the same programs: identical numbers
         assert second[key] == first[key]
 

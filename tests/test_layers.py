@@ -28,7 +28,7 @@ import os
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jaxmb")
 
 LAYERS = (
-    ("_errors", "_geometry", "_linalg", "_cache", "_report", "_wrapped_solver"),
+    ("_program_store", "_errors", "_geometry", "_linalg", "_cache", "_report", "_wrapped_solver"),
     ("drive", "_input_checks", "_groups", "_arguments", "_rows"),
     ("elements",),
     ("_model",),
