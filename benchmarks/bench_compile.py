@@ -1,7 +1,8 @@
-"""Benchmark: compile time (trace + lower, and XLA compile) and its growth with the number of pairs.
+"""Benchmark: compile time (trace + lower, and XLA compile) and its growth with the number of pairs;
+first- and second-process times with the compilation cache and program store.
 
     python benchmarks/bench_compile.py             # robot + N-four-bar N = 1, 10, 50, 100
-    python benchmarks/bench_compile.py --quick     # robot + N = 1, 10, 50
+    python benchmarks/bench_compile.py --quick     # robot + N = 1, 10, 50 (no CLI/demo runs)
 
 Mobile robot (14 pairs): `mb.simulate` (20 s run), `mb.reactions` at one state and
 `mb.solvability` at one configuration, each jitted and compiled from scratch. N-four-bar
@@ -9,9 +10,25 @@ Mobile robot (14 pairs): `mb.simulate` (20 s run), `mb.reactions` at one state a
 compile ~ N^a (least squares on log-log) says whether the growth is at most linear (a <= 1).
 Pairs of one type are evaluated by one vmapped kernel (jaxmb/_groups.py), so the traced
 program does not grow with N; what grows is only the size of the dense linear algebra.
+
+Second process (issue 17): two fresh processes with one empty cache folder
+(`mb.enable_compilation_cache(path)`) time the first eager call of simulate, reactions,
+solvability and jax.grad of a reaction loss, for the robot (2 s run) and the N-four-bar
+(N = 10, 1 s): the first process traces and compiles, the second loads (the eager calls'
+programs traced from the program store, the gradient's compiled from the compilation cache;
+the gradient is traced again). The same for the command line: `jaxmb simulate mobile_robot
+--t1 2` and `jaxmb demo`, each run twice on an empty cache (targets: second / first <= 0.35
+and <= 0.3).
 """
 
 import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
 
 from _common import compile_timed, machine, table
 
@@ -49,6 +66,85 @@ def n_four_bar_compile_times(sizes):
     return out
 
 
+# first eager calls in a fresh process: (model, seconds) per analysis, as JSON on stdout
+_FIRST_CALLS = textwrap.dedent("""
+    import json, sys, time
+    import jax, jax.numpy as jnp
+    import jaxmb as mb
+    from jaxmb.models import mobile_robot, n_four_bar
+    mb.enable_compilation_cache(sys.argv[1])
+
+    def timed(fn):
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        return time.perf_counter() - start
+
+    def robot(a):
+        return mobile_robot.build(a)
+
+    def four_bar(length):
+        return n_four_bar.build(10, length=length)
+
+    cases = {
+        "robot": (robot, 0.05, mobile_robot.initial_velocity, 2.0),
+        "n_four_bar N=10": (four_bar, 1.0, lambda m: n_four_bar.velocity(1.5707963267948966,
+                                                                         -1.0, 10), 1.0),
+    }
+    out = {}
+    for name, (build, p, velocity, t1) in cases.items():
+        model = build(p)
+        qd0 = velocity(model)
+        ts = jnp.linspace(0.0, t1, 41)
+        row = {}
+        row["simulate"] = timed(lambda: mb.simulate(model, model.q0, qd0, t1, ts=ts).q)
+        traj = mb.simulate(model, model.q0, qd0, t1, ts=ts)
+        row["reactions"] = timed(lambda: mb.reactions(model, traj).lam)
+        row["solvability"] = timed(lambda: mb.solvability(model, model.q0, 0.0).solvable)
+
+        def loss(p):
+            m = build(p)
+            run = mb.simulate(m, m.q0, velocity(m), t1, ts=ts)
+            return jnp.mean(mb.reactions(m, run).lam ** 2)
+
+        row["gradient"] = timed(lambda: jax.grad(loss)(p))
+        out[name] = row
+    print(json.dumps(out))
+""")
+
+
+def _fresh_process(argv, env=None):
+    """Wall time of one fresh process and its stdout."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv[:3]} failed: {done.stderr[-2000:]}")
+    return wall, done.stdout
+
+
+def second_process_times(with_commands=True):
+    """First vs second fresh process on one empty cache: per-call times of the first eager
+    calls, and (with_commands) the wall times of the CLI simulate and the demo."""
+    calls, commands = {}, {}
+    with tempfile.TemporaryDirectory() as cache:
+        runs = [json.loads(_fresh_process([sys.executable, "-c", _FIRST_CALLS, cache])[1]
+                           .strip().splitlines()[-1]) for _ in range(2)]
+        for model in runs[0]:
+            calls[model] = {k: (runs[0][model][k], runs[1][model][k]) for k in runs[0][model]}
+    if with_commands:
+        jaxmb = os.path.join(os.path.dirname(sys.executable), "jaxmb")
+        for name, args in (("jaxmb simulate mobile_robot --t1 2", ["simulate", "mobile_robot",
+                                                                    "--t1", "2", "--out"]),
+                           ("jaxmb demo", ["demo", "--out"])):
+            with tempfile.TemporaryDirectory() as folder:
+                env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=os.path.join(folder, "cache"),
+                           JAXMB_NO_CACHE="")
+                out = os.path.join(folder, "r.npz" if "simulate" in name else "demo")
+                commands[name] = tuple(_fresh_process([jaxmb, *args, out], env)[0]
+                                       for _ in range(2))
+    return calls, commands
+
+
 def exponent(sizes, values):
     """a in values ~ sizes^a, least squares on logs."""
     return float(np.polyfit(np.log(sizes), np.log(values), 1)[0])
@@ -66,10 +162,23 @@ def run(quick=False):
     table(f"Compile time of simulate, N-four-bar (fitted growth: pairs^{a:.2f})",
           ["N", "pairs", "trace+lower s", "XLA s", "total s"],
           [[N, p, t, x, t + x] for N, (p, t, x) in nfb.items()])
+    calls, commands = second_process_times(with_commands=not quick)
+    table("First eager call in a fresh process, with mb.enable_compilation_cache: first "
+          "process (traces and compiles) vs second (loads)",
+          ["model", "analysis", "first s", "second s", "second / first"],
+          [[m, k, a_, b_, b_ / a_] for m, row in calls.items() for k, (a_, b_) in row.items()])
+    if commands:
+        table("Command line, two runs on an empty cache (targets: simulate <= 0.35, "
+              "demo <= 0.3)", ["command", "first s", "second s", "second / first"],
+              [[c, a_, b_, b_ / a_] for c, (a_, b_) in commands.items()])
     return dict(robot={k: dict(trace_s=a_, xla_s=b_, total_s=a_ + b_)
                        for k, (a_, b_) in robot.items()},
                 n_four_bar={N: dict(pairs=p, total_s=t + x) for N, (p, t, x) in nfb.items()},
-                growth_exponent=a)
+                growth_exponent=a,
+                second_process={m: {k: dict(first_s=a_, second_s=b_) for k, (a_, b_) in
+                                    row.items()} for m, row in calls.items()},
+                commands={c: dict(first_s=a_, second_s=b_) for c, (a_, b_) in
+                          commands.items()})
 
 
 def main(argv=None):

@@ -19,6 +19,8 @@ Artists carry gids for programmatic checks: "body:NAME" (links), "com:NAME" (cen
 (other pairs), "force:NAME" (force elements), "flag:PAIR" (solvability rings), "label:NAME".
 """
 
+import contextlib
+import functools
 import os
 
 import matplotlib
@@ -27,9 +29,12 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import PIL.Image  # noqa: E402
 from matplotlib import animation as mpl_animation  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.markers import MarkerStyle  # noqa: E402
 from matplotlib.patches import Circle, FancyArrowPatch, Polygon  # noqa: E402
+from matplotlib.ticker import FixedLocator  # noqa: E402
 
 from . import plotting  # noqa: E402
 from .elements import (  # noqa: E402
@@ -416,6 +421,20 @@ def _text_box(p, d, reach, text, scale):
     return xy, ha, va, [xy + [x, dy] for x in np.linspace(x0, x0 + width, 8)]
 
 
+@functools.cache
+def _text_offsets(length):
+    """The samples of `_text_box` for every option (reach outer, direction inner) of a label
+    of `length` characters around the origin, in units of scale: (options, 8, 2)."""
+    dirs = np.array([[np.cos(a), np.sin(a)] for a in np.arange(8) * np.pi / 4])
+    return np.asarray([_text_box(np.zeros(2), d, reach, "x" * length, 1.0)[3]
+                       for reach in _REACH for d in dirs])
+
+
+def _text_samples(p, text, scale):
+    """`_text_box`'s samples of every option for `text` at point p: (options, 8, 2)."""
+    return p + scale * _text_offsets(len(text))
+
+
 def _place_labels(ax, requests, obstacles, centre, scale):
     """Put each (name, point, flag, color) label next to its point, or farther out on a leader
     line, in the one of 8 directions where its text stays clearest of the symbols, links and
@@ -430,20 +449,29 @@ def _place_labels(ax, requests, obstacles, centre, scale):
         out = out / np.linalg.norm(out) if np.linalg.norm(out) > 1e-9 * scale else dirs[2]
         others = obstacles[np.linalg.norm(obstacles - p, axis=1) > 1e-6 * scale]
         options = [(d, reach) for reach in _REACH for d in dirs]
-        boxes = [_text_box(p, d, reach, text, scale) for d, reach in options]
-        score = [min(np.min(np.linalg.norm(np.asarray(b[3])[:, None] - others[None], axis=2),
-                            initial=scale), 0.06 * scale)
-                 + 0.01 * scale * (d @ out - (reach > _REACH[0])) for b, (d, reach) in
-                 zip(boxes, options)]
+        samples = _text_samples(p, text, scale)  # (options, 8, 2), in the order of options
+        clearance = np.sqrt(np.min(np.sum((samples[:, :, None] - others[None, None]) ** 2,
+                                          axis=3), axis=(1, 2), initial=scale**2))
+        score = (np.minimum(clearance, 0.06 * scale)
+                 + 0.01 * scale * np.array([d @ out - (reach > _REACH[0]) for d, reach in options]))
         best = int(np.argmax(score))
-        xy, ha, va, samples = boxes[best]
+        xy, ha, va, samples = _text_box(p, *options[best], text, scale)
         obstacles = np.concatenate([obstacles, samples])
-        leader = dict(arrowstyle="-", color="0.55", lw=0.7, shrinkA=0, shrinkB=0)
+        # patchA=None: the leader starts at the text's anchor (its edge facing the point)
+        # instead of being clipped to the text box, which took 2 ms a label per frame
+        leader = dict(arrowstyle="-", color="0.55", lw=0.7, shrinkA=0, shrinkB=0, patchA=None)
         label = ax.annotate(
             text, xy=p, xytext=xy, textcoords="data", fontsize=9, ha=ha, va=va, zorder=7,
             arrowprops=leader if options[best][1] > _REACH[0] else None,
             bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none", alpha=0.75), **style)
         label.set_gid(f"label:{name}")
+
+
+@functools.cache
+def _com_marker():
+    """The centre-of-mass symbol, a mathtext marker typeset once (each typesetting costs
+    about 2 ms, seven times per animation frame of the robot)."""
+    return MarkerStyle("$\\oplus$")
 
 
 def _obstacles(points, anchors_drawn):
@@ -455,7 +483,7 @@ def _obstacles(points, anchors_drawn):
 
 # ----- the drawing ---------------------------------------------------------------------------
 def draw_mechanism(model, q, ax=None, *, t=0.0, labels=True, solvable=None, scale=None,
-                   legend=True):
+                   legend=True, frame=True):
     """Draw `model` at the configuration `q` (time `t`, for applied forces).
 
     **Arguments:** `model`; `q` (n,); `ax` (a new figure when None); `labels`: name every pair
@@ -463,7 +491,9 @@ def draw_mechanism(model, q, ax=None, *, t=0.0, labels=True, solvable=None, scal
     name -> bool (e.g. `mb.solvability(model, q)`): unique reactions get a solid green ring
     and label, non-unique ones a dashed red ring and "NAME (not unique)"; `scale`: the length
     symbols are proportional to (default: the diagonal of the box around all attachment
-    points; pass one value to keep the frames of an animation alike); `legend`.
+    points; pass one value to keep the frames of an animation alike); `legend`; `frame`:
+    also set up the axes (equal aspect, limits around the drawing, axis labels, grid; False
+    leaves the axes as they are, as `animate` does for every frame).
 
     **Returns:** the axes.
 
@@ -485,7 +515,7 @@ def draw_mechanism(model, q, ax=None, *, t=0.0, labels=True, solvable=None, scal
     for k, name in enumerate(model.body_names):
         _draw_body(ax, name, points[name], plt.get_cmap("tab10")(k % 10), scale,
                    name not in sliders)
-        ax.plot(*points[name][0], marker="$\\oplus$", ms=9, color="black", zorder=6,
+        ax.plot(*points[name][0], marker=_com_marker(), ms=9, color="black", zorder=6,
                 gid=f"com:{name}")
     kinds, requests, rings, supports = set(), [], {}, []
     for pair in model.pairs:
@@ -506,12 +536,13 @@ def draw_mechanism(model, q, ax=None, *, t=0.0, labels=True, solvable=None, scal
         centre = _all_points(model, q).mean(axis=0)
         obstacles = _obstacles(points, [r[1] for r in requests] + supports)
         _place_labels(ax, requests, obstacles, centre, scale)
-    ax.set_aspect("equal", adjustable="datalim")
-    ax.autoscale_view()
-    ax.margins(0.12)
-    ax.set_xlabel("x (m)")
-    ax.set_ylabel("y (m)")
-    ax.grid(True, color="0.92", lw=0.6, zorder=0)
+    if frame:
+        ax.set_aspect("equal", adjustable="datalim")
+        ax.autoscale_view()
+        ax.margins(0.12)
+        ax.set_xlabel("x (m)")
+        ax.set_ylabel("y (m)")
+        ax.grid(True, color="0.92", lw=0.6, zorder=0)
     if legend:
         _legend(ax, model, kinds, flags is not None)
     return ax
@@ -591,6 +622,39 @@ def overview(model, traj, rx, solvable, path=None):
 
 
 # ----- animation -----------------------------------------------------------------------------
+def _animation_axes(ax, model, q, scale, xlim, ylim):
+    """Set ax up once for every frame (limits, fixed ticks, axis labels, grid, an empty
+    title), so that a frame replaces only the mechanism's artists; returns the set of artists
+    a frame keeps."""
+    draw_mechanism(model, q, ax, labels=False, scale=scale, legend=False)  # the axis setup
+    for artist in [*ax.lines, *ax.patches, *ax.texts, *ax.collections]:
+        artist.remove()
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_autoscale_on(False)
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.xaxis.set_major_locator(FixedLocator(ax.get_xticks()))
+    ax.yaxis.set_major_locator(FixedLocator(ax.get_yticks()))
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_title("")
+    return set(ax.get_children())
+
+
+@contextlib.contextmanager
+def _fixed_data_limits(ax):
+    """Artists added to ax without growing its data limits (an animation frame, whose limits
+    are fixed): the extent of a curved patch costs about 1 ms, dozens of times per frame.
+    (Shadows two private Axes methods on this instance; where a matplotlib release renamed
+    them, nothing changes but the speed.)"""
+    ax._update_patch_limits = lambda patch: None
+    ax._update_line_limits = lambda line: None
+    try:
+        yield
+    finally:
+        del ax._update_patch_limits, ax._update_line_limits
+
+
 def frame_indices(num_saves, frames=MAX_FRAMES):
     """Indices of the saved states shown: all of them up to `frames`, else `frames` evenly
     spread ones, first and last included."""
@@ -602,15 +666,38 @@ def frame_indices(num_saves, frames=MAX_FRAMES):
 
 
 def _writer(path, fps):
+    """None for a .gif (written by `_write_gif`); matplotlib's FFMpegWriter for an .mp4."""
     suffix = os.path.splitext(path)[1].lower()
     if suffix == ".gif":
-        return mpl_animation.PillowWriter(fps=fps)
+        return None
     if suffix == ".mp4":
         if not mpl_animation.FFMpegWriter.isAvailable():
             raise RuntimeError(f"animate: writing {path!r} needs ffmpeg, which is not on the "
                                "PATH; install it or write a .gif instead")
         return mpl_animation.FFMpegWriter(fps=fps)
     raise ValueError(f"animate: {path!r}: expected a .gif or .mp4 file name")
+
+
+def _blit(fig, ax, background, kept):
+    """The figure as an RGB image: the stored `background` (the axes, rendered once) with the
+    artists not in `kept` (the frame's mechanism, in drawing order) and the title drawn over
+    it. Unlike a full redraw, the mechanism lies above the axes' spines and ticks."""
+    fig.canvas.restore_region(background)
+    for artist in sorted((a for a in ax.get_children() if a not in kept),
+                         key=lambda a: a.get_zorder()):  # stable: insertion order in a tie
+        ax.draw_artist(artist)
+    ax.draw_artist(ax.title)
+    return PIL.Image.fromarray(np.array(fig.canvas.buffer_rgba())[..., :3])
+
+
+def _write_gif(path, images, fps):
+    """Save RGB images as a looping GIF: each frame quantized to its own 256 colours (fast
+    octree, no dithering: about 2 ms a frame, where PIL's default adaptive palette of an RGBA
+    frame costs 20 ms)."""
+    frames = [im.quantize(256, method=PIL.Image.Quantize.FASTOCTREE,
+                          dither=PIL.Image.Dither.NONE) for im in images]
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=int(1000 / fps),
+                   loop=0)
 
 
 def _limits(model, qs, scale):
@@ -624,8 +711,9 @@ def animate(model, traj, path, *, frames=MAX_FRAMES, fps=None, trace=(), labels=
             solvable=None, figsize=(8.0, 6.0), dpi=80):
     """Write an animation of `traj` (a `Trajectory`, or anything with `ts` and `q`) to `path`.
 
-    A .gif is written with matplotlib's PillowWriter; an .mp4 needs ffmpeg (a RuntimeError
-    suggests .gif when it is missing). At most `frames` evenly spread saved states are shown
+    A .gif is written with PIL, each frame drawn over the axes rendered once (`_blit`); an
+    .mp4 with matplotlib's FFMpegWriter, which needs ffmpeg (a RuntimeError suggests .gif when
+    it is missing). At most `frames` evenly spread saved states are shown
     (`frame_indices`), each drawn by `draw_mechanism` with one symbol scale and fixed axis
     limits, titled with its time. `fps`: default real time (clipped to 1-30 frames per second).
     `trace`: pair names whose points (on a moving body) leave a path.
@@ -646,18 +734,32 @@ def animate(model, traj, path, *, frames=MAX_FRAMES, fps=None, trace=(), labels=
     xlim, ylim = _limits(model, qs[shown], scale)
     fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
     try:
-        with writer.saving(fig, os.fspath(path), dpi):
-            for k in shown:
-                ax.cla()
+        kept = _animation_axes(ax, model, qs[shown[0]], scale, xlim, ylim)
+
+        def draw_frame(k):
+            for artist in [a for a in ax.get_children() if a not in kept]:
+                artist.remove()
+            with _fixed_data_limits(ax):
                 draw_mechanism(model, qs[k], ax, t=ts[k], labels=labels, solvable=solvable,
-                               scale=scale, legend=False)
+                               scale=scale, legend=False, frame=False)
                 for m, xy in enumerate(paths.values()):
-                    ax.plot(*xy[: k + 1].T, color=plt.get_cmap("Dark2")(m % 8), lw=1.4, zorder=1)
-                ax.set_aspect("equal", adjustable="box")
-                ax.set_xlim(*xlim)
-                ax.set_ylim(*ylim)
-                ax.set_title(f"t = {ts[k]:.3f} s")
-                writer.grab_frame()
+                    ax.plot(*xy[: k + 1].T, color=plt.get_cmap("Dark2")(m % 8), lw=1.4,
+                            zorder=1)
+            ax.set_title(f"t = {ts[k]:.3f} s")
+
+        if writer is None:  # a GIF: the axes rendered once, each frame blitted over them
+            fig.canvas.draw()
+            background = fig.canvas.copy_from_bbox(fig.bbox)
+            images = []
+            for k in shown:
+                draw_frame(k)
+                images.append(_blit(fig, ax, background, kept))
+            _write_gif(os.fspath(path), images, fps)
+        else:
+            with writer.saving(fig, os.fspath(path), dpi):
+                for k in shown:
+                    draw_frame(k)
+                    writer.grab_frame()
     finally:
         plt.close(fig)
     return dict(path=os.fspath(path), frames=shown, times=ts[shown],
