@@ -449,9 +449,11 @@ def _place_labels(ax, requests, obstacles, centre, scale):
         out = out / np.linalg.norm(out) if np.linalg.norm(out) > 1e-9 * scale else dirs[2]
         others = obstacles[np.linalg.norm(obstacles - p, axis=1) > 1e-6 * scale]
         options = [(d, reach) for reach in _REACH for d in dirs]
-        samples = _text_samples(p, text, scale)  # (options, 8, 2), in the order of options
-        clearance = np.sqrt(np.min(np.sum((samples[:, :, None] - others[None, None]) ** 2,
-                                          axis=3), axis=(1, 2), initial=scale**2))
+        samples = _text_samples(p, text, scale).reshape(len(options), -1, 2)  # in order
+        # squared distances of every sample to every obstacle, |a|^2 + |b|^2 - 2 a.b
+        squared = (np.sum(samples**2, axis=2)[:, :, None] + np.sum(others**2, axis=1)
+                   - 2.0 * samples @ others.T)
+        clearance = np.sqrt(np.maximum(np.min(squared, axis=(1, 2), initial=scale**2), 0.0))
         score = (np.minimum(clearance, 0.06 * scale)
                  + 0.01 * scale * np.array([d @ out - (reach > _REACH[0]) for d, reach in options]))
         best = int(np.argmax(score))

@@ -75,8 +75,16 @@ def test_report_and_simulate_python_model_file(tmp_path):
 
 
 def test_cli_errors_name_the_problem(tmp_path):
+    """The command's exit (`jaxmb.cli.run`: exit handlers, flushed output, no interpreter
+    finalization) keeps sys.exit's conventions: a message and status 1, argparse's status 2,
+    --help's 0 with its text."""
     proc = run_cli("report", "no_such_model")
-    assert proc.returncode != 0 and "neither a built-in" in proc.stderr
+    assert proc.returncode == 1 and proc.stderr.startswith("jaxmb: model 'no_such_model' is "
+                                                           "neither a built-in")
+    proc = run_cli("no_such_command")
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
+    proc = run_cli("--help")
+    assert proc.returncode == 0 and "simulate" in proc.stdout
     bad = tmp_path / "bad.py"
     bad.write_text("x = 1\n")
     proc = run_cli("report", str(bad))
