@@ -102,7 +102,7 @@ def _rhs_costs(model, size, repeats, inner=100):
     `inner` evaluations (t varies, so nothing is hoisted): single state vs vmapped over size."""
     from jaxmb._simulate import Baumgarte, _Dynamics
 
-    rhs = _Dynamics(model, Baumgarte(), "null_space")
+    rhs = _Dynamics(model, Baumgarte(), mb.NullSpace())
     q0 = model.q0
     qd0 = mb.consistent_velocity(model, q0, jnp.zeros(model.n))
 
@@ -121,12 +121,46 @@ def _rhs_costs(model, size, repeats, inner=100):
     return t_single / inner, t_batch / (inner * size)
 
 
-def batch_paths(size, loop, repeats, chunk=mb.batch.DEFAULT_CHUNK):
-    """One batch of `size` slider-cranks three ways on this process's devices; returns figures
-    (seconds, loop of single jitted runs scaled from `loop` members, step statistics)."""
+ROBOT_T1 = 20.0
+
+
+def robot_case(size, t1=ROBOT_T1, num_saves=101):
+    """The issue-16 robot batch: seed 001's mobile robot with steering amplitude in
+    [-0.03, 0.03] and initial speed in [0.05, 0.15] m/s per member (examples/batch_robot.py),
+    t1 seconds each: (model at the default parameters, run(amplitude, speed) -> (platform
+    path, accepted steps), amplitudes, speeds)."""
+    from jaxmb.models import mobile_robot
+
+    ts = jnp.linspace(0.0, t1, num_saves)
+
+    def one(amplitude, speed):
+        model = mobile_robot.build(amplitude=amplitude, t_end=t1)
+        qd0 = mobile_robot.initial_velocity(model, speed)
+        traj = mb.simulate(model, model.q0, qd0, t1, ts=ts, throw=False)
+        return jnp.where(traj.success, traj.q[:, 0:2], jnp.nan), traj.num_steps
+
+    rng = np.random.default_rng(0)
+    amplitudes = jnp.asarray(rng.uniform(-0.03, 0.03, size))
+    speeds = jnp.asarray(rng.uniform(0.05, 0.15, size))
+    return mobile_robot.build(t_end=t1), one, amplitudes, speeds
+
+
+def slider_crank_case(size):
+    """The slider-crank batch of `run`: (model, run(theta0, omega0), thetas, omegas)."""
     model = slider_crank.build()
-    one = make_run(model)
     thetas, omegas = (jnp.asarray(x) for x in initial_states(size))
+    return model, make_run(model), thetas, omegas
+
+
+CASES = {"slider_crank": (slider_crank_case, f"slider-cranks of {T1:g} s"),
+         "mobile_robot": (robot_case, f"mobile robots of {ROBOT_T1:g} s (issue 16)")}
+
+
+def batch_paths(size, loop, repeats, case="slider_crank", chunk=mb.batch.DEFAULT_CHUNK):
+    """One batch of `size` members of `case` (CASES) three ways on this process's devices;
+    returns figures (seconds, loop of single jitted runs scaled from `loop` members, step
+    statistics)."""
+    model, one, thetas, omegas = CASES[case][0](size)
     single = jax.jit(one)
     block(single(thetas[0], omegas[0]))
     t_loop = median_time(lambda: [block(single(a, b)) for a, b in
@@ -146,7 +180,7 @@ def batch_paths(size, loop, repeats, chunk=mb.batch.DEFAULT_CHUNK):
                 max_dq_map_vs_vmap=float(np.nanmax(np.abs(np.asarray(q_m) - np.asarray(q_v)))))
 
 
-def compare_devices(size, loop, repeats, counts):
+def compare_devices(size, loop, repeats, counts, case="slider_crank"):
     """batch_paths in fresh processes with 1 .. N CPU devices (JAXMB_CPU_DEVICES), one table."""
     import json
     import os
@@ -157,13 +191,14 @@ def compare_devices(size, loop, repeats, counts):
     for count in counts:
         env = dict(os.environ, JAXMB_CPU_DEVICES=str(count))
         proc = subprocess.run([sys.executable, __file__, "--worker", str(size), str(loop),
-                               str(repeats)], env=env, capture_output=True, text=True)
+                               str(repeats), "--case", case], env=env, capture_output=True,
+                              text=True)
         if proc.returncode:
             raise RuntimeError(proc.stderr[-3000:])
         figures.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     rows = [[f["devices"], f["loop_s"], f["vmap_s"], f["map_s"], f["loop_s"] / f["map_s"],
              figures[0]["map_s"] / f["map_s"]] for f in figures]
-    table(f"Slider-crank batch of {size} x {T1:g} s: loop of single jitted runs (timed on "
+    table(f"Batch of {size} {CASES[case][1]}: loop of single jitted runs (timed on "
           f"{loop}, scaled) vs jit(vmap) vs mb.batch.map (chunks of {figures[0]['chunk']}), "
           f"by number of CPU devices, median of {repeats}",
           ["devices", "loop s", "jit(vmap) s", "batch.map s", "map vs loop",
@@ -186,12 +221,16 @@ def main(argv=None):
     parser.add_argument("--paths", type=int, default=None,
                         help="batch size for the loop / vmap / batch.map comparison on 1 and "
                              "all CPU devices (default 1024, --quick 256)")
+    parser.add_argument("--robot", type=int, default=None,
+                        help="also the issue-16 robot batch of this size (20 s each) on 1 and "
+                             "all CPU devices, loop timed on 32 members, 1 repeat")
     parser.add_argument("--worker", nargs=3, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--case", default="slider_crank", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         import json
 
-        print(json.dumps(batch_paths(*args.worker)))
+        print(json.dumps(batch_paths(*args.worker, case=args.case)))
         return None
     print(machine())
     import os
@@ -199,7 +238,10 @@ def main(argv=None):
     cores = len(os.sched_getaffinity(0))
     paths = compare_devices(args.paths or (256 if args.quick else 1024), 16 if args.quick else 64,
                             args.repeats or 3, sorted({1, cores}))
-    return dict(sizes=run(args.quick, args.sizes, args.repeats, args.loop), paths=paths)
+    robot = (compare_devices(args.robot, 32, 1, sorted({1, cores}), case="mobile_robot")
+             if args.robot else None)
+    return dict(sizes=run(args.quick, args.sizes, args.repeats, args.loop), paths=paths,
+                robot=robot)
 
 
 if __name__ == "__main__":

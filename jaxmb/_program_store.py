@@ -51,6 +51,10 @@ _ANY_CUSTOM_CALL = (jax.export.DisabledSafetyCheck.custom_call("ALL"),)
 _CALLBACK = b"_callback"  # in the call targets of host callbacks (xla_ffi_python_cpu_callback)
 
 _directory: str | None = None
+compile_listeners: list = []
+"""Callables f(analysis) called before a program is traced and compiled for the store (its
+first run on this machine): analysis is the entry point's module without underscore
+("simulate", "reactions", "assemble", ...). The command line prints them."""
 _loaded: dict = {}  # key -> (jitted Exported.call, skeleton, msgs), in this process
 _unexportable: set = set()
 
@@ -233,6 +237,8 @@ def call(fn, collect, args, kwargs):
         return None
     entry = _loaded.get(name) or _read(name)
     if entry is None:
+        for listener in compile_listeners:
+            listener(fn.__module__.rsplit(".", 1)[-1].lstrip("_"))
         entry = _export(name, collect, args, kwargs)
         if entry is None:
             return None

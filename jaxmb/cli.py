@@ -114,6 +114,7 @@ def cmd_demo(args):
     from jaxmb.studies import mobile_robot_study, variant_spread
 
     print("jaxmb demo: the mobile robot of seed 001 (Wojtyra & Fraczek), section 4\n")
+    announce_compiles("mobile_robot")
     model = mobile_robot.build(t_end=args.t_end)
     print(describe(model))
     report = mb.solvability(model, model.q0, 0.0, groups={"rear axle": ("W3", "W4")})
@@ -155,6 +156,7 @@ def cmd_report(args):
     import jaxmb as mb
 
     module = load_model_module(args.model)
+    announce_compiles(os.path.basename(args.model))
     model = module.build()
     compliance = _compliance(args, module, model)  # a bad --stiffness fails before the work
     q = mb.assemble(model, model.q0, args.t) if model.m else jnp.asarray(model.q0)
@@ -234,16 +236,43 @@ def _vector(x) -> str:
     return "[" + ", ".join(f"{v: .4g}" for v in x) + "]"
 
 
-def _trajectory(spec, t1, num_saves, rtol=1e-8):
+def say(*parts):
+    """A progress line on stderr (not with --quiet), so that stdout keeps the results."""
+    if not _QUIET[0]:
+        print("jaxmb:", *parts, file=sys.stderr, flush=True)
+
+
+_QUIET = [False]
+
+
+def announce_compiles(model_name):
+    """Say which analysis compiles on a first run (`jaxmb._program_store.compile_listeners`)."""
+    from jaxmb import _program_store
+
+    said = set()
+
+    def listener(analysis):
+        if analysis not in said:
+            said.add(analysis)
+            name = {"velocity": "consistent_velocity"}.get(analysis, analysis)
+            say(f"compiling {name} for {model_name} (first run; kept in the cache for the "
+                "next)")
+
+    _program_store.compile_listeners[:] = [listener]
+
+
+def _trajectory(spec, t1, num_saves, rtol=1e-8, progress=False):
     """MODEL simulated from its assembled q0 and consistent initial velocity (the module's
     `initial_velocity`, else zero) to t1, saved at num_saves times: (model, Trajectory).
     simulate runs eagerly (its integration is compiled inside), so a failure is reported
-    with the time it happened."""
+    with the time it happened. `progress`: diffrax's text progress meter (a host callback:
+    that program is compiled every time instead of coming from the cache)."""
     import jax.numpy as jnp
 
     import jaxmb as mb
 
     module = load_model_module(spec)
+    announce_compiles(os.path.basename(spec))
     model = module.build()
     # eager calls: each runs one compiled program without host callbacks (cacheable)
     q0 = mb.assemble(model, model.q0, 0.0) if model.m else jnp.asarray(model.q0)
@@ -251,7 +280,11 @@ def _trajectory(spec, t1, num_saves, rtol=1e-8):
     qd0 = init(model) if init is not None else jnp.zeros(model.n)
     qd0 = mb.consistent_velocity(model, q0, qd0, 0.0)
     ts = jnp.linspace(0.0, t1, num_saves)
-    return model, mb.simulate(model, q0, qd0, t1, ts=ts, rtol=rtol)
+    say(f"simulating {t1:g} s of {os.path.basename(spec)}")
+    start = time.perf_counter()
+    traj = mb.simulate(model, q0, qd0, t1, ts=ts, rtol=rtol, progress=progress)
+    say(f"simulated in {time.perf_counter() - start:.1f} s ({int(traj.num_steps)} steps)")
+    return model, traj
 
 
 def _check_run_options(args, saves="num_saves"):
@@ -305,7 +338,7 @@ def cmd_simulate(args):
         raise SystemExit(f"jaxmb: --out {args.out!r}: expected a .npz or .csv file name")
     _check_run_options(args)
     _check_output_path(args.out)
-    model, traj = _trajectory(args.model, args.t1, args.num_saves, args.rtol)
+    model, traj = _trajectory(args.model, args.t1, args.num_saves, args.rtol, args.progress)
     names = [f"{b}.{c}" for b in model.body_names for c in ("x", "y", "phi")]
     ts, q, qd = np.asarray(traj.ts), np.asarray(traj.q), np.asarray(traj.qd)
     if args.out.endswith(".npz"):
@@ -338,7 +371,7 @@ def cmd_plot(args):
                          ".svg, ...)")
     _check_run_options(args)
     _check_output_path(args.out)
-    model, traj = _trajectory(args.model, args.t1, args.num_saves)
+    model, traj = _trajectory(args.model, args.t1, args.num_saves, progress=args.progress)
     report = mb.solvability(model, traj.q[0], traj.ts[0])
     rx = mb.reactions(model, traj)
     drawing.overview(model, traj, rx, report, args.out)
@@ -356,7 +389,7 @@ def cmd_animate(args):
     import jaxmb as mb
     from jaxmb import drawing
 
-    model, traj = _trajectory(args.model, args.t1, args.frames)
+    model, traj = _trajectory(args.model, args.t1, args.frames, progress=args.progress)
     flags = mb.solvability(model, traj.q[0], traj.ts[0]) if args.solvability else None
     try:
         info = drawing.animate(model, traj, args.out, frames=args.frames, fps=args.fps,
@@ -370,6 +403,8 @@ def cmd_animate(args):
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="jaxmb", description=__doc__.splitlines()[0])
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress lines on stderr (what compiles, what runs)")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="the seed-001 mobile robot: model, solvability, reactions")
     demo.add_argument("--out", default="jaxmb-demo", help="folder for the plots")
@@ -393,12 +428,16 @@ def build_parser():
     simulate.add_argument("--out", required=True, help="output .npz or .csv")
     simulate.add_argument("--num-saves", type=int, default=201)
     simulate.add_argument("--rtol", type=float, default=1e-8)
+    simulate.add_argument("--progress", action="store_true",
+                        help="show the integration's progress (that run is then not cached)")
     simulate.set_defaults(func=cmd_simulate)
     plot = sub.add_parser("plot", help="drawing of MODEL with its solvability, paths, reactions")
     plot.add_argument("model")
     plot.add_argument("--out", required=True, help="output image (.png, .pdf, .svg)")
     plot.add_argument("--t1", type=float, default=1.0, help="simulated time (s)")
     plot.add_argument("--num-saves", type=int, default=101)
+    plot.add_argument("--progress", action="store_true",
+                        help="show the integration's progress (that run is then not cached)")
     plot.set_defaults(func=cmd_plot)
     anim = sub.add_parser("animate", help="simulate MODEL and write an animation")
     anim.add_argument("model")
@@ -408,6 +447,8 @@ def build_parser():
     anim.add_argument("--fps", type=float, default=None, help="default: real time")
     anim.add_argument("--solvability", action="store_true",
                       help="mark each pair unique / not unique (solvability at t = 0)")
+    anim.add_argument("--progress", action="store_true",
+                        help="show the integration's progress (that run is then not cached)")
     anim.set_defaults(func=cmd_animate)
     return parser
 
@@ -434,6 +475,7 @@ def main(argv=None):
     """Run a command; a library error (bad model, failed run, ...) ends the process with one
     line naming the cause and exit status 1 (JAXMB_TRACEBACK=1 shows the traceback)."""
     args = build_parser().parse_args(argv)
+    _QUIET[0] = args.quiet
     use_compilation_cache()
     try:
         return args.func(args)
@@ -443,13 +485,13 @@ def main(argv=None):
         raise SystemExit(f"jaxmb: {error_line(err)}") from None
 
 
-def run():
-    """The `jaxmb` console command: `main`, then the exit handlers (`atexit`: JAX waits for
+def run(argv=None):
+    """The `jaxmb` console command (reached through `jaxmb_cli.run`, which parses first): `main`, then the exit handlers (`atexit`: JAX waits for
     pending work, matplotlib removes its temporary folder), flushed output and the exit status,
     without the interpreter's finalization (freeing the modules of JAX and matplotlib one by
     one took 0.6 s of every command). In-process callers use `main`."""
     try:
-        status = main()
+        status = main(argv)
     except SystemExit as exc:
         status = exc.code
     if status is not None and not isinstance(status, int):

@@ -93,6 +93,46 @@ def test_cli_errors_name_the_problem(tmp_path):
     assert proc.returncode != 0 and ".npz or .csv" in proc.stderr
 
 
+def test_help_and_usage_errors_answer_without_jax():
+    """`jaxmb` is `jaxmb_cli.run`: it parses before importing jaxmb (which imports JAX), so
+    --help and a mistyped command answer at once. Reference: Python's own import log."""
+    for argv, status in ((["--help"], 0), (["no_such_command"], 2)):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-c",
+                               f"import jaxmb_cli; jaxmb_cli.run({argv!r})"],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == status
+        imported = [line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                    if line.startswith("import time:")]
+        assert imported and not [m for m in imported if m == "jax" or m.startswith("jax.")]
+        assert "usage: jaxmb" in proc.stdout + proc.stderr
+
+
+def test_first_run_says_what_compiles(tmp_path):
+    """On an empty cache the command says on stderr which analyses compile; the second run
+    compiles nothing and says so by silence; --quiet says nothing; stdout is the result."""
+    path = tmp_path / "pendulum.py"
+    path.write_text(MODEL_FILE)
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def simulate(*extra):
+        proc = subprocess.run([sys.executable, "-c", "import jaxmb_cli; jaxmb_cli.run()",
+                               *extra, "simulate", str(path), "--t1", "0.1", "--out",
+                               str(tmp_path / "run.npz")], capture_output=True, text=True,
+                              env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith("simulated 0.1 s in")
+        return proc.stderr
+
+    first = simulate()
+    assert "jaxmb: compiling simulate for pendulum.py (first run" in first
+    assert "jaxmb: compiling assemble for pendulum.py" in first
+    assert "jaxmb: simulating 0.1 s of pendulum.py" in first
+    second = simulate()
+    assert "compiling" not in second and "jaxmb: simulated in" in second
+    assert simulate("--quiet") == ""
+
+
 def _example(name):
     """The example module examples/<name>.py, imported in this process (compiled programs are
     shared with the other tests)."""
