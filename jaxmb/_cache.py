@@ -31,7 +31,8 @@ def enable_compilation_cache(
 
     jaxmb's own programs, called eagerly, are also kept traced (`jax.export`) in
     `<path>/jaxmb-programs`, so a later process does not trace them either
-    (`jaxmb._program_store`; `store_programs=False` leaves that off).
+    (`jaxmb._program_store`; `store_programs=False` or the environment variable
+    `JAXMB_PROGRAM_STORE=0` leaves that off).
 
     Does nothing when the environment sets `JAXMB_NO_CACHE=1`. Returns the folder used, or
     None when switched off. Call it before the first computation, e.g. after `import jaxmb`.
@@ -55,7 +56,7 @@ def enable_compilation_cache(
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     from . import _program_store
 
-    if store_programs:
+    if store_programs and os.environ.get("JAXMB_PROGRAM_STORE") != "0":
         _program_store.enable(path)
     else:
         _program_store.disable()

@@ -16,6 +16,13 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.3"
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
+# The CLI, example and notebook subprocesses compile the same programs as the tests in this
+# process, and find them in the cache above. With the program store (jaxmb._program_store) on,
+# they would compile its exported wrappers instead, whose modules differ: the store is off for
+# them; tests/test_program_store.py, test_compile_cache.py and the CLI's first-run test switch
+# it on where they test it.
+os.environ.setdefault("JAXMB_PROGRAM_STORE", "0")
+
 # The suite is dominated by XLA:CPU compile time, not run time: LLVM's optimization level 0
 # cuts the CPU time of compiling by about a fifth (measured: test_a02 + test_friction 45 s ->
 # 36 s) at the price of slower loops, which the tests do not time. Semantics are unchanged

@@ -113,6 +113,7 @@ def test_first_run_says_what_compiles(tmp_path):
     path = tmp_path / "pendulum.py"
     path.write_text(MODEL_FILE)
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "cache"),
+               JAXMB_PROGRAM_STORE="1",
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
     def simulate(*extra):

@@ -86,6 +86,7 @@ def _run(cache_dir):
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(cache_dir),
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
                JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0", JAXMB_NO_CACHE="",
+               JAXMB_PROGRAM_STORE="1",
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([sys.executable, "-c", _SCRIPT, str(cache_dir)], env=env, capture_output=True,
                           text=True, timeout=300, cwd=ROOT)
