@@ -70,7 +70,8 @@ def _program_store_off_after_each_test():
 # (--dist loadfile) hands files to workers in collection order, so long files started late
 # leave one worker idle at the end. Order within a file is unchanged.
 LONG_FILES = ("test_dynamics.py", "test_notebooks.py", "test_independent.py",
-              "test_solvability.py", "test_cli_examples.py", "test_io.py")
+              "test_solvability.py", "test_cli_examples.py", "test_io.py",
+              "test_batch_sharding.py", "test_rigid_limit.py", "test_compile_cache.py")
 
 
 def pytest_collection_modifyitems(config, items):

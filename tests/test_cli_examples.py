@@ -107,31 +107,30 @@ def test_help_and_usage_errors_answer_without_jax():
         assert "usage: jaxmb" in proc.stdout + proc.stderr
 
 
-def test_first_run_says_what_compiles(tmp_path):
-    """On an empty cache the command says on stderr which analyses compile; the second run
-    compiles nothing and says so by silence; --quiet says nothing; stdout is the result."""
-    path = tmp_path / "pendulum.py"
-    path.write_text(MODEL_FILE)
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "cache"),
-               JAXMB_PROGRAM_STORE="1",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+def test_progress_lines_name_the_analysis_and_stay_off_stdout(capsys, monkeypatch):
+    """The first-run lines (tests/test_compile_cache.py checks that the store announces each
+    compiled program once, in the first process only) go to stderr, once per analysis, with
+    its public name; --quiet silences them."""
+    from jaxmb import _program_store, cli
 
-    def simulate(*extra):
-        proc = subprocess.run([sys.executable, "-c", "import jaxmb_cli; jaxmb_cli.run()",
-                               *extra, "simulate", str(path), "--t1", "0.1", "--out",
-                               str(tmp_path / "run.npz")], capture_output=True, text=True,
-                              env=env, timeout=600)
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.startswith("simulated 0.1 s in")
-        return proc.stderr
-
-    first = simulate()
-    assert "jaxmb: compiling simulate for pendulum.py (first run" in first
-    assert "jaxmb: compiling assemble for pendulum.py" in first
-    assert "jaxmb: simulating 0.1 s of pendulum.py" in first
-    second = simulate()
-    assert "compiling" not in second and "jaxmb: simulated in" in second
-    assert simulate("--quiet") == ""
+    monkeypatch.setattr(_program_store, "compile_listeners", [])
+    monkeypatch.setattr(cli, "_QUIET", [False])
+    cli.announce_compiles("pendulum.py")
+    for analysis in ("assemble", "velocity", "velocity", "simulate"):
+        for listener in _program_store.compile_listeners:
+            listener(analysis)
+    cli.say("simulating 0.1 s of pendulum.py")
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "jaxmb: compiling assemble for pendulum.py (first run; kept in the cache for the next)",
+        "jaxmb: compiling consistent_velocity for pendulum.py (first run; kept in the cache "
+        "for the next)",
+        "jaxmb: compiling simulate for pendulum.py (first run; kept in the cache for the next)",
+        "jaxmb: simulating 0.1 s of pendulum.py"]
+    cli._QUIET[0] = True
+    cli.say("anything")
+    assert capsys.readouterr() == ("", "")
 
 
 def _example(name):

@@ -46,6 +46,9 @@ _SCRIPT = textwrap.dedent(
     import jaxmb as mb
     from jaxmb import _errors
     mb.enable_compilation_cache(sys.argv[1])  # with the program store
+    from jaxmb import _program_store
+    compiled = []  # what the command line announces on a first run (jaxmb.cli.say)
+    _program_store.compile_listeners.append(compiled.append)
     traced = []  # checked programs traced (one _Collector per trace)
     _count = _errors._Collector.__init__
     _errors._Collector.__init__ = lambda self: traced.append(1) or _count(self)
@@ -76,7 +79,7 @@ _SCRIPT = textwrap.dedent(
         "q": traj.q.tolist(), "lam": rx.lam.tolist(), "grad": float(g),
         "misses": events["/jax/compilation_cache/cache_misses"],
         "hits": events["/jax/compilation_cache/cache_hits"],
-        "refused": refused, "eager_traces": eager_traces,
+        "refused": refused, "eager_traces": eager_traces, "compiled": compiled,
     }))
     """
 )
@@ -101,8 +104,12 @@ def test_second_process_compiles_nothing(tmp_path):
     second = _run(tmp_path)
     assert second["misses"] == 0 and second["hits"] > 0
     assert second["refused"] == []
-    # the eager calls' programs come traced from the program store: nothing is traced
+    # the eager calls' programs come traced from the program store: nothing is traced, and
+    # the compile announcements of the command line (jaxmb.cli.announce_compiles) fire only in
+    # the first process, once per program, named by the analysis
     assert first["eager_traces"] > 0 and second["eager_traces"] == 0
+    assert {"assemble", "velocity", "simulate", "reactions"} <= set(first["compiled"])
+    assert second["compiled"] == []
     for key in ("q", "lam", "grad"):  # the same programs: identical numbers
         assert second[key] == first[key]
 
