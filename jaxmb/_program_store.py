@@ -204,23 +204,13 @@ def _describe(x, static, out) -> None:
 
 def key(fn, args, kwargs) -> str | None:
     """The store key of fn(*args, **kwargs), or None where it cannot be pinned."""
-    tokens = [("fn", _pinned_name(fn) if _pinnable(fn) else None)]
-    if tokens[0][1] is None:
-        return None
     try:
+        tokens = [("fn", _pinned_name(fn))]
         _describe((args, kwargs), False, tokens)
     except _Unpinned:
         return None
     text = repr((tokens, _environment(), _settings()))
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _pinnable(fn) -> bool:
-    try:
-        _pinned_name(fn)
-    except _Unpinned:
-        return False
-    return True
 
 
 def call(fn, collect, args, kwargs):
