@@ -11,6 +11,11 @@ jaxmb is imported before JAX starts its CPU backend. Our matrices are small, so 
 intra-op parallelism costs little; GPU backends are unaffected. The other hazard, jaxlib 0.10's
 batched LAPACK kernels splitting a batch over the thread pool and waiting for it, is removed at
 the source: jaxmb never hands LAPACK more than one matrix (`jaxmb._linalg`), under any vmap.
+
+It also adds `--xla_cpu_experimental_ynn_fusion_type=` (same conditions): XLA's CPU compiler
+otherwise hands small elementwise and dot fusions to the YNNPACK library, whose per-call cost
+dominates jaxmb's small vmapped kernels: a batched step of 64 slider-cranks took 1.9 ms with it
+and 1.1 ms without (benchmarks/bench_batch.py); single runs are unaffected.
 """
 
 import os as _os
@@ -18,6 +23,7 @@ import os as _os
 _SAFE_CPU_FLAGS = (
     "--xla_cpu_multi_thread_eigen=false",
     "--xla_cpu_enable_concurrency_optimized_scheduler=false",
+    "--xla_cpu_experimental_ynn_fusion_type=",  # speed, not safety: see above
 )
 if _os.environ.get("JAXMB_KEEP_XLA_FLAGS") != "1":
     _flags = _os.environ.get("XLA_FLAGS", "")

@@ -13,6 +13,10 @@ a vmapped `run` per chunk. Two things follow:
   read when jaxmb is imported); it must come before JAX starts its CPU backend.
 - no lock-step waste beyond a chunk: a vmapped adaptive integration runs as many steps as its
   slowest member for every member; in chunks, a member waits only for the slowest of its chunk.
+  With `cost=` (an estimate per member, or a function giving one, e.g. the step count of a
+  loose-tolerance pilot run) the members are sorted so that each chunk holds members of
+  similar cost, and the chunks are dealt to the devices in turn so that every device gets a
+  similar load; the results come back in the caller's order.
 
 The same code runs on several GPUs of one host, and on several hosts after
 `jax.distributed.initialize()` (then `jax.devices()` lists every host's devices and each host
@@ -29,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
-from jaxtyping import PyTree
+from jaxtyping import ArrayLike, PyTree
 
 BATCH_AXIS = "batch"
 DEFAULT_CHUNK = 64
@@ -114,15 +118,23 @@ def map(  # noqa: A001 (mb.batch.map reads well)
     *xs: PyTree,
     chunk: int = DEFAULT_CHUNK,
     devices: Sequence[jax.Device] | None = None,
+    cost: Callable[..., Any] | ArrayLike | None = None,
 ) -> PyTree:
     """`fn` over the leading axis of the arrays `xs` (pytrees allowed), on every device, each
     device mapping its shard in vmapped chunks of `chunk` members. Returns the outputs with the
     batch axis first, as `jax.vmap(fn)(*xs)` would (equal to it member by member; sharded
     programs may round differently, which can move an adaptive step).
 
+    `cost`: None (members in the given order), an array of one cost estimate per member, or a
+    function `cost(*member)` returning one (vmapped and run before `fn`; its time counts). The
+    members are then sorted by cost and the sorted chunks dealt to the devices in turn, so
+    members of similar cost share a chunk: a vmapped adaptive integration runs its slowest
+    member's steps for the whole chunk. A good estimate for `simulate` is the step count of
+    the same run at a loose tolerance (`Trajectory.num_steps`); a bad one only costs speed.
+
     One compilation per (fn, chunk, devices, input shapes): pass the same `fn` object to reuse
-    it. The batch is padded with copies of its last member to a multiple of
-    devices x chunk; the padding is dropped from the result."""
+    it. The batch is padded with copies of a member to a multiple of devices x chunk; the
+    padding is dropped from the result."""
     devices = jax.devices() if devices is None else list(devices)
     leaves = jax.tree.leaves(xs)
     size = _batch_size(leaves, "batch.map")
@@ -135,11 +147,41 @@ def map(  # noqa: A001 (mb.batch.map reads well)
     chunk = min(chunk, per_device)
     per_device = -(-per_device // chunk) * chunk
     pad = per_device * len(devices) - size
-
-    def padded(x):
-        x = jnp.asarray(x)
-        return jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]) if pad else x
-
-    xs = shard(jax.tree.map(padded, xs), devices)
+    order = _dealt_order(_costs(cost, xs, size, chunk, devices), size, pad, chunk,
+                         len(devices))
+    xs = shard(jax.tree.map(lambda x: jnp.asarray(x)[order], xs), devices)
     out = _program(fn, chunk, devices)(*xs)
-    return jax.tree.map(lambda y: y[:size], out)
+    if cost is None:
+        return jax.tree.map(lambda y: y[:size], out)
+    _, first = np.unique(order, return_index=True)  # each member's (first) slot
+    return jax.tree.map(lambda y: y[first], out)
+
+
+def _costs(cost, xs, size, chunk, devices):
+    """One finite cost estimate per member as a numpy array, or None; a cost function runs
+    through `map` itself (every device, in chunks)."""
+    if cost is None:
+        return None
+    if callable(cost):
+        cost = map(cost, *xs, chunk=chunk, devices=devices)
+    cost = np.asarray(cost, dtype=np.float64)
+    if cost.shape != (size,):
+        raise ValueError(f"batch.map: cost must give one value per member, shape ({size},); "
+                         f"got shape {cost.shape}")
+    if not np.all(np.isfinite(cost)):
+        raise ValueError("batch.map: cost has non-finite values (members "
+                         f"{np.flatnonzero(~np.isfinite(cost))[:10].tolist()})")
+    return cost
+
+
+def _dealt_order(cost, size, pad, chunk, num_devices):
+    """Member index per slot of the padded, sharded batch. Without cost: the given order, padded
+    with copies of the last member. With cost: sorted by cost (padded with copies of the
+    costliest member, which lengthen no chunk), cut into chunks, and chunk c dealt to device
+    c mod num_devices, so the devices' loads match."""
+    if cost is None:
+        return np.concatenate([np.arange(size), np.full(pad, size - 1)])
+    ranked = np.argsort(cost, kind="stable")
+    ranked = np.concatenate([ranked, np.full(pad, ranked[-1])])
+    chunks = ranked.reshape(-1, num_devices, chunk)  # round r: one chunk per device
+    return chunks.transpose(1, 0, 2).reshape(-1)

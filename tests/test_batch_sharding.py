@@ -77,3 +77,25 @@ def test_batch_map_equals_single_runs_with_fixed_steps():
         np.testing.assert_allclose(mapped[k], single(rates[k]), rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="same leading"):
         mb.batch.map(run, rates, jnp.zeros(4))
+    # ordered by a cost estimate (issue 16: similar members share a chunk): the same result
+    # per member in the caller's order, from the same compiled chunk program
+    reordered = mb.batch.map(run, rates, chunk=2, cost=-rates)
+    np.testing.assert_allclose(reordered, mapped, rtol=0, atol=1e-12)
+    by_function = mb.batch.map(run, rates, chunk=2, cost=lambda r: jnp.cos(r))
+    np.testing.assert_allclose(by_function, mapped, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"one value per member, shape \(5,\)"):
+        mb.batch.map(run, rates, chunk=2, cost=jnp.ones(4))
+    with pytest.raises(ValueError, match=r"non-finite values \(members \[3\]\)"):
+        mb.batch.map(run, rates, chunk=2, cost=jnp.ones(5).at[3].set(jnp.nan))
+
+
+def test_cost_order_deals_sorted_chunks_to_devices_in_turn():
+    """`_dealt_order` (hand-checked case): 5 members with costs [5, 1, 3, 2, 4], chunks of 2,
+    2 devices, padded to 8 with the costliest member: sorted 1, 3, 2, 4, 0 (+ 0, 0, 0); chunk
+    pairs (1, 3), (2, 4), (0, 0), (0, 0) dealt device 0, 1, 0, 1; device 0 holds the first
+    half of the slots. Without cost: the given order padded with the last member."""
+    from jaxmb.batch import _dealt_order
+
+    order = _dealt_order(np.array([5.0, 1.0, 3.0, 2.0, 4.0]), 5, 3, 2, 2)
+    np.testing.assert_array_equal(order, [1, 3, 0, 0, 2, 4, 0, 0])
+    np.testing.assert_array_equal(_dealt_order(None, 5, 3, 2, 2), [0, 1, 2, 3, 4, 4, 4, 4])

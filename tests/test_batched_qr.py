@@ -95,6 +95,29 @@ def test_batched_qr_rule_is_used_and_nests(rng):
                                    atol=QR_TOL * np.abs(Rs[0, 0]))
 
 
+def test_large_matrices_go_to_lapack_one_member_at_a_time(rng):
+    """Above `VECTOR_QR_LIMIT` (the robot's 21 x 22 C^T: 9,702 > 2,000) the vmapped
+    factorization is LAPACK geqp3 on one matrix per loop iteration (faster there: see the
+    limit's docstring), with results identical to unbatched calls; at the limit and below
+    (12 x 13 x 12 = 1,872) it stays vectorized. The compiled programs are read, the
+    values compared with single calls bit for bit."""
+    from jaxmb._linalg import VECTOR_QR_LIMIT
+
+    assert 12 * 13 * 12 <= VECTOR_QR_LIMIT < 21 * 22 * 21
+    big = jnp.asarray(_batch(rng, (21, 22)))
+    small = jnp.asarray(_batch(rng, (12, 13)))
+    from test_linalg import assert_unbatched
+
+    lowered_big = jax.jit(jax.vmap(economic_pivoted_qr)).lower(big)
+    calls = assert_unbatched(lowered_big, "vmapped 21 x 22 QR")  # one matrix per call
+    assert any("geqp3" in target for target, _ in calls) and "while" in lowered_big.as_text()
+    assert "geqp3" not in jax.jit(jax.vmap(economic_pivoted_qr)).lower(small).as_text()
+    batched = jax.jit(jax.vmap(economic_pivoted_qr))(big)
+    for i in range(len(big)):
+        for x, y in zip(batched, economic_pivoted_qr(big[i])):
+            np.testing.assert_array_equal(np.asarray(x[i]), np.asarray(y))
+
+
 def test_householder_conventions_match_lapack(rng):
     """The pure-jnp factorization follows LAPACK's sign convention (R_jj = -sign(x_j) ||x||),
     so for a full-rank matrix Q and R equal scipy's entry by entry; a zero matrix gives Q = I,
