@@ -2,6 +2,15 @@
 
     python benchmarks/bench_batch.py                  # batches 1, 64, 1024, 8192
     python benchmarks/bench_batch.py --quick          # batches 1, 64
+    python benchmarks/bench_batch.py --robot 1024     # also issue 16's robot batch (~20 min)
+
+The script runs with one CPU device per core (JAXMB_CPU_DEVICES=all unless set), the fast
+path: `mb.batch.map` spreads every batch over all cores. The device comparison
+(`compare_devices`) runs each count in a fresh process: a loop of single jitted runs, one
+`jit(vmap)`, `mb.batch.map` in chunks of 64, and `mb.batch.map(cost=pilot)` ordered by the step
+counts of pilot runs at rtol 1e-4 (pilot time included); and, on one device, where a vmapped
+batch loses: member steps run (sum, lock-step max x N, chunked, chunked after ordering) and
+the cost of a right-hand side per member, single vs vmapped.
 
 Every member starts from its own crank angle theta0 in [0, 2 pi) and rate omega0 in [5, 15]
 rad/s (closed-form consistent state) and runs 1 s of free motion under gravity. jaxmb:
@@ -16,9 +25,11 @@ is checked against single runs of the reference (max |q| difference at t1).
 """
 
 import argparse
+import os
 import time
 
-from _common import block, machine, median_time, table
+os.environ.setdefault("JAXMB_CPU_DEVICES", "all")  # the fast path: one CPU device per core
+from _common import block, machine, median_time, table  # noqa: E402  (imports jaxmb)
 
 import jax
 import jax.numpy as jnp
@@ -82,18 +93,28 @@ def run(quick=False, sizes=None, repeats=None, loop=None):
         t = median_time(lambda: block(compiled(th, om)), reps)
         n_check = min(size, loop)
         err = float(np.max(np.abs(np.asarray(q[:n_check]) - np.stack(ref_final[:n_check]))))
+        q_map, _ = block(mb.batch.map(one, th, om))  # every CPU device, chunks of 64
+        t_map = median_time(lambda: block(mb.batch.map(one, th, om)), reps)
+        err_map = float(np.max(np.abs(np.asarray(q_map[:n_check])
+                                      - np.stack(ref_final[:n_check]))))
         rate = size / t
         rhs_rate = 6 * float(jnp.sum(steps)) / t
         ratio = per_traj_ref * size / t
-        rows.append([size, t, rate, rhs_rate, per_traj_ref * size, ratio, err, compile_s,
+        map_ratio = per_traj_ref * size / t_map
+        rows.append([size, t, rhs_rate, t_map, per_traj_ref * size, ratio, map_ratio,
+                     max(err, err_map), compile_s,
                      "-" if peak is None else f"{peak / 2**20:.1f}"])
         figures[size] = dict(seconds=t, traj_per_s=rate, rhs_per_s=rhs_rate,
                              numpy_loop_s=per_traj_ref * size, ratio=ratio, max_dq=err,
-                             compile_s=compile_s, peak_mib=None if peak is None else peak / 2**20)
-    table(f"Batches of slider-cranks, {T1:g} s each: jaxmb jit(vmap(simulate)) vs numpy loop "
-          f"(loop timed on {loop} members, scaled), median of {repeats}",
-          ["batch", "jaxmb s", "traj/s", "RHS evals/s", "numpy loop s", "speed-up",
-           "max |dq| vs numpy", "compile s", "peak MiB"], rows)
+                             map_seconds=t_map, map_ratio=map_ratio, max_dq_map=err_map,
+                             devices=jax.device_count(), compile_s=compile_s,
+                             peak_mib=None if peak is None else peak / 2**20)
+    table(f"Batches of slider-cranks, {T1:g} s each: jaxmb jit(vmap(simulate)) on one device "
+          f"and mb.batch.map on {jax.device_count()} CPU device(s) vs the numpy loop (loop "
+          f"timed on {loop} members, scaled), median of {repeats}",
+          ["batch", "jit(vmap) s", "RHS evals/s", "batch.map s", "numpy loop s",
+           "vmap speed-up", "batch.map speed-up", "max |dq| vs numpy", "compile s",
+           "peak MiB"], rows)
     return figures
 
 
@@ -160,7 +181,8 @@ CASES = {"slider_crank": (slider_crank_case, f"slider-cranks of {T1:g} s"),
          "mobile_robot": (robot_case, f"mobile robots of {ROBOT_T1:g} s (issue 16)")}
 
 
-def batch_paths(size, loop, repeats, case="slider_crank", chunk=mb.batch.DEFAULT_CHUNK):
+def batch_paths(size, loop, repeats, case="slider_crank", chunk=mb.batch.DEFAULT_CHUNK,
+                vmap=True):
     """One batch of `size` members of `case` (CASES) three ways on this process's devices;
     returns figures (seconds, loop of single jitted runs scaled from `loop` members, step
     statistics)."""
@@ -169,11 +191,14 @@ def batch_paths(size, loop, repeats, case="slider_crank", chunk=mb.batch.DEFAULT
     block(single(thetas[0], omegas[0]))
     t_loop = median_time(lambda: [block(single(a, b)) for a, b in
                                   zip(thetas[:loop], omegas[:loop])], repeats) * size / loop
-    vmapped = jax.jit(jax.vmap(one))
-    q_v, steps = block(vmapped(thetas, omegas))
-    t_vmap = median_time(lambda: block(vmapped(thetas, omegas)), repeats)
-    q_m, _ = block(mb.batch.map(one, thetas, omegas, chunk=chunk))
+    q_m, steps = block(mb.batch.map(one, thetas, omegas, chunk=chunk))
     t_map = median_time(lambda: block(mb.batch.map(one, thetas, omegas, chunk=chunk)), repeats)
+    if vmap:  # one jit(vmap) over the whole batch, on one device
+        vmapped = jax.jit(jax.vmap(one))
+        q_v, _ = block(vmapped(thetas, omegas))
+        t_vmap = median_time(lambda: block(vmapped(thetas, omegas)), repeats)
+    else:  # its lock-step cost is the table's "lock-step (max x N)" column
+        q_v, t_vmap = q_m, float("nan")
     # the fast path: members ordered by the step counts of loose-tolerance pilot runs
     loose = CASES[case][0](size, rtol=PILOT_RTOL)[1]
     pilot = lambda a, b: loose(a, b)[1]  # noqa: E731
@@ -256,7 +281,8 @@ def main(argv=None):
     if args.worker:
         import json
 
-        print(json.dumps(batch_paths(*args.worker, case=args.case)))
+        print(json.dumps(batch_paths(*args.worker, case=args.case,
+                                     vmap=args.case == "slider_crank")))
         return None
     print(machine())
     import os
