@@ -126,7 +126,7 @@ def map(  # noqa: A001 (mb.batch.map reads well)
     programs may round differently, which can move an adaptive step).
 
     `cost`: None (members in the given order), an array of one cost estimate per member, or a
-    function `cost(*member)` returning one (vmapped and run before `fn`; its time counts). The
+    function `cost(*member)` returning one (run through `map` before `fn`; its time counts). The
     members are then sorted by cost and the sorted chunks dealt to the devices in turn, so
     members of similar cost share a chunk: a vmapped adaptive integration runs its slowest
     member's steps for the whole chunk. A good estimate for `simulate` is the step count of
