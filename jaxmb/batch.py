@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
-from jaxtyping import ArrayLike, PyTree
+from jaxtyping import ArrayLike, PyTree, Real
 
 BATCH_AXIS = "batch"
 DEFAULT_CHUNK = 64
@@ -118,7 +118,7 @@ def map(  # noqa: A001 (mb.batch.map reads well)
     *xs: PyTree,
     chunk: int = DEFAULT_CHUNK,
     devices: Sequence[jax.Device] | None = None,
-    cost: Callable[..., Any] | ArrayLike | None = None,
+    cost: Callable[..., Any] | Real[ArrayLike, " batch"] | None = None,
 ) -> PyTree:
     """`fn` over the leading axis of the arrays `xs` (pytrees allowed), on every device, each
     device mapping its shard in vmapped chunks of `chunk` members. Returns the outputs with the
