@@ -205,9 +205,9 @@ def batch_paths(size, loop, repeats, case="slider_crank", chunk=mb.batch.DEFAULT
     sorted_map = lambda: mb.batch.map(one, thetas, omegas, chunk=chunk, cost=pilot)  # noqa: E731
     q_s, _ = block(sorted_map())
     t_sorted = median_time(lambda: block(sorted_map()), repeats)
+    pilot_steps = np.asarray(block(mb.batch.map(pilot, thetas, omegas, chunk=chunk)))
     t_pilot = median_time(lambda: block(mb.batch.map(pilot, thetas, omegas, chunk=chunk)),
                           repeats)
-    pilot_steps = np.asarray(mb.batch.map(pilot, thetas, omegas, chunk=chunk))
     rhs_single, rhs_member = _rhs_costs(model, size, repeats)
     steps = np.asarray(steps)
 
@@ -225,6 +225,36 @@ def batch_paths(size, loop, repeats, case="slider_crank", chunk=mb.batch.DEFAULT
                 pilot_steps_sum=int(pilot_steps.sum()),
                 rhs_single_us=1e6 * rhs_single, rhs_batched_us=1e6 * rhs_member,
                 max_dq_map_vs_vmap=max_dq(q_m), max_dq_sorted_vs_vmap=max_dq(q_s))
+
+
+def qr_crossover(sizes=(6, 9, 12, 15, 18, 21, 27), batch=64, inner=30, repeats=5):
+    """Seconds per member of a vmapped m x (m + 1) pivoted QR: the vectorized Householder loop
+    against LAPACK one member at a time (the two paths `jaxmb._linalg.VECTOR_QR_LIMIT` chooses
+    between), each inside one compiled loop of `inner` factorizations."""
+    from jaxmb._linalg import VECTOR_QR_LIMIT, _lapack_pivoted_qr, householder_pivoted_qr
+
+    rng = np.random.default_rng(0)
+    paths = {"vectorized": jax.vmap(householder_pivoted_qr),
+             "LAPACK per member": lambda A: jax.lax.map(
+                 lambda a: _lapack_pivoted_qr(a, "economic"), A)}
+    rows = []
+    for m in sizes:
+        A = jnp.asarray(rng.normal(size=(batch, m, m + 1)))
+        row = [f"{m} x {m + 1}", m * (m + 1) * m]
+        for fn in paths.values():
+            def loop(A, fn=fn):
+                def body(i, acc):
+                    return acc + sum(jnp.sum(x.astype(A.dtype)) for x in fn(A + 1e-9 * i))
+                return jax.lax.fori_loop(0, inner, body, 0.0)
+            compiled = jax.jit(loop)
+            block(compiled(A))
+            row.append(1e6 * median_time(lambda: block(compiled(A)), repeats) / inner / batch)
+        row.append("vectorized" if row[1] <= VECTOR_QR_LIMIT else "LAPACK")
+        rows.append(row)
+    table(f"Pivoted QR under vmap, batch of {batch}: us per member (one device)",
+          ["matrix", "m n min(m,n)", *paths, f"jaxmb's choice (limit {VECTOR_QR_LIMIT})"],
+          rows)
+    return rows
 
 
 def compare_devices(size, loop, repeats, counts, case="slider_crank"):
@@ -275,6 +305,8 @@ def main(argv=None):
     parser.add_argument("--robot", type=int, default=None,
                         help="also the issue-16 robot batch of this size (20 s each) on 1 and "
                              "all CPU devices, loop timed on 32 members, 1 repeat")
+    parser.add_argument("--qr", action="store_true",
+                        help="only the vmapped pivoted-QR table (vectorized vs LAPACK per member)")
     parser.add_argument("--worker", nargs=3, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--case", default="slider_crank", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -285,8 +317,8 @@ def main(argv=None):
                                      vmap=args.case == "slider_crank")))
         return None
     print(machine())
-    import os
-
+    if args.qr:
+        return dict(qr=qr_crossover())
     cores = len(os.sched_getaffinity(0))
     paths = compare_devices(args.paths or (256 if args.quick else 1024), 16 if args.quick else 64,
                             args.repeats or 3, sorted({1, cores}))

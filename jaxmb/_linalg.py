@@ -54,14 +54,24 @@ def per_member(fun):
 
     @wrapped.def_vmap
     def _rule(axis_size, in_batched, *args):
-        args = tuple(
-            a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
-            for a, b in zip(args, in_batched)
-        )
-        out = jax.lax.map(lambda xs: wrapped(*xs), args)
-        return out, jax.tree_util.tree_map(lambda _: True, out)
+        return _mapped(wrapped, _full_batch(axis_size, in_batched, args))
 
     return wrapped
+
+
+def _full_batch(axis_size, in_batched, args):
+    """custom_vmap's arguments, each with the batch axis in front (unbatched ones broadcast)."""
+    return tuple(
+        a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
+        for a, b in zip(args, in_batched)
+    )
+
+
+def _mapped(fun, args, batch_size=None):
+    """`lax.map` of `fun` over the leading axis of `args` (vmapped in blocks of `batch_size`),
+    with custom_vmap's batched-output flags (all True)."""
+    out = jax.lax.map(lambda xs: fun(*xs), args, batch_size=batch_size)
+    return out, jax.tree_util.tree_map(lambda _: True, out)
 
 
 BLOCK_BYTES = 1 << 17
@@ -83,17 +93,11 @@ def _vectorized(single, batched, worth_it=lambda *shapes: True):
 
     @wrapped.def_vmap
     def _rule(axis_size, in_batched, *args):
-        args = tuple(
-            a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
-            for a, b in zip(args, in_batched)
-        )
+        args = _full_batch(axis_size, in_batched, args)
         if not worth_it(*(a.shape[1:] for a in args)):
-            out = jax.lax.map(lambda xs: wrapped(*xs), args)
-            return out, jax.tree_util.tree_map(lambda _: True, out)
+            return _mapped(wrapped, args)  # one matrix per LAPACK call, as in `per_member`
         item = max(a[0].size * a.dtype.itemsize for a in args)
-        block = int(min(axis_size, max(1, BLOCK_BYTES // item)))
-        out = jax.lax.map(lambda xs: batched(*xs), args, batch_size=block)
-        return out, jax.tree_util.tree_map(lambda _: True, out)
+        return _mapped(batched, args, int(min(axis_size, max(1, BLOCK_BYTES // item))))
 
     return wrapped
 
@@ -219,9 +223,9 @@ def _lapack_pivoted_qr(A, mode):
 VECTOR_QR_LIMIT = 2000
 """Largest m n min(m, n) (the flop count's shape factor) for which a vmapped pivoted QR runs
 `householder_pivoted_qr` vectorized over the batch; larger matrices go to LAPACK one member at
-a time. Measured on a 2-core AMD EPYC (benchmarks/bench_batch.py, "QR under vmap"): per member,
-6 x 7: 1.0 us vectorized vs 2.6 us LAPACK; 12 x 13: 5.0 vs 5.4; 15 x 16: 9.3 vs 7.4; 21 x 22
-(the mobile robot): 21 vs 12 us. XLA:CPU runs each step of the vectorized loop as a few dozen
+a time. Measured on a 2-core AMD EPYC (`python benchmarks/bench_batch.py --qr`): per member,
+6 x 7: 0.95 us vectorized vs 2.6 us LAPACK; 12 x 13: 5.3 vs 6.2; 15 x 16: 10.4 vs 7.4; 21 x 22
+(the mobile robot): 22 vs 12 us. XLA:CPU runs each step of the vectorized loop as a few dozen
 small kernels whose cost grows with the matrix, while geqp3's stays nearly flat."""
 
 
