@@ -25,10 +25,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from . import _errors
+from . import _errors, _native
 from ._geometry import is_concrete
 from ._linalg import (
     RANK_RTOL,
+    _vectorized,
     cond,
     economic_pivoted_qr,
     independent_rows,
@@ -139,7 +140,14 @@ class _GaussFactor(NamedTuple):
 
 
 def _gauss_factor(M, C):
-    w = 1.0 / jnp.sqrt(jnp.diagonal(M))
+    return _scaled_factor(_inverse_sqrt_mass(M), C)
+
+
+def _inverse_sqrt_mass(M):
+    return 1.0 / jnp.sqrt(jnp.diagonal(M))
+
+
+def _scaled_factor(w, C):
     Ch = C * w[None, :]
     Q, R, perm = economic_pivoted_qr(Ch.T)
     k = R.shape[0]
@@ -181,7 +189,22 @@ def null_space_solve(M, F, C, gamma):
     under vmap a Householder QR vectorized over the batch, `_linalg`): no null-space
     basis V is formed. Redundant rows (pivots below RANK_RTOL) are dropped, so a gamma
     slightly off range(C) (constraint drift) is met on the independent rows."""
-    return _gauss_solve(_gauss_factor(M, C), F, gamma)
+    return _projection(_inverse_sqrt_mass(M), F, C, gamma)[0]
+
+
+def _projection_single(w, F, C, gamma):
+    """(qdd, pivots |R_jj|) of `null_space_solve` with w = M^(-1/2): factor, then solve."""
+    factor = _scaled_factor(w, C)
+    return _gauss_solve(factor, F, gamma), factor.pivots
+
+
+_projection = _vectorized(
+    _projection_single,
+    _projection_single,
+    native=lambda w, F, C, gamma: _native.gauss_projection(w, F, C, gamma, RANK_RTOL),
+)
+"""`_projection_single`; under vmap, one compiled kernel for the whole batch (factor and solve
+in one custom call, `jaxmb._native`) where it was built, else the vmapped jnp steps."""
 
 
 def _solve_and_tangent(primals, tangents):
@@ -208,8 +231,8 @@ def null_space_solve_with_ratios(M, F, C, gamma):
     """(`null_space_solve`, `pivot_ratios` of the same factorization): the monitor of singular
     passages reads the ratios from the right-hand side instead of factorizing C again. The
     ratios are a diagnosis: their tangent is zero."""
-    factor = _gauss_factor(M, C)
-    return _gauss_solve(factor, F, gamma), pivot_ratios(jax.lax.stop_gradient(factor.pivots))
+    qdd, pivots = _projection(_inverse_sqrt_mass(M), F, C, gamma)
+    return qdd, pivot_ratios(jax.lax.stop_gradient(pivots))
 
 
 @null_space_solve_with_ratios.defjvp

@@ -8,10 +8,12 @@ the program hangs (issue 18: vmapped solvability of 1024 robot configurations hu
 runs). So jaxmb hands LAPACK one matrix at a time:
 
 - one matrix (no vmap): LAPACK, as jax.numpy would;
-- under vmap (`jax.custom_batching.custom_vmap`): either a pure-jnp algorithm vectorized over
-  the batch (the hot paths: pivoted QR and triangular solves, `householder_pivoted_qr`,
-  `_substitution`), or a sequential `lax.map` of single-matrix LAPACK calls (`per_member`).
-  Nested vmaps reach the same rules again, so no depth of vmap produces a batched call.
+- under vmap (`jax.custom_batching.custom_vmap`), for the hot paths (pivoted QR and triangular
+  solves): jaxmb's compiled kernels (`jaxmb._native`, one custom call looping over the batch on
+  the calling thread) where they were built, else a pure-jnp algorithm vectorized over the
+  batch (`householder_pivoted_qr`, `_substitution`); for the rest, a sequential `lax.map` of
+  single-matrix LAPACK calls (`per_member`). Nested vmaps reach the same rules again, so no
+  depth of vmap produces a batched LAPACK call.
 
 Derivatives never differentiate a LAPACK call under vmap either: solves are
 `lax.custom_linear_solve` (implicit, transposable, so forward and reverse mode work), and the
@@ -28,6 +30,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+
+from . import _native
 
 RANK_RTOL = 1e-9
 
@@ -80,12 +84,13 @@ about this many bytes per matrix argument, so the loop over columns stays in cac
 of 2,000 22 x 22 matrices is 7.7 MB: memory-bound when swept whole at every step)."""
 
 
-def _vectorized(single, batched, worth_it=lambda *shapes: True):
-    """`single` for one matrix; under vmap `batched` (a pure-jnp function of single matrices)
-    vmapped over blocks of the batch (BLOCK_BYTES) and mapped sequentially over the blocks;
-    nested vmaps reach the rule again and vectorize too. Where `worth_it(*member shapes)` is
-    False (matrices large enough that XLA's vectorized loops lose to LAPACK), the batch is
-    mapped member by member through `single` instead, as `per_member` does."""
+def _vectorized(single, batched, worth_it=lambda *shapes: True, native=None):
+    """`single` for one matrix; under vmap, `native` (a compiled kernel of the whole batch,
+    `jaxmb._native`) where it is available, else `batched` (a pure-jnp function of single
+    matrices) vmapped over blocks of the batch (BLOCK_BYTES) and mapped sequentially over the
+    blocks; nested vmaps reach the rule again and vectorize too. Where `worth_it(*member
+    shapes)` is False (matrices large enough that XLA's vectorized loops lose to LAPACK), the
+    jnp route maps the batch member by member through `single` instead, as `per_member` does."""
 
     @jax.custom_batching.custom_vmap
     def wrapped(*args):
@@ -94,6 +99,9 @@ def _vectorized(single, batched, worth_it=lambda *shapes: True):
     @wrapped.def_vmap
     def _rule(axis_size, in_batched, *args):
         args = _full_batch(axis_size, in_batched, args)
+        if native is not None and _native.available(*args):
+            out = native(*args)
+            return out, jax.tree_util.tree_map(lambda _: True, out)
         if not worth_it(*(a.shape[1:] for a in args)):
             return _mapped(wrapped, args)  # one matrix per LAPACK call, as in `per_member`
         item = max(a[0].size * a.dtype.itemsize for a in args)
@@ -129,6 +137,7 @@ _tri = {
     lower: _vectorized(
         lambda T, b, lower=lower: _tri_single(T, b, lower),
         lambda T, b, lower=lower: _substitution(T, b, lower),
+        native=lambda T, b, lower=lower: _native.triangular_solve(T, b, lower),
     )
     for lower in (False, True)
 }
@@ -178,7 +187,8 @@ def householder_pivoted_qr(A, full=False):
     the diagonal, as geqp3 does; the column norms are recomputed at every step rather than
     downdated, so only exact ties can be broken differently. The columns are not moved during
     the loop (a moving column is a gather per step, slow when vectorized over a batch): `pos`
-    tracks the order a swapping implementation would have, and R is permuted once at the end."""
+    tracks the order a swapping implementation would have, and R is permuted once at the end.
+    A matrix with a nan or inf entry gives nan Q and R."""
     m, n = A.shape
     rows, cols = jnp.arange(m), jnp.arange(n)
 
@@ -210,6 +220,10 @@ def householder_pivoted_qr(A, full=False):
     R, Q, pos, _ = jax.lax.fori_loop(0, k, step, init)
     perm = jnp.zeros(n, jnp.int32).at[pos].set(cols.astype(jnp.int32))
     R = R[:, perm]
+    # nan in, nan out (as geqp3): the pivoting alone would move a nan column to the end and
+    # leave the other columns finite, a silently wrong factorization
+    bad = ~jnp.all(jnp.isfinite(A))
+    Q, R = jnp.where(bad, jnp.nan, Q), jnp.where(bad, jnp.nan, R)
     if full:
         return Q, R, perm
     return Q[:, :k], R[:k], perm
@@ -239,6 +253,7 @@ _pivoted_qr = {
         lambda A, mode=mode: _lapack_pivoted_qr(A, mode),
         lambda A, mode=mode: householder_pivoted_qr(A, full=mode == "full"),
         _vector_qr_worth_it,
+        native=lambda A, mode=mode: _native.pivoted_qr(A, full=mode == "full"),
     )
     for mode in ("economic", "full")
 }

@@ -14,8 +14,9 @@ The key must change whenever the program could: it is a SHA-256 over
 - the arguments' structure: every type (module, qualified name), every static value (numbers
   and strings by repr, arrays held in static fields by their bytes), every array argument by
   shape, dtype and weak type (their values are the program's inputs, not part of it);
-- the source of the jaxmb package (every file), the versions of Python, jax, jaxlib, equinox,
-  diffrax, optimistix, lineax, numpy, and the JAX settings that change a traced program.
+- the source of the jaxmb package (every file, the compiled kernels' C++ included), the
+  versions of Python, jax, jaxlib, equinox, diffrax, optimistix, lineax, numpy, the JAX
+  settings that change a traced program and which batched kernels are in use (`_native`).
 
 Anything the key cannot pin makes the call take the ordinary path (trace, then the
 compilation cache): a class, function or value from outside jaxmb and those libraries (a
@@ -39,6 +40,8 @@ import types
 import equinox as eqx
 import jax
 import numpy as np
+
+from . import _native
 
 _PINNED = frozenset({"jaxmb", "jax", "jaxlib", "equinox", "diffrax", "optimistix", "lineax",
                      "numpy", "builtins", "jaxtyping", "math", "operator", "functools"})
@@ -101,7 +104,7 @@ def _environment() -> str:
     for folder, subfolders, files in os.walk(root):
         subfolders.sort()
         for name in sorted(files):
-            if name.endswith((".py", ".json", ".yaml", ".yml")):
+            if name.endswith((".py", ".json", ".yaml", ".yml", ".cc")):
                 path = os.path.join(folder, name)
                 digest.update(os.path.relpath(path, root).encode())
                 with open(path, "rb") as fh:
@@ -129,6 +132,7 @@ def _settings() -> str:
         config.jax_default_matmul_precision, config.jax_numpy_rank_promotion,
         config.jax_debug_nans, config.jax_debug_infs, jax.default_backend(),
         eqx_errors.EQX_ON_ERROR, os.environ.get("EQX_ON_ERROR"),  # checks left in loops
+        _native.BUILT, os.environ.get("JAXMB_NATIVE_KERNELS"),  # which batched kernels
     ))
 
 

@@ -80,3 +80,26 @@ def pytest_collection_modifyitems(config, items):
         return LONG_FILES.index(name) if name in LONG_FILES else len(LONG_FILES)
 
     items.sort(key=rank)  # stable: files keep their internal order
+
+
+KERNELS = ("native", "jnp")
+"""The two kernels of vmapped factorizations: jaxmb's compiled ones (`jaxmb._native`) and the
+pure-jnp algorithms used where they were not built (JAXMB_NATIVE_KERNELS=0)."""
+
+
+def select_kernel(monkeypatch, kernel):
+    """Trace this test's programs with `kernel` (read at trace time: jit inside the test). The
+    compiled kernels must exist wherever pip had a C++ compiler; elsewhere "native" skips."""
+    import jax.numpy as jnp
+
+    from jaxmb import _native
+
+    if kernel == "jnp":
+        monkeypatch.setenv("JAXMB_NATIVE_KERNELS", "0")
+        return
+    monkeypatch.delenv("JAXMB_NATIVE_KERNELS", raising=False)
+    if not _native.available(jnp.zeros((), jnp.float64)):
+        if shutil.which("c++") or shutil.which("g++"):
+            pytest.fail("a C++ compiler is installed but jaxmb's kernels were not built "
+                        "(reinstall jaxmb: pip install -e .)")
+        pytest.skip("no C++ compiler: jaxmb's compiled kernels were not built")

@@ -1,4 +1,6 @@
-"""The batched column-pivoted QR (`jaxmb._linalg`) and the vmapped accelerations built on it.
+"""The batched column-pivoted QR (`jaxmb._linalg`) and the vmapped accelerations built on it,
+with each of the two batched kernels (`conftest.KERNELS`): jaxmb's compiled ones
+(`jaxmb._native`) and the pure-jnp algorithms.
 
 Independent references:
 - scipy.linalg.qr(pivoting=True) (LAPACK geqp3 through numpy) per batch member: A P = Q R,
@@ -22,6 +24,8 @@ import pytest
 import scipy.linalg as sl
 
 import jaxmb as mb
+from conftest import KERNELS, select_kernel
+from jaxmb import _native
 from jaxmb._linalg import economic_pivoted_qr, householder_pivoted_qr
 from jaxmb._linalg import RANK_RTOL
 from jaxmb.models import mobile_robot, slider_crank
@@ -47,18 +51,15 @@ def _rank(d):
     return int(np.sum(d > RANK_RTOL * np.max(d)))
 
 
-@pytest.fixture(scope="module")
-def batched_qr():
-    return jax.jit(jax.vmap(economic_pivoted_qr))
-
-
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("shape", SHAPES)
-def test_batched_qr_matches_scipy(batched_qr, shape, rng):
+def test_batched_qr_matches_scipy(monkeypatch, kernel, shape, rng):
     """Per member against scipy's geqp3: A[:, perm] = Q R and Q^T Q = I to 1e-12 ||A||, R
     upper triangular, the same rank (|R_jj| > RANK_RTOL max), the same leading pivots and
     |R_jj| (all j: past the rank both are round-off), |R_jj| non-increasing."""
+    select_kernel(monkeypatch, kernel)
     A = _batch(rng, shape)
-    Q, R, perm = (np.asarray(x) for x in batched_qr(jnp.asarray(A)))
+    Q, R, perm = (np.asarray(x) for x in jax.jit(jax.vmap(economic_pivoted_qr))(A))
     k = min(shape)
     assert Q.shape == (len(A), shape[0], k) and R.shape == (len(A), k, shape[1])
     ranks = []
@@ -78,13 +79,21 @@ def test_batched_qr_matches_scipy(batched_qr, shape, rng):
     assert min(ranks) < k == max(ranks)  # full-rank and rank-deficient members
 
 
-def test_batched_qr_rule_is_used_and_nests(rng):
-    """Under vmap the factorization is the vectorized Householder loop (no LAPACK geqp3 in the
-    program), unbatched it is geqp3; a nested vmap gives the single-matrix results (scipy)."""
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_batched_qr_rule_is_used_and_nests(monkeypatch, kernel, rng):
+    """Under vmap the factorization is one call of the compiled kernel for the whole (nested)
+    batch, or the vectorized Householder loop (no LAPACK geqp3 in the program either way);
+    unbatched it is geqp3; a nested vmap gives the single-matrix results (scipy)."""
+    select_kernel(monkeypatch, kernel)
     A = jnp.asarray(_batch(rng, (9, 8)).reshape(2, 3, 9, 8))
     batched = jax.jit(jax.vmap(jax.vmap(economic_pivoted_qr))).lower(A).as_text()
     single = jax.jit(economic_pivoted_qr).lower(A[0, 0]).as_text()
-    assert "geqp3" not in batched and "while" in batched
+    assert "geqp3" not in batched
+    if kernel == "native":
+        assert batched.count("custom_call @jaxmb_pivoted_qr_f64") == 1
+        assert "tensor<2x3x9x8xf64>" in batched  # the nested batch in one call
+    else:
+        assert "while" in batched and "jaxmb_" not in batched
     assert "geqp3" in single
     Q, R, perm = jax.jit(jax.vmap(jax.vmap(economic_pivoted_qr)))(A)
     for i, j in np.ndindex(2, 3):
@@ -95,14 +104,15 @@ def test_batched_qr_rule_is_used_and_nests(rng):
                                    atol=QR_TOL * np.abs(Rs[0, 0]))
 
 
-def test_large_matrices_go_to_lapack_one_member_at_a_time(rng):
-    """Above `VECTOR_QR_LIMIT` (the robot's 21 x 22 C^T: 9,702 > 2,000) the vmapped
-    factorization is LAPACK geqp3 on one matrix per loop iteration (faster there: see the
+def test_large_matrices_go_to_lapack_one_member_at_a_time(monkeypatch, rng):
+    """Without the compiled kernels, above `VECTOR_QR_LIMIT` (the robot's 21 x 22 C^T: 9,702 >
+    2,000) the vmapped factorization is LAPACK geqp3 on one matrix per loop iteration (faster there: see the
     limit's docstring), with results identical to unbatched calls; at the limit and below
     (12 x 13 x 12 = 1,872) it stays vectorized. The compiled programs are read, the
     values compared with single calls bit for bit."""
     from jaxmb._linalg import VECTOR_QR_LIMIT
 
+    select_kernel(monkeypatch, "jnp")
     assert 12 * 13 * 12 <= VECTOR_QR_LIMIT < 21 * 22 * 21
     big = jnp.asarray(_batch(rng, (21, 22)))
     small = jnp.asarray(_batch(rng, (12, 13)))
@@ -118,12 +128,19 @@ def test_large_matrices_go_to_lapack_one_member_at_a_time(rng):
             np.testing.assert_array_equal(np.asarray(x[i]), np.asarray(y))
 
 
-def test_householder_conventions_match_lapack(rng):
-    """The pure-jnp factorization follows LAPACK's sign convention (R_jj = -sign(x_j) ||x||),
-    so for a full-rank matrix Q and R equal scipy's entry by entry; a zero matrix gives Q = I,
-    R = 0 and the identity permutation (no reflection, as dlarfg)."""
+def _native_qr(monkeypatch, full=False):
+    """The compiled kernel on one matrix (a batch of one)."""
+    select_kernel(monkeypatch, "native")
+    return jax.jit(lambda A: tuple(x[0] for x in _native.pivoted_qr(A[None], full=full)))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_householder_conventions_match_lapack(monkeypatch, kernel, rng):
+    """Both batched kernels follow LAPACK's sign convention (R_jj = -sign(x_j) ||x||), so for
+    a full-rank matrix Q and R equal scipy's entry by entry; a zero matrix gives Q = I, R = 0
+    and the identity permutation (no reflection, as dlarfg)."""
     a = rng.standard_normal((7, 5))
-    qr = jax.jit(householder_pivoted_qr)
+    qr = _native_qr(monkeypatch) if kernel == "native" else jax.jit(householder_pivoted_qr)
     Q, R, perm = qr(jnp.asarray(a))
     Qs, Rs, ps = sl.qr(a, mode="economic", pivoting=True)
     np.testing.assert_array_equal(perm, ps)
@@ -169,11 +186,13 @@ def cases():
     return {"robot": (robot, q_r, qd_r), "slider_crank": (crank, q_c, qd_c)}
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("name", ["robot", "slider_crank"])
-def test_vmapped_accelerations_equal_single_calls(cases, name):
-    """jit(vmap(accelerations)) (vectorized Householder) equals a loop of single calls
-    (LAPACK geqp3) to 1e-12, for the redundant robot (rank 20 and rank 21 states in the same
-    batch) and the slider-crank."""
+def test_vmapped_accelerations_equal_single_calls(monkeypatch, cases, name, kernel):
+    """jit(vmap(accelerations)) (the compiled projection kernel, or the vectorized Householder
+    steps) equals a loop of single calls (LAPACK geqp3) to 1e-12, for the redundant robot (rank
+    20 and rank 21 states in the same batch) and the slider-crank."""
+    select_kernel(monkeypatch, kernel)
     model, q, qd = cases[name]
     t = jnp.linspace(0.0, 1.0, len(q))
     single = jax.jit(lambda q, qd, t: mb.accelerations(model, q, qd, t))
@@ -214,3 +233,47 @@ def test_second_derivatives_through_factorization(cases, crank_grad):
         fd = np.stack([(single(q[b] + h * e, qd[b]) - single(q[b] - h * e, qd[b])) / (2 * h)
                        for e in np.eye(model.n)])
         np.testing.assert_allclose(hess[b], fd, rtol=0, atol=1e-6 * np.max(np.abs(fd)))
+
+
+def test_native_full_qr_and_triangular_solve(monkeypatch, rng):
+    """The compiled kernels' other forms against scipy: the full QR of a tall matrix (Q square
+    orthonormal, R (m, n) with zero rows below n, A[:, perm] = Q R) and batched forward and
+    back substitution against scipy.linalg.solve_triangular (vector and matrix right-hand
+    sides), to 1e-12 relative (condition numbers below 1e3)."""
+    a = rng.standard_normal((7, 4))
+    Q, R, perm = _native_qr(monkeypatch, full=True)(jnp.asarray(a))
+    assert Q.shape == (7, 7) and R.shape == (7, 4)
+    np.testing.assert_allclose(Q @ R, a[:, perm], rtol=0, atol=QR_TOL * np.linalg.norm(a, 2))
+    np.testing.assert_allclose(Q.T @ Q, np.eye(7), rtol=0, atol=QR_TOL)
+    np.testing.assert_array_equal(np.tril(R, -1), 0.0)
+    T = np.triu(rng.standard_normal((3, 5, 5))) + 4.0 * np.eye(5)
+    for lower, Tl in ((False, T), (True, np.swapaxes(T, 1, 2))):
+        for b in (rng.standard_normal((3, 5)), rng.standard_normal((3, 5, 2))):
+            x = jax.jit(lambda T, b, lower=lower: _native.triangular_solve(T, b, lower))(Tl, b)
+            for i in range(3):
+                expected = sl.solve_triangular(Tl[i], b[i], lower=lower)
+                np.testing.assert_allclose(x[i], expected, rtol=1e-12,
+                                           atol=1e-12 * np.max(np.abs(expected)))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_vmapped_accelerations_propagate_nan(monkeypatch, cases, kernel):
+    """A member whose C holds a nan gets nan accelerations (so a diffrax step fails and is
+    reported), and the other members are untouched: both batched kernels, as the LAPACK path."""
+    select_kernel(monkeypatch, kernel)
+    from jaxmb._dynamics import null_space_solve
+
+    model, q, qd = cases["slider_crank"]
+    C = np.stack([np.asarray(model.C(qi, 0.0)) for qi in q[:3]])
+    C[1, 2, 3] = np.nan
+    M, F, gamma = np.eye(model.n) * 2.0, rng_vector(model.n), np.ones(C.shape[1])
+    out = jax.jit(jax.vmap(null_space_solve, in_axes=(None, None, 0, None)))(M, F, C, gamma)
+    assert np.all(np.isnan(out[1]))
+    single = jax.jit(null_space_solve)
+    for i in (0, 2):
+        np.testing.assert_allclose(out[i], single(M, F, C[i], gamma), rtol=0,
+                                   atol=ACC_RTOL * np.max(np.abs(out[i])))
+
+
+def rng_vector(n):
+    return np.random.default_rng(3).standard_normal(n)

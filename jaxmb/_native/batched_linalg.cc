@@ -1,0 +1,277 @@
+// Batched small-matrix kernels for jaxmb's vmapped paths (XLA FFI, CPU, float64).
+//
+// Under vmap, jaxmb factorizes a batch of small constraint matrices at every right-hand side.
+// XLA:CPU runs a vectorized jnp Householder loop as dozens of kernels per column, and LAPACK
+// must not receive a batch (jaxlib's batched LAPACK calls can hang, see _linalg.py). These
+// kernels loop over the batch themselves, one matrix at a time, on the calling thread: no
+// thread pool, no blocking, one XLA custom call per batched factorization.
+//
+//   jaxmb_pivoted_qr_f64:   A[:, perm] = Q R, column-pivoted Householder QR (Golub & Van Loan,
+//                           Matrix Computations, 4th ed., alg. 5.4.1), LAPACK geqp3's
+//                           conventions: pivot = remaining column of largest norm (first on
+//                           ties), R_jj = -sign(x_j) ||x||, H_j = I when x is zero below the
+//                           diagonal. The same algorithm as _linalg.householder_pivoted_qr.
+//   jaxmb_triangular_solve_f64: x with T x = b, T triangular (back or forward substitution).
+//   jaxmb_gauss_projection_f64: the null-space formulation's accelerations (seed 001, eq. 13)
+//                           from one pivoted QR of the mass-scaled C^T, as
+//                           _dynamics.null_space_solve does it (see there).
+//
+// Every leading dimension is a batch dimension. Buffers are row-major (XLA's default layout).
+// A member with a nan or inf input gets nan outputs (pivoted QR alone would push a nan column
+// to the end and leave the others finite: a silently wrong answer).
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+// Householder QR with column pivoting of W (m x n, column-major, overwritten by R; the
+// columns are swapped as they are pivoted, piv tracks their original indices). Reflector j is
+// H_j = I - tau[j] v v^T with v = V[j * m + (j..m-1)] (zero above row j). With Qw (m x m,
+// row-major, on entry the identity), Q = H_0 H_1 ... H_(k-1) is accumulated into it.
+void householder_qr(double* W, int64_t m, int64_t n, int32_t* piv, double* V, double* tau,
+                    double* Qw) {
+  for (int64_t c = 0; c < n; ++c) piv[c] = static_cast<int32_t>(c);
+  const int64_t k = m < n ? m : n;
+  for (int64_t j = 0; j < k; ++j) {
+    // pivot: the remaining column of largest norm over rows j.., the first in order on ties
+    int64_t p = j;
+    double best = -1.0;
+    for (int64_t c = j; c < n; ++c) {
+      const double* col = W + c * m;
+      double s = 0.0;
+      for (int64_t i = j; i < m; ++i) s += col[i] * col[i];
+      if (s > best) {
+        best = s;
+        p = c;
+      }
+    }
+    if (p != j) {
+      double* a = W + j * m;
+      double* b = W + p * m;
+      for (int64_t i = 0; i < m; ++i) {
+        const double t = a[i];
+        a[i] = b[i];
+        b[i] = t;
+      }
+      const int32_t t = piv[j];
+      piv[j] = piv[p];
+      piv[p] = t;
+    }
+    // reflector H_j = I - tau v v^T with v = x - beta e_j, beta = -sign(x_j) ||x||
+    double* x = W + j * m;
+    double* v = V + j * m;
+    const double alpha = x[j];
+    double tail = 0.0;
+    for (int64_t i = j + 1; i < m; ++i) tail += x[i] * x[i];
+    if (!(tail > 0.0)) {  // already zero below the diagonal: H_j = I
+      tau[j] = 0.0;
+      continue;
+    }
+    const double beta = -(alpha >= 0.0 ? 1.0 : -1.0) * std::sqrt(alpha * alpha + tail);
+    double vv = 0.0;
+    for (int64_t i = j; i < m; ++i) {
+      v[i] = (i == j) ? alpha - beta : x[i];
+      vv += v[i] * v[i];
+    }
+    const double t = 2.0 / vv;
+    tau[j] = t;
+    // R <- H_j R on the columns j.. (the earlier ones are zero below row j)
+    x[j] = beta;
+    for (int64_t i = j + 1; i < m; ++i) x[i] = 0.0;  // exact zeros
+    for (int64_t c = j + 1; c < n; ++c) {
+      double* col = W + c * m;
+      double s = 0.0;
+      for (int64_t i = j; i < m; ++i) s += v[i] * col[i];
+      s *= t;
+      for (int64_t i = j; i < m; ++i) col[i] -= s * v[i];
+    }
+    if (Qw == nullptr) continue;
+    // Q <- Q H_j
+    for (int64_t r = 0; r < m; ++r) {
+      double* row = Qw + r * m;
+      double s = 0.0;
+      for (int64_t i = j; i < m; ++i) s += row[i] * v[i];
+      s *= t;
+      for (int64_t i = j; i < m; ++i) row[i] -= s * v[i];
+    }
+  }
+}
+
+// One m x n matrix A (row-major) to Q (m x kq), R (kr x n), perm (n); scratch W (m n), Qw
+// (m m), V (m min(m, n)), tau (min(m, n)), piv (n).
+void pivoted_qr_one(const double* A, int64_t m, int64_t n, int64_t kq, int64_t kr, double* Q,
+                    double* R, int32_t* perm, double* W, double* Qw, int32_t* piv, double* V,
+                    double* tau) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t c = 0; c < n; ++c) W[c * m + i] = A[i * n + c];
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < m; ++r) Qw[i * m + r] = (i == r) ? 1.0 : 0.0;
+  householder_qr(W, m, n, piv, V, tau, Qw);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t i = 0; i < kq; ++i) Q[r * kq + i] = Qw[r * m + i];
+  for (int64_t i = 0; i < kr; ++i)
+    for (int64_t c = 0; c < n; ++c) R[i * n + c] = (i <= c) ? W[c * m + i] : 0.0;
+  for (int64_t c = 0; c < n; ++c) perm[c] = piv[c];
+}
+
+bool all_finite(const double* x, int64_t count) {
+  double s = 0.0;
+  for (int64_t i = 0; i < count; ++i) s += x[i] * 0.0;  // nan for any nan or inf entry
+  return s == 0.0;
+}
+
+void fill_nan(double* x, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) x[i] = std::nan("");
+}
+
+int64_t batch_of(ffi::AnyBuffer::Dimensions dims, int64_t core) {
+  int64_t b = 1;
+  for (int64_t d = 0; d + core < static_cast<int64_t>(dims.size()); ++d) b *= dims[d];
+  return b;
+}
+
+ffi::Error PivotedQr(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> q,
+                     ffi::ResultBuffer<ffi::F64> r, ffi::ResultBuffer<ffi::S32> perm) {
+  auto dims = a.dimensions();
+  if (dims.size() < 2) return ffi::Error::InvalidArgument("pivoted_qr: A must be a matrix");
+  const int64_t m = dims[dims.size() - 2], n = dims[dims.size() - 1];
+  auto qd = q->dimensions(), rd = r->dimensions();
+  const int64_t kq = qd[qd.size() - 1], kr = rd[rd.size() - 2];
+  const int64_t batch = batch_of(dims, 2);
+  const int64_t k = m < n ? m : n;
+  std::vector<double> W(m * n), Qw(m * m), V(m * k), tau(k);
+  std::vector<int32_t> piv(n);
+  const double* A = a.typed_data();
+  double* Q = q->typed_data();
+  double* R = r->typed_data();
+  int32_t* P = perm->typed_data();
+  for (int64_t b = 0; b < batch; ++b) {
+    pivoted_qr_one(A + b * m * n, m, n, kq, kr, Q + b * m * kq, R + b * kr * n, P + b * n,
+                   W.data(), Qw.data(), piv.data(), V.data(), tau.data());
+    if (!all_finite(A + b * m * n, m * n)) {  // nan in, nan out (as LAPACK)
+      fill_nan(Q + b * m * kq, m * kq);
+      fill_nan(R + b * kr * n, kr * n);
+    }
+  }
+  return ffi::Error::Success();
+}
+
+// T x = b, T (k, k) triangular, b (k, c); lower: forward substitution, else back substitution.
+ffi::Error TriangularSolve(ffi::Buffer<ffi::F64> t, ffi::Buffer<ffi::F64> b,
+                           ffi::ResultBuffer<ffi::F64> x, bool lower) {
+  auto td = t.dimensions(), bd = b.dimensions();
+  const int64_t k = td[td.size() - 1];
+  const int64_t c = bd[bd.size() - 1];
+  const int64_t batch = batch_of(td, 2);
+  const double* T = t.typed_data();
+  const double* B = b.typed_data();
+  double* X = x->typed_data();
+  for (int64_t s = 0; s < batch; ++s) {
+    const double* Ts = T + s * k * k;
+    const double* Bs = B + s * k * c;
+    double* Xs = X + s * k * c;
+    for (int64_t step = 0; step < k; ++step) {
+      const int64_t i = lower ? step : k - 1 - step;
+      for (int64_t col = 0; col < c; ++col) {
+        double acc = Bs[i * c + col];
+        if (lower)
+          for (int64_t j = 0; j < i; ++j) acc -= Ts[i * k + j] * Xs[j * c + col];
+        else
+          for (int64_t j = i + 1; j < k; ++j) acc -= Ts[i * k + j] * Xs[j * c + col];
+        Xs[i * c + col] = acc / Ts[i * k + i];
+      }
+    }
+  }
+  return ffi::Error::Success();
+}
+
+// qdd with C qdd = gamma (kept pivots) minimising (qdd - M^-1 F)^T M (qdd - M^-1 F): with
+// w = M^(-1/2), Ch = C diag(w), Ch^T[:, perm] = Q R, kept = |R_jj| > rtol max |R_jj|,
+// y0 = w F, R11^T u = [gamma - Ch y0]_perm (kept rows), qdd = w (y0 + Q u), Q u applied as
+// H_0 ... H_(k-1) [u; 0] (Q is never formed). Also the pivots |R_jj|.
+ffi::Error GaussProjection(ffi::Buffer<ffi::F64> w, ffi::Buffer<ffi::F64> f,
+                           ffi::Buffer<ffi::F64> c, ffi::Buffer<ffi::F64> gamma,
+                           ffi::ResultBuffer<ffi::F64> qdd, ffi::ResultBuffer<ffi::F64> pivots,
+                           double rtol) {
+  auto cd = c.dimensions();
+  const int64_t rows = cd[cd.size() - 2], n = cd[cd.size() - 1];
+  const int64_t k = rows < n ? rows : n;
+  const int64_t batch = batch_of(cd, 2);
+  // W: Ch^T (n x rows) column-major, i.e. column r of W is row r of Ch
+  std::vector<double> W(n * rows), Ch(rows * n), V(n * k), tau(k), y0(n), z(n);
+  std::vector<int32_t> piv(rows);
+  for (int64_t s = 0; s < batch; ++s) {
+    const double* ws = w.typed_data() + s * n;
+    const double* fs = f.typed_data() + s * n;
+    const double* cs = c.typed_data() + s * rows * n;
+    const double* gs = gamma.typed_data() + s * rows;
+    double* out = qdd->typed_data() + s * n;
+    double* d = pivots->typed_data() + s * k;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < n; ++i) Ch[r * n + i] = W[r * n + i] = cs[r * n + i] * ws[i];
+    householder_qr(W.data(), n, rows, piv.data(), V.data(), tau.data(), nullptr);
+    double dmax = 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+      d[j] = std::fabs(W[j * n + j]);
+      if (std::isnan(d[j]) || d[j] > dmax) dmax = d[j];  // as jnp.max: nan propagates
+    }
+    for (int64_t i = 0; i < n; ++i) y0[i] = ws[i] * fs[i];
+    for (int64_t i = 0; i < n; ++i) z[i] = 0.0;
+    for (int64_t j = 0; j < k; ++j) {  // forward substitution with R11^T, kept pivots only
+      if (!(d[j] > rtol * dmax)) continue;
+      const int64_t r = piv[j];
+      double acc = gs[r];
+      for (int64_t i = 0; i < n; ++i) acc -= Ch[r * n + i] * y0[i];
+      for (int64_t l = 0; l < j; ++l) acc -= W[j * n + l] * z[l];  // R_lj = W[j n + l]
+      z[j] = acc / W[j * n + j];
+    }
+    for (int64_t j = k - 1; j >= 0; --j) {  // z <- H_j z
+      if (tau[j] == 0.0) continue;
+      const double* v = V.data() + j * n;
+      double s2 = 0.0;
+      for (int64_t i = j; i < n; ++i) s2 += v[i] * z[i];
+      s2 *= tau[j];
+      for (int64_t i = j; i < n; ++i) z[i] -= s2 * v[i];
+    }
+    for (int64_t i = 0; i < n; ++i) out[i] = ws[i] * (y0[i] + z[i]);
+    if (!(all_finite(ws, n) && all_finite(fs, n) && all_finite(cs, rows * n) &&
+          all_finite(gs, rows))) {  // nan in, nan out: the step fails, not a wrong qdd
+      fill_nan(out, n);
+      fill_nan(d, k);
+    }
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_gauss_projection_f64, GaussProjection,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Attr<double>("rtol"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_pivoted_qr_f64, PivotedQr,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::S32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_triangular_solve_f64, TriangularSolve,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Attr<bool>("lower"));
