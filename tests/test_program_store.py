@@ -90,7 +90,7 @@ def test_new_values_reuse_the_stored_program(store, traces):
     assert not np.allclose(np.asarray(a["q"])[-1], np.asarray(b["q"])[-1])
 
 
-def test_key_pins_what_the_program_depends_on():
+def test_key_pins_what_the_program_depends_on(monkeypatch):
     fn = _simulate._check_initial_state
     model = _pendulum()
     args = lambda m, q=None: (m, m.q0 if q is None else q, jnp.zeros(m.n), jnp.asarray(0.0),  # noqa: E731
@@ -113,6 +113,10 @@ def test_key_pins_what_the_program_depends_on():
         assert key(*args(model)) != base  # a JAX setting a trace depends on
     finally:
         jax.config.update("jax_numpy_rank_promotion", saved)
+    monkeypatch.setenv("JAXMB_NATIVE_KERNELS", "0")  # the jnp batched kernels, not jaxmb._native
+    assert key(*args(model)) != base
+    monkeypatch.delenv("JAXMB_NATIVE_KERNELS")
+    assert key(*args(model)) == base
     # arrays held in static fields are part of the program: by value
     tokens = lambda x, static: _program_store._describe(x, static, out := []) or out  # noqa: E731
     assert tokens(np.arange(3), True) != tokens(np.arange(1, 4), True)
