@@ -4,6 +4,8 @@
     python benchmarks/bench_batch.py --quick          # batches 1, 64
     python benchmarks/bench_batch.py --robot 1024     # also issue 16's robot batch (~20 min)
 
+The batched factorizations are jaxmb's compiled kernels (`jaxmb._native`) where pip built them
+(the header line says; JAXMB_NATIVE_KERNELS=0 measures the pure-JAX kernels instead).
 The script runs with one CPU device per core (JAXMB_CPU_DEVICES=all unless set), the fast
 path: `mb.batch.map` spreads every batch over all cores. The device comparison
 (`compare_devices`) runs each count in a fresh process: a loop of single jitted runs, one
@@ -228,15 +230,20 @@ def batch_paths(size, loop, repeats, case="slider_crank", chunk=mb.batch.DEFAULT
 
 
 def qr_crossover(sizes=(6, 9, 12, 15, 18, 21, 27), batch=64, inner=30, repeats=5):
-    """Seconds per member of a vmapped m x (m + 1) pivoted QR: the vectorized Householder loop
-    against LAPACK one member at a time (the two paths `jaxmb._linalg.VECTOR_QR_LIMIT` chooses
-    between), each inside one compiled loop of `inner` factorizations."""
+    """Seconds per member of a vmapped m x (m + 1) pivoted QR: jaxmb's compiled kernel (the
+    default where it was built, `jaxmb._native`) against the two pure-JAX paths that
+    `jaxmb._linalg.VECTOR_QR_LIMIT` chooses between without it, the vectorized Householder loop
+    and LAPACK one member at a time; each inside one compiled loop of `inner` factorizations."""
+    from jaxmb import _native
     from jaxmb._linalg import VECTOR_QR_LIMIT, _lapack_pivoted_qr, householder_pivoted_qr
 
     rng = np.random.default_rng(0)
-    paths = {"vectorized": jax.vmap(householder_pivoted_qr),
+    paths = {"compiled kernel": _native.pivoted_qr,
+             "vectorized": jax.vmap(householder_pivoted_qr),
              "LAPACK per member": lambda A: jax.lax.map(
                  lambda a: _lapack_pivoted_qr(a, "economic"), A)}
+    if not _native.available(jnp.zeros(())):
+        del paths["compiled kernel"]
     rows = []
     for m in sizes:
         A = jnp.asarray(rng.normal(size=(batch, m, m + 1)))
@@ -252,8 +259,8 @@ def qr_crossover(sizes=(6, 9, 12, 15, 18, 21, 27), batch=64, inner=30, repeats=5
         row.append("vectorized" if row[1] <= VECTOR_QR_LIMIT else "LAPACK")
         rows.append(row)
     table(f"Pivoted QR under vmap, batch of {batch}: us per member (one device)",
-          ["matrix", "m n min(m,n)", *paths, f"jaxmb's choice (limit {VECTOR_QR_LIMIT})"],
-          rows)
+          ["matrix", "m n min(m,n)", *paths,
+           f"without the kernels, jaxmb's choice (limit {VECTOR_QR_LIMIT})"], rows)
     return rows
 
 
@@ -317,6 +324,11 @@ def main(argv=None):
                                      vmap=args.case == "slider_crank")))
         return None
     print(machine())
+    from jaxmb import _native
+
+    print("batched factorizations: " + ("jaxmb's compiled kernels (jaxmb._native)"
+                                         if _native.available(jnp.zeros(())) else
+                                         "pure JAX (compiled kernels not built or switched off)"))
     if args.qr:
         return dict(qr=qr_crossover())
     cores = len(os.sched_getaffinity(0))

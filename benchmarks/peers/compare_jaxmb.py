@@ -51,7 +51,8 @@ REF_TOL = 1e-12  # DOP853 rtol and atol of the one-dof reference
 STATE_TOL = 1e-12  # recorded initial state against the closed form
 REPEATS = 5
 TOLERANCES = ((1e-8, 1e-10),)  # jaxmb (rtol, atol) of single trajectories: simulate's defaults
-BATCH_TOLERANCES = ((1e-8, 1e-10), (1e-5, 1e-7))  # batches: the defaults and a looser pair
+BATCH_TOLERANCES = ((1e-8, 1e-10), (1e-5, 1e-7), (1e-3, 1e-5))
+"""Batches: the defaults and two looser pairs (throughput at the accuracy a peer reaches)."""
 
 
 def build(case):
