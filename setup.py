@@ -12,7 +12,8 @@ setup(
             sources=["jaxmb/_native/batched_linalg.cc"],
             include_dirs=["jaxmb/_native/include"],
             language="c++",
-            extra_compile_args=["-std=c++17", "-O3", "-Wno-attributes", "-Wno-return-type"],
+            extra_compile_args=["-std=c++17", "-O3", "-fopenmp-simd", "-Wno-attributes",
+                                "-Wno-return-type"],
             optional=True,
         )
     ]

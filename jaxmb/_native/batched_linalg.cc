@@ -29,14 +29,17 @@
 
 namespace ffi = xla::ffi;
 
+// Sums over a column may be reassociated and vectorized (-fopenmp-simd; no OpenMP runtime):
+// the short loops of a small factorization are otherwise bound by the latency of one chain
+// of additions. Round-off changes at the 1e-16 level, as between any two BLAS builds.
+#define JAXMB_SIMD_SUM _Pragma("omp simd reduction(+ : s)")
+
 namespace {
 
 // Householder QR with column pivoting of W (m x n, column-major, overwritten by R; the
 // columns are swapped as they are pivoted, piv tracks their original indices). Reflector j is
-// H_j = I - tau[j] v v^T with v = V[j * m + (j..m-1)] (zero above row j). With Qw (m x m,
-// row-major, on entry the identity), Q = H_0 H_1 ... H_(k-1) is accumulated into it.
-void householder_qr(double* W, int64_t m, int64_t n, int32_t* piv, double* V, double* tau,
-                    double* Qw) {
+// H_j = I - tau[j] v v^T with v = V[j * m + (j..m-1)] (zero above row j); Q = H_0 ... H_(k-1).
+void householder_qr(double* W, int64_t m, int64_t n, int32_t* piv, double* V, double* tau) {
   for (int64_t c = 0; c < n; ++c) piv[c] = static_cast<int32_t>(c);
   const int64_t k = m < n ? m : n;
   for (int64_t j = 0; j < k; ++j) {
@@ -46,6 +49,7 @@ void householder_qr(double* W, int64_t m, int64_t n, int32_t* piv, double* V, do
     for (int64_t c = j; c < n; ++c) {
       const double* col = W + c * m;
       double s = 0.0;
+      JAXMB_SIMD_SUM
       for (int64_t i = j; i < m; ++i) s += col[i] * col[i];
       if (s > best) {
         best = s;
@@ -88,34 +92,41 @@ void householder_qr(double* W, int64_t m, int64_t n, int32_t* piv, double* V, do
     for (int64_t c = j + 1; c < n; ++c) {
       double* col = W + c * m;
       double s = 0.0;
+      JAXMB_SIMD_SUM
       for (int64_t i = j; i < m; ++i) s += v[i] * col[i];
       s *= t;
       for (int64_t i = j; i < m; ++i) col[i] -= s * v[i];
     }
-    if (Qw == nullptr) continue;
-    // Q <- Q H_j
-    for (int64_t r = 0; r < m; ++r) {
-      double* row = Qw + r * m;
-      double s = 0.0;
-      for (int64_t i = j; i < m; ++i) s += row[i] * v[i];
-      s *= t;
-      for (int64_t i = j; i < m; ++i) row[i] -= s * v[i];
-    }
   }
 }
 
-// One m x n matrix A (row-major) to Q (m x kq), R (kr x n), perm (n); scratch W (m n), Qw
-// (m m), V (m min(m, n)), tau (min(m, n)), piv (n).
+// One m x n matrix A (row-major) to Q (m x kq), R (kr x n), perm (n); scratch W (m n), Qc
+// (m kq), V (m min(m, n)), tau (min(m, n)), piv (n). Q's columns are formed after the
+// factorization, backwards as LAPACK's orgqr does: Q = H_0 (H_1 (... H_(k-1) I)), where H_j
+// only touches rows j.. of the columns j.. (the others are still columns of I).
 void pivoted_qr_one(const double* A, int64_t m, int64_t n, int64_t kq, int64_t kr, double* Q,
-                    double* R, int32_t* perm, double* W, double* Qw, int32_t* piv, double* V,
+                    double* R, int32_t* perm, double* W, double* Qc, int32_t* piv, double* V,
                     double* tau) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t c = 0; c < n; ++c) W[c * m + i] = A[i * n + c];
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t r = 0; r < m; ++r) Qw[i * m + r] = (i == r) ? 1.0 : 0.0;
-  householder_qr(W, m, n, piv, V, tau, Qw);
+  householder_qr(W, m, n, piv, V, tau);
+  const int64_t k = m < n ? m : n;
+  for (int64_t c = 0; c < kq; ++c)
+    for (int64_t i = 0; i < m; ++i) Qc[c * m + i] = (i == c) ? 1.0 : 0.0;
+  for (int64_t j = k - 1; j >= 0; --j) {
+    if (tau[j] == 0.0) continue;
+    const double* v = V + j * m;
+    for (int64_t c = j; c < kq; ++c) {
+      double* col = Qc + c * m;
+      double s = 0.0;
+      JAXMB_SIMD_SUM
+      for (int64_t i = j; i < m; ++i) s += v[i] * col[i];
+      s *= tau[j];
+      for (int64_t i = j; i < m; ++i) col[i] -= s * v[i];
+    }
+  }
   for (int64_t r = 0; r < m; ++r)
-    for (int64_t i = 0; i < kq; ++i) Q[r * kq + i] = Qw[r * m + i];
+    for (int64_t c = 0; c < kq; ++c) Q[r * kq + c] = Qc[c * m + r];
   for (int64_t i = 0; i < kr; ++i)
     for (int64_t c = 0; c < n; ++c) R[i * n + c] = (i <= c) ? W[c * m + i] : 0.0;
   for (int64_t c = 0; c < n; ++c) perm[c] = piv[c];
@@ -146,7 +157,7 @@ ffi::Error PivotedQr(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> q,
   const int64_t kq = qd[qd.size() - 1], kr = rd[rd.size() - 2];
   const int64_t batch = batch_of(dims, 2);
   const int64_t k = m < n ? m : n;
-  std::vector<double> W(m * n), Qw(m * m), V(m * k), tau(k);
+  std::vector<double> W(m * n), Qc(m * kq), V(m * k), tau(k);
   std::vector<int32_t> piv(n);
   const double* A = a.typed_data();
   double* Q = q->typed_data();
@@ -154,7 +165,7 @@ ffi::Error PivotedQr(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> q,
   int32_t* P = perm->typed_data();
   for (int64_t b = 0; b < batch; ++b) {
     pivoted_qr_one(A + b * m * n, m, n, kq, kr, Q + b * m * kq, R + b * kr * n, P + b * n,
-                   W.data(), Qw.data(), piv.data(), V.data(), tau.data());
+                   W.data(), Qc.data(), piv.data(), V.data(), tau.data());
     if (!all_finite(A + b * m * n, m * n)) {  // nan in, nan out (as LAPACK)
       fill_nan(Q + b * m * kq, m * kq);
       fill_nan(R + b * kr * n, kr * n);
@@ -216,7 +227,7 @@ ffi::Error GaussProjection(ffi::Buffer<ffi::F64> w, ffi::Buffer<ffi::F64> f,
     double* d = pivots->typed_data() + s * k;
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t i = 0; i < n; ++i) Ch[r * n + i] = W[r * n + i] = cs[r * n + i] * ws[i];
-    householder_qr(W.data(), n, rows, piv.data(), V.data(), tau.data(), nullptr);
+    householder_qr(W.data(), n, rows, piv.data(), V.data(), tau.data());
     double dmax = 0.0;
     for (int64_t j = 0; j < k; ++j) {
       d[j] = std::fabs(W[j * n + j]);
