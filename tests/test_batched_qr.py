@@ -277,3 +277,19 @@ def test_vmapped_accelerations_propagate_nan(monkeypatch, cases, kernel):
 
 def rng_vector(n):
     return np.random.default_rng(3).standard_normal(n)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_vmapped_accelerations_without_constraints(monkeypatch, kernel):
+    """A model with no pair (C has zero rows): the batched projection returns M^-1 F, the free
+    fall of each member (closed form: qdd = (0, -9.81, 0) per body)."""
+    select_kernel(monkeypatch, kernel)
+    m = mb.Mechanism()
+    m.body("a", mass=2.0, inertia=0.1, q=(0.0, 0.0, 0.0))
+    m.body("b", mass=1.0, inertia=0.3, q=(1.0, 0.0, 0.5))
+    m.add(mb.Gravity((0.0, -9.81)))
+    model = m.build()
+    assert model.num_rows == 0
+    q = jnp.tile(model.q0, (3, 1)) + 0.1
+    qdd = jax.jit(jax.vmap(lambda q: mb.accelerations(model, q, jnp.zeros(model.n), 0.0)))(q)
+    np.testing.assert_allclose(qdd, np.tile([0.0, -9.81, 0.0] * 2, (3, 1)), rtol=0, atol=1e-15)
