@@ -7,7 +7,9 @@ calling thread, so a vmapped factorization is one custom call instead of dozens 
 per column, and no LAPACK routine ever receives a batch (the hang of issue 18 cannot occur).
 
 `available()` says whether the kernels are in use: the library was built, it is the CPU
-backend, and JAXMB_NATIVE_KERNELS is not "0" (set it to "0" to compare against the jnp path).
+backend, and JAXMB_NATIVE_KERNELS is not "0" (set it to "0" to compare against the jnp path;
+it is read when a program is traced: jit's cached programs keep the kernels they were traced
+with).
 The kernels run on CPU only; on GPU, jaxmb keeps its vectorized jnp algorithms.
 """
 
