@@ -17,6 +17,7 @@ import ctypes
 import importlib.machinery
 import os
 import pathlib
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -40,9 +41,15 @@ def _register():
     path = library_path()
     if path is None:
         return False
-    lib = ctypes.cdll.LoadLibrary(str(path))
-    for name in _TARGETS:
-        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, name)), platform="cpu")
+    try:
+        lib = ctypes.cdll.LoadLibrary(str(path))
+        for name in _TARGETS:
+            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, name)),
+                                        platform="cpu")
+    except (OSError, AttributeError) as error:  # a library that cannot load, an older jax
+        warnings.warn(f"jaxmb: the compiled batched kernels at {path} cannot be used "
+                      f"({error}); jaxmb uses its pure-JAX kernels", stacklevel=2)
+        return False
     return True
 
 
