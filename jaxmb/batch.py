@@ -22,10 +22,8 @@ The same code runs on several GPUs of one host, and on several hosts after
 `jax.distributed.initialize()` (then `jax.devices()` lists every host's devices and each host
 feeds its addressable shards; see the JAX multi-process documentation).
 `shard`, `mesh` and `batch_sharding` are the lower-level pieces for a hand-written
-`jax.jit(jax.vmap(run))` on sharded inputs. There, jaxmb's compiled batched kernels
-(`jaxmb._native`) are one custom call that XLA cannot split: the batch is gathered onto every
-device, so the results are right but every device does all the work. Use `map` (each device
-calls the kernels on its own shard), or JAXMB_NATIVE_KERNELS=0 for such a program.
+`jax.jit(jax.vmap(run))` on sharded inputs; jaxmb's compiled batched kernels carry a
+partitioning rule, so there too each device factorizes its own shard (`jaxmb._native`).
 """
 
 import os

@@ -68,10 +68,69 @@ def available(*arrays):
     return BUILT
 
 
-def _call(name, results, *args, **attrs):
+def _call(name, results, core, *args, **attrs):
     """The FFI call; every leading dimension is a batch dimension of the kernel, so under
-    further vmaps the batch axes are simply prepended ("broadcast_all")."""
-    return jax.ffi.ffi_call(name, results, vmap_method="broadcast_all")(*args, **attrs)
+    further vmaps the batch axes are simply prepended ("broadcast_all"). With several devices
+    the call also carries a partitioning rule (`_partitioned`) along the leading axis of a
+    batch (the first argument has more than its `core` per-member dimensions)."""
+
+    def kernel(*local):  # on one device's shard of the batch (a leading axis of its own)
+        size = local[0].shape[0]
+        shapes = jax.tree.map(lambda r: jax.ShapeDtypeStruct((size, *r.shape[1:]), r.dtype),
+                              results)
+        return jax.ffi.ffi_call(name, shapes, vmap_method="broadcast_all")(*local, **attrs)
+
+    if jax.device_count() == 1 or args[0].ndim <= core:
+        return jax.ffi.ffi_call(name, results, vmap_method="broadcast_all")(*args, **attrs)
+    return _partitioned(kernel, args, results)(*args)
+
+
+def _partitioned(kernel, args, results):
+    """`kernel` with a partitioning rule along the leading (batch) axis: a batch sharded over
+    devices (a hand-written `jit(vmap)` on `mb.batch.shard` inputs) is computed shard by shard
+    on each device, instead of being gathered onto every device (XLA cannot look inside a custom
+    call). `custom_partitioning` has no vmap rule, so further vmaps fold their axis into the
+    leading one (`custom_vmap`)."""
+    from jax.experimental.custom_partitioning import custom_partitioning
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    def shardings(mesh, arg_shapes, result_shape):
+        spec = getattr(arg_shapes[0].sharding, "spec", ())
+        one = NamedSharding(mesh, PartitionSpec(spec[0] if len(spec) else None))
+        return one, jax.tree.map(lambda _: one, result_shape)
+
+    def partition(mesh, arg_shapes, result_shape):
+        one, out = shardings(mesh, arg_shapes, result_shape)
+        return mesh, kernel, out, tuple(one for _ in arg_shapes)
+
+    names = iter(f"d{k}" for k in range(10_000))
+    flat = results if isinstance(results, tuple) else (results,)
+    operands = ", ".join(" ".join(["b", *(next(names) for _ in a.shape[1:])]) for a in args)
+    outputs = ", ".join(" ".join(["b", *(next(names) for _ in r.shape[1:])]) for r in flat)
+    split = custom_partitioning(kernel)
+    split.def_partition(partition=partition,
+                        infer_sharding_from_operands=lambda m, a, r: shardings(m, a, r)[1],
+                        sharding_rule=f"{operands} -> {outputs}")
+
+    @jax.custom_batching.custom_vmap
+    def call(*xs):
+        return split(*xs)
+
+    @call.def_vmap
+    def _fold(axis_size, in_batched, *xs):
+        xs = [x if b else jnp.broadcast_to(x, (axis_size, *x.shape)) for x, b in zip(xs, in_batched)]
+        lead = xs[0].shape[:2]
+        out = _call_folded(kernel, [x.reshape(-1, *x.shape[2:]) for x in xs], results, lead)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return call
+
+
+def _call_folded(kernel, xs, results, lead):
+    folded = jax.tree.map(lambda r: jax.ShapeDtypeStruct((lead[0] * lead[1], *r.shape[1:]),
+                                                         r.dtype), results)
+    out = _partitioned(kernel, xs, folded)(*xs)
+    return jax.tree.map(lambda o: o.reshape(*lead, *o.shape[1:]), out)
 
 
 def pivoted_qr(A, full=False):
@@ -83,14 +142,14 @@ def pivoted_qr(A, full=False):
     shape = jax.ShapeDtypeStruct
     return _call("jaxmb_pivoted_qr_f64",
                  (shape((*lead, m, k), A.dtype), shape((*lead, k, n), A.dtype),
-                  shape((*lead, n), jnp.int32)), A)
+                  shape((*lead, n), jnp.int32)), 2, A)
 
 
 def triangular_solve(T, b, lower):
     """x with T x = b for a batch of triangular T (..., k, k), b (..., k) or (..., k, c)."""
     vector = b.ndim == T.ndim - 1
     b2 = b[..., None] if vector else b
-    x = _call("jaxmb_triangular_solve_f64", jax.ShapeDtypeStruct(b2.shape, b2.dtype), T, b2,
+    x = _call("jaxmb_triangular_solve_f64", jax.ShapeDtypeStruct(b2.shape, b2.dtype), 2, T, b2,
               lower=bool(lower))
     return x[..., 0] if vector else x
 
@@ -101,5 +160,5 @@ def gauss_projection(w, F, C, gamma, rtol):
     *lead, rows, n = C.shape
     shape = jax.ShapeDtypeStruct
     return _call("jaxmb_gauss_projection_f64",
-                 (shape((*lead, n), C.dtype), shape((*lead, min(rows, n)), C.dtype)),
+                 (shape((*lead, n), C.dtype), shape((*lead, min(rows, n)), C.dtype)), 1,
                  w, F, C, gamma, rtol=float(rtol))
