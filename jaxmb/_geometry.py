@@ -37,12 +37,6 @@ class Body:
         return f"Body({self.name!r})"
 
 
-def A(phi):
-    """Rotation matrix A(phi) = [[cos, -sin], [sin, cos]] (body frame -> global frame)."""
-    c, s = jnp.cos(phi), jnp.sin(phi)
-    return jnp.array([[c, -s], [s, c]])
-
-
 def rot90(v):
     """Counter-clockwise rotation by 90 degrees, Omega v with Omega = [[0, -1], [1, 0]]."""
     return jnp.array([-v[1], v[0]])
@@ -62,8 +56,9 @@ def pose(q, body: Body):
 
 
 def rotate(phi, v):
-    """A(phi) v = (v_x cos phi - v_y sin phi, v_x sin phi + v_y cos phi), written out: under vmap
-    a product with a 2 x 2 matrix is a small batched dot (a kernel call of its own on CPU), the
+    """A(phi) v, with the rotation A(phi) = [[cos, -sin], [sin, cos]] (body frame -> global
+    frame), written out: (v_x cos phi - v_y sin phi, v_x sin phi + v_y cos phi). Under vmap a
+    product with a 2 x 2 matrix is a small batched dot (a kernel call of its own on CPU); the
     written-out form fuses with its neighbours."""
     c, s = jnp.cos(phi), jnp.sin(phi)
     return jnp.stack([c * v[0] - s * v[1], s * v[0] + c * v[1]])

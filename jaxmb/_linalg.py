@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
 from . import _native
+from ._vmap_rules import all_batched, full_batch
 
 RANK_RTOL = 1e-9
 
@@ -58,24 +59,15 @@ def per_member(fun):
 
     @wrapped.def_vmap
     def _rule(axis_size, in_batched, *args):
-        return _mapped(wrapped, _full_batch(axis_size, in_batched, args))
+        return _mapped(wrapped, full_batch(axis_size, in_batched, args))
 
     return wrapped
-
-
-def _full_batch(axis_size, in_batched, args):
-    """custom_vmap's arguments, each with the batch axis in front (unbatched ones broadcast)."""
-    return tuple(
-        a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
-        for a, b in zip(args, in_batched)
-    )
 
 
 def _mapped(fun, args, batch_size=None):
     """`lax.map` of `fun` over the leading axis of `args` (vmapped in blocks of `batch_size`),
     with custom_vmap's batched-output flags (all True)."""
-    out = jax.lax.map(lambda xs: fun(*xs), args, batch_size=batch_size)
-    return out, jax.tree_util.tree_map(lambda _: True, out)
+    return all_batched(jax.lax.map(lambda xs: fun(*xs), args, batch_size=batch_size))
 
 
 BLOCK_BYTES = 1 << 17
@@ -98,10 +90,9 @@ def _vectorized(single, batched, worth_it=lambda *shapes: True, native=None):
 
     @wrapped.def_vmap
     def _rule(axis_size, in_batched, *args):
-        args = _full_batch(axis_size, in_batched, args)
+        args = full_batch(axis_size, in_batched, args)
         if native is not None and _native.available(*args):
-            out = native(*args)
-            return out, jax.tree_util.tree_map(lambda _: True, out)
+            return all_batched(native(*args))
         if not worth_it(*(a.shape[1:] for a in args)):
             return _mapped(wrapped, args)  # one matrix per LAPACK call, as in `per_member`
         item = max(a[0].size * a.dtype.itemsize for a in args)

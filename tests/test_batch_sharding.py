@@ -127,20 +127,15 @@ print(json.dumps(dict(gather="all-gather" in text, kernel="jaxmb_gauss_projectio
 """
 
 
-def test_sharded_jit_vmap_runs_the_compiled_kernels_shard_by_shard():
+def test_sharded_jit_vmap_runs_the_compiled_kernels_shard_by_shard(monkeypatch):
     """A hand-written jit(vmap) on `mb.batch.shard` inputs (2 host devices): the compiled
     projection kernel runs on each device's shard (no all-gather in the program, the result
     stays split over the devices) and equals single LAPACK calls to 1e-12 relative, also with
     a nested vmap (its axis folded into the sharded one)."""
-    env = dict(os.environ, PYTHONPATH=ROOT, JAXMB_CPU_DEVICES="2")
-    env.pop("JAXMB_NATIVE_KERNELS", None)
     from conftest import select_kernel  # the kernels must exist where a compiler does
 
-    mp = pytest.MonkeyPatch()
-    try:
-        select_kernel(mp, "native")
-    finally:
-        mp.undo()
+    select_kernel(monkeypatch, "native")  # also clears JAXMB_NATIVE_KERNELS for the subprocess
+    env = dict(os.environ, PYTHONPATH=ROOT, JAXMB_CPU_DEVICES="2")
     proc = subprocess.run([sys.executable, "-c", _SHARDED_KERNEL], capture_output=True,
                           text=True, env=env, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]

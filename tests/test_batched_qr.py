@@ -257,7 +257,7 @@ def test_native_full_qr_and_triangular_solve(monkeypatch, rng):
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_vmapped_accelerations_propagate_nan(monkeypatch, cases, kernel):
+def test_vmapped_accelerations_propagate_nan(monkeypatch, cases, kernel, rng):
     """A member whose C holds a nan gets nan accelerations (so a diffrax step fails and is
     reported), and the other members are untouched: both batched kernels, as the LAPACK path."""
     select_kernel(monkeypatch, kernel)
@@ -266,17 +266,13 @@ def test_vmapped_accelerations_propagate_nan(monkeypatch, cases, kernel):
     model, q, qd = cases["slider_crank"]
     C = np.stack([np.asarray(model.C(qi, 0.0)) for qi in q[:3]])
     C[1, 2, 3] = np.nan
-    M, F, gamma = np.eye(model.n) * 2.0, rng_vector(model.n), np.ones(C.shape[1])
+    M, F, gamma = np.eye(model.n) * 2.0, rng.standard_normal(model.n), np.ones(C.shape[1])
     out = jax.jit(jax.vmap(null_space_solve, in_axes=(None, None, 0, None)))(M, F, C, gamma)
     assert np.all(np.isnan(out[1]))
     single = jax.jit(null_space_solve)
     for i in (0, 2):
         np.testing.assert_allclose(out[i], single(M, F, C[i], gamma), rtol=0,
                                    atol=ACC_RTOL * np.max(np.abs(out[i])))
-
-
-def rng_vector(n):
-    return np.random.default_rng(3).standard_normal(n)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

@@ -28,8 +28,8 @@ import os
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jaxmb")
 
 LAYERS = (
-    ("_program_store", "_errors", "_geometry", "_native", "_linalg", "_cache", "_report",
-     "_wrapped_solver"),
+    ("_program_store", "_errors", "_geometry", "_vmap_rules", "_native", "_linalg", "_cache",
+     "_report", "_wrapped_solver"),
     ("drive", "_input_checks", "_groups", "_arguments", "_rows"),
     ("elements",),
     ("_model",),

@@ -22,6 +22,8 @@ import warnings
 import jax
 import jax.numpy as jnp
 
+from .._vmap_rules import all_batched, full_batch
+
 _TARGETS = ("jaxmb_pivoted_qr_f64", "jaxmb_triangular_solve_f64", "jaxmb_gauss_projection_f64")
 
 
@@ -117,20 +119,16 @@ def _partitioned(kernel, args, results):
         return split(*xs)
 
     @call.def_vmap
-    def _fold(axis_size, in_batched, *xs):
-        xs = [x if b else jnp.broadcast_to(x, (axis_size, *x.shape)) for x, b in zip(xs, in_batched)]
+    def _fold(axis_size, in_batched, *xs):  # (new, leading, ...) -> (new * leading, ...)
+        xs = full_batch(axis_size, in_batched, xs)
         lead = xs[0].shape[:2]
-        out = _call_folded(kernel, [x.reshape(-1, *x.shape[2:]) for x in xs], results, lead)
-        return out, jax.tree.map(lambda _: True, out)
+        xs = [x.reshape(-1, *x.shape[2:]) for x in xs]
+        folded = jax.tree.map(lambda r: jax.ShapeDtypeStruct((xs[0].shape[0], *r.shape[1:]),
+                                                             r.dtype), results)
+        out = _partitioned(kernel, xs, folded)(*xs)
+        return all_batched(jax.tree.map(lambda o: o.reshape(*lead, *o.shape[1:]), out))
 
     return call
-
-
-def _call_folded(kernel, xs, results, lead):
-    folded = jax.tree.map(lambda r: jax.ShapeDtypeStruct((lead[0] * lead[1], *r.shape[1:]),
-                                                         r.dtype), results)
-    out = _partitioned(kernel, xs, folded)(*xs)
-    return jax.tree.map(lambda o: o.reshape(*lead, *o.shape[1:]), out)
 
 
 def pivoted_qr(A, full=False):
