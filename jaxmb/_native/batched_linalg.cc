@@ -36,6 +36,16 @@ namespace ffi = xla::ffi;
 
 namespace {
 
+// x <- H x = x - tau v (v^T x) on the rows j..m-1 (v is zero above row j): a reflector applied
+// to one column.
+void reflect(const double* v, double tau, double* x, int64_t j, int64_t m) {
+  double s = 0.0;
+  JAXMB_SIMD_SUM
+  for (int64_t i = j; i < m; ++i) s += v[i] * x[i];
+  s *= tau;
+  for (int64_t i = j; i < m; ++i) x[i] -= s * v[i];
+}
+
 // Householder QR with column pivoting of W (m x n, column-major, overwritten by R; the
 // columns are swapped as they are pivoted, piv tracks their original indices). Reflector j is
 // H_j = I - tau[j] v v^T with v = V[j * m + (j..m-1)] (zero above row j); Q = H_0 ... H_(k-1).
@@ -89,14 +99,7 @@ void householder_qr(double* W, int64_t m, int64_t n, int32_t* piv, double* V, do
     // R <- H_j R on the columns j.. (the earlier ones are zero below row j)
     x[j] = beta;
     for (int64_t i = j + 1; i < m; ++i) x[i] = 0.0;  // exact zeros
-    for (int64_t c = j + 1; c < n; ++c) {
-      double* col = W + c * m;
-      double s = 0.0;
-      JAXMB_SIMD_SUM
-      for (int64_t i = j; i < m; ++i) s += v[i] * col[i];
-      s *= t;
-      for (int64_t i = j; i < m; ++i) col[i] -= s * v[i];
-    }
+    for (int64_t c = j + 1; c < n; ++c) reflect(v, t, W + c * m, j, m);
   }
 }
 
@@ -115,15 +118,7 @@ void pivoted_qr_one(const double* A, int64_t m, int64_t n, int64_t kq, int64_t k
     for (int64_t i = 0; i < m; ++i) Qc[c * m + i] = (i == c) ? 1.0 : 0.0;
   for (int64_t j = k - 1; j >= 0; --j) {
     if (tau[j] == 0.0) continue;
-    const double* v = V + j * m;
-    for (int64_t c = j; c < kq; ++c) {
-      double* col = Qc + c * m;
-      double s = 0.0;
-      JAXMB_SIMD_SUM
-      for (int64_t i = j; i < m; ++i) s += v[i] * col[i];
-      s *= tau[j];
-      for (int64_t i = j; i < m; ++i) col[i] -= s * v[i];
-    }
+    for (int64_t c = j; c < kq; ++c) reflect(V + j * m, tau[j], Qc + c * m, j, m);
   }
   for (int64_t r = 0; r < m; ++r)
     for (int64_t c = 0; c < kq; ++c) Q[r * kq + c] = Qc[c * m + r];
@@ -243,14 +238,8 @@ ffi::Error GaussProjection(ffi::Buffer<ffi::F64> w, ffi::Buffer<ffi::F64> f,
       for (int64_t l = 0; l < j; ++l) acc -= W[j * n + l] * z[l];  // R_lj = W[j n + l]
       z[j] = acc / W[j * n + j];
     }
-    for (int64_t j = k - 1; j >= 0; --j) {  // z <- H_j z
-      if (tau[j] == 0.0) continue;
-      const double* v = V.data() + j * n;
-      double s2 = 0.0;
-      for (int64_t i = j; i < n; ++i) s2 += v[i] * z[i];
-      s2 *= tau[j];
-      for (int64_t i = j; i < n; ++i) z[i] -= s2 * v[i];
-    }
+    for (int64_t j = k - 1; j >= 0; --j)  // z <- H_j z
+      if (tau[j] != 0.0) reflect(V.data() + j * n, tau[j], z.data(), j, n);
     for (int64_t i = 0; i < n; ++i) out[i] = ws[i] * (y0[i] + z[i]);
     if (!(all_finite(ws, n) && all_finite(fs, n) && all_finite(cs, rows * n) &&
           all_finite(gs, rows))) {  // nan in, nan out: the step fails, not a wrong qdd
