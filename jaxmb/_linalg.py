@@ -26,6 +26,8 @@ constraint set leaves singular values (or pivots |R_kk|) at round-off level (~1e
 genuine near-singular configuration shows up in the solvability report's margin.
 """
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -76,13 +78,15 @@ about this many bytes per matrix argument, so the loop over columns stays in cac
 of 2,000 22 x 22 matrices is 7.7 MB: memory-bound when swept whole at every step)."""
 
 
-def _vectorized(single, batched, worth_it=lambda *shapes: True, native=None):
+def _vectorized(single, batched=None, worth_it=lambda *shapes: True, native=None,
+                native_worth_it=lambda *shapes: True):
     """`single` for one matrix; under vmap, `native` (a compiled kernel of the whole batch,
-    `jaxmb._native`) where it is available, else `batched` (a pure-jnp function of single
-    matrices) vmapped over blocks of the batch (BLOCK_BYTES) and mapped sequentially over the
-    blocks; nested vmaps reach the rule again and vectorize too. Where `worth_it(*member
-    shapes)` is False (matrices large enough that XLA's vectorized loops lose to LAPACK), the
-    jnp route maps the batch member by member through `single` instead, as `per_member` does."""
+    `jaxmb._native`) where it is available and `native_worth_it(*member shapes)`, else
+    `batched` (a pure-jnp function of single matrices) vmapped over blocks of the batch
+    (BLOCK_BYTES) and mapped sequentially over the blocks; nested vmaps reach the rule again
+    and vectorize too. Where `batched` is None or `worth_it(*member shapes)` is False (matrices
+    large enough that XLA's vectorized loops lose to LAPACK), the batch is mapped member by
+    member through `single` instead, as `per_member` does."""
 
     @jax.custom_batching.custom_vmap
     def wrapped(*args):
@@ -91,14 +95,23 @@ def _vectorized(single, batched, worth_it=lambda *shapes: True, native=None):
     @wrapped.def_vmap
     def _rule(axis_size, in_batched, *args):
         args = full_batch(axis_size, in_batched, args)
-        if native is not None and _native.available(*args):
+        shapes = [a.shape[1:] for a in args]
+        if native is not None and _native.available(*args) and native_worth_it(*shapes):
             return all_batched(native(*args))
-        if not worth_it(*(a.shape[1:] for a in args)):
+        if batched is None or not worth_it(*shapes):
             return _mapped(wrapped, args)  # one matrix per LAPACK call, as in `per_member`
         item = max(a[0].size * a.dtype.itemsize for a in args)
         return _mapped(batched, args, int(min(axis_size, max(1, BLOCK_BYTES // item))))
 
     return wrapped
+
+
+def small_product(A, B):
+    """A @ B for small matrices, as the elementwise products summed over the shared axis: one
+    fused loop under vmap, where XLA:CPU makes a matrix-kernel call per batch member of a
+    batched dot (the robot's unique directions: 46 us per configuration with dots, see
+    `_solvability._unique_directions`)."""
+    return jnp.sum(A[:, :, None] * B[None, :, :], axis=1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,6 +298,27 @@ def pivoted_qr(C):
     return _pivoted_qr["full"](jax.lax.stop_gradient(C))
 
 
+@functools.cache
+def _left_null_qr(rtol):
+    def mask(Q, R, _):
+        return jnp.where(rank_mask(pivot_magnitudes(R, Q.shape[0]), rtol)[None, :], 0.0, Q), R
+
+    return _vectorized(
+        lambda C: mask(*_lapack_pivoted_qr(C, "full")),
+        lambda C: mask(*householder_pivoted_qr(C, full=True)),
+        _vector_qr_worth_it,
+        native=lambda C: jax.vmap(mask)(*_native.pivoted_qr(C, full=True, null_rtol=rtol)),
+    )
+
+
+def left_null_qr(C, rtol=RANK_RTOL):
+    """(Q~, R): the full pivoted QR C[:, perm] = Q R (seed 001, eq. 21) with the columns of Q
+    up to the rank (|R_kk| > rtol max |R_kk|, `rank_mask`) zeroed, so the others, Q~, are an
+    orthonormal basis of null(C^T) (eq. 27). Under vmap the compiled kernel forms only Q~'s
+    columns (for the robot, 2 of 22). No derivative (a null-space basis is not a function)."""
+    return _left_null_qr(float(rtol))(jax.lax.stop_gradient(C))
+
+
 def pivot_magnitudes(R, size):
     """|R_kk| of a pivoted QR padded with zeros to `size` (non-increasing, as geqp3 orders
     them): the values whose `rank_mask` is the numerical rank."""
@@ -306,7 +340,10 @@ def independent_rows(A, rtol=RANK_RTOL):
     return jnp.zeros(A.shape[0], bool).at[order].set(rank_mask(d, rtol))
 
 
-_qr_single = per_member(lambda A: tuple(jnp.linalg.qr(A)))
+_qr_single = _vectorized(
+    lambda A: tuple(jnp.linalg.qr(A)),
+    native=lambda A: _native.pivoted_qr(A, pivoting=False)[:2],
+)
 
 
 @jax.custom_jvp
@@ -326,9 +363,28 @@ def _qr_jvp(primals, tangents):
 # SVD and what is built from it
 
 
-_svd_thin = per_member(lambda A: tuple(jnp.linalg.svd(A, full_matrices=False)))
+JACOBI_SVD_LIMIT = 6
+"""Largest min(m, n) for which a vmapped SVD runs the compiled one-sided Jacobi kernel
+(`jaxmb._native.svd`); larger matrices go to LAPACK one member at a time. Measured on a
+2-core AMD EPYC, us per member of a batch of 4096 (Jacobi vs LAPACK): see
+`python benchmarks/bench_batch.py --svd`."""
+
+
+def _jacobi_worth_it(shape):
+    return min(shape) <= JACOBI_SVD_LIMIT
+
+
+_svd_thin = _vectorized(
+    lambda A: tuple(jnp.linalg.svd(A, full_matrices=False)),
+    native=_native.svd,
+    native_worth_it=_jacobi_worth_it,
+)
 _svd_full = per_member(lambda A: tuple(jnp.linalg.svd(A, full_matrices=True)))
-_svd_values = per_member(lambda A: jnp.linalg.svd(A, compute_uv=False))
+_svd_values = _vectorized(
+    lambda A: jnp.linalg.svd(A, compute_uv=False),
+    native=lambda A: _native.svd(A)[1],
+    native_worth_it=_jacobi_worth_it,
+)
 
 
 @jax.custom_jvp

@@ -35,11 +35,13 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
 from . import _errors
 from ._linalg import (
     RANK_RTOL,
+    left_null_qr,
     pivot_magnitudes,
     pivoted_qr,
     qr,
     rank_mask,
     singular_values,
+    small_product,
     svd,
     svd_full,
 )
@@ -70,12 +72,11 @@ def _rank_svd(A, rtol):
 
 def _left_null_qr(C, rtol):
     """Q~ of eq. 27 with fixed shape: columns k >= rank of the pivoted-QR Q, others zeroed."""
-    rows = C.shape[0]
-    Q, R, _ = pivoted_qr(C)
-    d = pivot_magnitudes(R, rows)
+    Qt, R = left_null_qr(C, rtol)
+    d = pivot_magnitudes(R, C.shape[0])
     kept = rank_mask(d, rtol)
     # pivoted QR orders |R_kk| non-increasingly, so the kept values are a leading block
-    return jnp.where(kept[None, :], 0.0, Q), jnp.sum(kept), _margin(d, kept, rtol)
+    return Qt, jnp.sum(kept), _margin(d, kept, rtol)
 
 
 def _left_null_svd(C, rtol):
@@ -97,11 +98,11 @@ def _unique_directions(CX, QX, scale, rtol, width):
     Returns (E, mask) with E of shape (n, width); columns outside the subspace are zero.
     """
     Qa, Ra = qr(CX.T)
-    U, sb, _ = svd(Ra @ QX)
+    U, sb, _ = svd(small_product(Ra, QX))
     U = jnp.where(rank_mask(sb, jnp.maximum(rtol, B_RTOL), scale)[None, :], U, 0.0)
-    Uw, sw, _ = svd(Ra - U @ (U.T @ Ra))
+    Uw, sw, _ = svd(Ra - small_product(U, small_product(U.T, Ra)))
     w_mask = rank_mask(sw, rtol, jnp.maximum(scale, 1e-300))
-    E = Qa @ jnp.where(w_mask[None, :], Uw, 0.0)
+    E = small_product(Qa, jnp.where(w_mask[None, :], Uw, 0.0))
     pad = width - E.shape[1]
     if pad >= 0:
         return jnp.pad(E, ((0, 0), (0, pad))), jnp.pad(w_mask, (0, pad))
@@ -113,7 +114,8 @@ def _analyse_sets(C, Qt, rank, row_sets, method, rtol, btol):
     (a pair or a group). Sets with the same number of rows are gathered with static indices and
     vmapped together: B_X = C_X^T Q~_X costs L n (m + h), not n (m + h)^2 as with masks."""
     n, rows = C.shape[1], C.shape[0]
-    width = min(n, rows)
+    # a set has at most as many unique directions as rows (range(C_X^T) has dimension <= L)
+    width = min(n, max((len(idx) for idx in row_sets), default=0))
     scale = jnp.max(jnp.abs(C), initial=0.0)
     by_length: dict = {}
     for k, idx in enumerate(row_sets):
@@ -160,9 +162,9 @@ class SolvabilityReport(eqx.Module):
     same per group in `group_names`, `group_solvable`, `group_b_norm`, ... (None when no
     groups were given).
 
-    Shapes: `pairs`, `groups`, `rows` = m + h rows of C, `n` coordinates, `width` = min(n,
-    rows) (unique directions, zero-padded); `*batch` is empty for one configuration and the
-    vmapped axes otherwise.
+    Shapes: `pairs`, `groups`, `rows` = m + h rows of C, `n` coordinates, `width` = min(n, the
+    most rows of a pair) (a pair has at most as many unique directions as rows; zero-padded); `*batch` is
+    empty for one configuration and the vmapped axes otherwise.
     """
 
     method: str = eqx.field(static=True)

@@ -100,14 +100,15 @@ def num_shards(tree: PyTree) -> int:
 _programs: dict = {}
 
 
-def _program(fn, chunk, devices):
-    key = (fn, chunk, tuple(devices))
+def _program(fn, chunk, devices, keep):
+    key = (fn, chunk, tuple(devices), keep)
     if key not in _programs:
         m = mesh(devices)
         spec = PartitionSpec(BATCH_AXIS)
 
-        def local(*xs):  # one device's shard, in vmapped chunks
-            return jax.lax.map(lambda x: fn(*x), xs, batch_size=chunk)
+        def local(*xs):  # one device's shard, in vmapped chunks; its first `keep` results
+            ys = jax.lax.map(lambda x: fn(*x), xs, batch_size=chunk)
+            return jax.tree.map(lambda y: y[:keep], ys)
 
         _programs[key] = jax.jit(jax.shard_map(local, mesh=m, in_specs=spec, out_specs=spec,
                                                 check_vma=False))  # equinox checks: no vma types
@@ -134,8 +135,13 @@ def map(  # noqa: A001 (mb.batch.map reads well)
     the same run at a loose tolerance (`Trajectory.num_steps`); a bad one only costs speed.
 
     One compilation per (fn, chunk, devices, input shapes): pass the same `fn` object to reuse
-    it. The batch is padded with copies of a member to a multiple of devices x chunk; the
-    padding is dropped from the result."""
+    it. Each device gets an equal share of the batch; where `chunk` does not divide a share,
+    it is lowered to a divisor of it down to half its value, else the share is padded with
+    copies of a member and each device drops its padding itself. So the results stay where
+    they were computed: moving rows between devices (a slice or gather of the sharded result)
+    cost 0.1 ms per robot configuration for the 50 kB of a full solvability report each, 3x
+    the analysis (`benchmarks/bench_solvability.py`). Only a batch that is not a multiple of
+    the device count, or a `cost` order, is put back in order across devices."""
     devices = jax.devices() if devices is None else list(devices)
     leaves = jax.tree.leaves(xs)
     size = _batch_size(leaves, "batch.map")
@@ -144,18 +150,42 @@ def map(  # noqa: A001 (mb.batch.map reads well)
     chunk = int(chunk)
     if chunk < 1:
         raise ValueError(f"batch.map: chunk must be at least 1, got {chunk}")
-    per_device = -(-size // len(devices))
-    chunk = min(chunk, per_device)
-    per_device = -(-per_device // chunk) * chunk
-    pad = per_device * len(devices) - size
-    order = _dealt_order(_costs(cost, xs, size, chunk, devices), size, pad, chunk,
-                         len(devices))
+    num = len(devices)
+    share = -(-size // num)  # members per device
+    chunk = _fitted_chunk(min(chunk, share), share)
+    per_device = -(-share // chunk) * chunk
+    costs = _costs(cost, xs, size, chunk, devices)
+    if costs is None:
+        order, keep = _shared_order(size, share, per_device, num), share
+    else:
+        order = _dealt_order(costs, size, per_device * num - size, chunk, num)
+        keep = per_device
     xs = shard(jax.tree.map(lambda x: jnp.asarray(x)[order], xs), devices)
-    out = _program(fn, chunk, devices)(*xs)
-    if cost is None:
-        return jax.tree.map(lambda y: y[:size], out)
+    out = _program(fn, chunk, devices, keep)(*xs)
+    if costs is None:
+        return out if share * num == size else jax.tree.map(lambda y: y[:size], out)
     _, first = np.unique(order, return_index=True)  # each member's (first) slot
     return jax.tree.map(lambda y: y[first], out)
+
+
+def _fitted_chunk(chunk, share):
+    """The largest divisor of `share` from `chunk` down to half of it (no padding), else
+    `chunk`."""
+    for c in range(chunk, max(chunk // 2, 1) - 1, -1):
+        if share % c == 0:
+            return c
+    return chunk
+
+
+def _shared_order(size, share, per_device, num_devices):
+    """Member index per slot without cost: device d holds members d share .. (d + 1) share - 1
+    in order, then copies of its last member up to `per_device` slots (dropped on the device)."""
+    slots = []
+    for d in range(num_devices):
+        members = np.arange(d * share, min((d + 1) * share, size))
+        last = members[-1] if members.size else size - 1
+        slots.append(np.concatenate([members, np.full(per_device - members.size, last)]))
+    return np.concatenate(slots)
 
 
 def _costs(cost, xs, size, chunk, devices):
@@ -176,12 +206,9 @@ def _costs(cost, xs, size, chunk, devices):
 
 
 def _dealt_order(cost, size, pad, chunk, num_devices):
-    """Member index per slot of the padded, sharded batch. Without cost: the given order, padded
-    with copies of the last member. With cost: sorted by cost (padded with copies of the
-    costliest member, which lengthen no chunk), cut into chunks, and chunk c dealt to device
-    c mod num_devices, so the devices' loads match."""
-    if cost is None:
-        return np.concatenate([np.arange(size), np.full(pad, size - 1)])
+    """Member index per slot of the padded, sharded batch, by cost: sorted by cost (padded with
+    copies of the costliest member, which lengthen no chunk), cut into chunks, and chunk c
+    dealt to device c mod num_devices, so the devices' loads match."""
     ranked = np.argsort(cost, kind="stable")
     ranked = np.concatenate([ranked, np.full(pad, ranked[-1])])
     chunks = ranked.reshape(-1, num_devices, chunk)  # round r: one chunk per device

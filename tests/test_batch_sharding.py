@@ -93,12 +93,29 @@ def test_cost_order_deals_sorted_chunks_to_devices_in_turn():
     """`_dealt_order` (hand-checked case): 5 members with costs [5, 1, 3, 2, 4], chunks of 2,
     2 devices, padded to 8 with the costliest member: sorted 1, 3, 2, 4, 0 (+ 0, 0, 0); chunk
     pairs (1, 3), (2, 4), (0, 0), (0, 0) dealt device 0, 1, 0, 1; device 0 holds the first
-    half of the slots. Without cost: the given order padded with the last member."""
+    half of the slots."""
     from jaxmb.batch import _dealt_order
 
     order = _dealt_order(np.array([5.0, 1.0, 3.0, 2.0, 4.0]), 5, 3, 2, 2)
     np.testing.assert_array_equal(order, [1, 3, 0, 0, 2, 4, 0, 0])
-    np.testing.assert_array_equal(_dealt_order(None, 5, 3, 2, 2), [0, 1, 2, 3, 4, 4, 4, 4])
+
+
+def test_order_without_cost_keeps_each_share_on_its_device():
+    """`_shared_order` and `_fitted_chunk` (hand-checked cases). 7 members on 2 devices: shares
+    of 4, device 0 holds 0-3, device 1 holds 4-6 and a copy of 6; with chunks of 3, each share
+    is padded to 6 with its own last member, so each device drops its padding locally and no
+    result row moves between devices. A chunk that does not divide the share is lowered to a
+    divisor down to half of it (5,000 members per device: 64 -> 50), else kept."""
+    from jaxmb.batch import _fitted_chunk, _shared_order
+
+    np.testing.assert_array_equal(_shared_order(7, 4, 4, 2), [0, 1, 2, 3, 4, 5, 6, 6])
+    np.testing.assert_array_equal(_shared_order(7, 4, 6, 2),
+                                  [0, 1, 2, 3, 3, 3, 4, 5, 6, 6, 6, 6])
+    np.testing.assert_array_equal(_shared_order(1, 1, 1, 2), [0, 0])
+    assert _fitted_chunk(64, 5000) == 50
+    assert _fitted_chunk(64, 512) == 64
+    assert _fitted_chunk(64, 127) == 64  # prime: padded
+    assert _fitted_chunk(4, 4) == 4 and _fitted_chunk(3, 4) == 2
 
 
 _SHARDED_KERNEL = """

@@ -24,7 +24,8 @@ import jax.numpy as jnp
 
 from .._vmap_rules import all_batched, full_batch
 
-_TARGETS = ("jaxmb_pivoted_qr_f64", "jaxmb_triangular_solve_f64", "jaxmb_gauss_projection_f64")
+_TARGETS = ("jaxmb_pivoted_qr_f64", "jaxmb_triangular_solve_f64", "jaxmb_gauss_projection_f64",
+            "jaxmb_svd_f64")
 
 
 def library_path():
@@ -131,16 +132,30 @@ def _partitioned(kernel, args, results):
     return call
 
 
-def pivoted_qr(A, full=False):
+def pivoted_qr(A, full=False, pivoting=True, null_rtol=None):
     """A[..., :, perm] = Q R for a batch A (..., m, n): Q (..., m, k), R (..., k, n), k =
     min(m, n) (with `full`: Q (..., m, m), R (..., m, n)), perm (..., n) int32. The algorithm
-    and conventions of `_linalg.householder_pivoted_qr` (LAPACK geqp3's)."""
+    and conventions of `_linalg.householder_pivoted_qr` (LAPACK geqp3's); without `pivoting`,
+    geqrf's A = Q R (perm is the identity). With `null_rtol`, the columns of Q up to the rank
+    (pivots |R_jj| > null_rtol max |R_jj|) are zero and not formed."""
     *lead, m, n = A.shape
     k = m if full else min(m, n)
     shape = jax.ShapeDtypeStruct
     return _call("jaxmb_pivoted_qr_f64",
                  (shape((*lead, m, k), A.dtype), shape((*lead, k, n), A.dtype),
-                  shape((*lead, n), jnp.int32)), 2, A)
+                  shape((*lead, n), jnp.int32)), 2, A, pivoting=bool(pivoting),
+                 null_rtol=-1.0 if null_rtol is None else float(null_rtol))
+
+
+def svd(A):
+    """Thin SVD A = U diag(s) Vt of a batch A (..., m, n): U (..., m, k), s (..., k)
+    non-increasing, Vt (..., k, n), k = min(m, n); one-sided Jacobi (accurate to round-off
+    relative to each singular value's column; best for small k: its cost grows as k^3 sweeps)."""
+    *lead, m, n = A.shape
+    k = min(m, n)
+    shape = jax.ShapeDtypeStruct
+    return _call("jaxmb_svd_f64", (shape((*lead, m, k), A.dtype), shape((*lead, k), A.dtype),
+                                   shape((*lead, k, n), A.dtype)), 2, A)
 
 
 def triangular_solve(T, b, lower):

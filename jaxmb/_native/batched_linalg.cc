@@ -11,6 +11,11 @@
 //                           conventions: pivot = remaining column of largest norm (first on
 //                           ties), R_jj = -sign(x_j) ||x||, H_j = I when x is zero below the
 //                           diagonal. The same algorithm as _linalg.householder_pivoted_qr.
+//                           Without pivoting (attribute), geqrf's A = Q R. With null_rtol >= 0
+//                           only the columns of Q past the rank (|R_jj| > null_rtol max |R_jj|)
+//                           are formed, the others are zero: a basis of the left null space.
+//   jaxmb_svd_f64:          thin SVD A = U diag(s) Vt, s non-increasing, by one-sided Jacobi
+//                           (Hestenes; Demmel & Veselic, SIAM J. Matrix Anal. Appl. 13, 1992).
 //   jaxmb_triangular_solve_f64: x with T x = b, T triangular (back or forward substitution).
 //   jaxmb_gauss_projection_f64: the null-space formulation's accelerations (seed 001, eq. 13)
 //                           from one pivoted QR of the mass-scaled C^T, as
@@ -49,14 +54,15 @@ void reflect(const double* v, double tau, double* x, int64_t j, int64_t m) {
 // Householder QR with column pivoting of W (m x n, column-major, overwritten by R; the
 // columns are swapped as they are pivoted, piv tracks their original indices). Reflector j is
 // H_j = I - tau[j] v v^T with v = V[j * m + (j..m-1)] (zero above row j); Q = H_0 ... H_(k-1).
-void householder_qr(double* W, int64_t m, int64_t n, int32_t* piv, double* V, double* tau) {
+void householder_qr(double* W, int64_t m, int64_t n, int32_t* piv, double* V, double* tau,
+                    bool pivoting = true) {
   for (int64_t c = 0; c < n; ++c) piv[c] = static_cast<int32_t>(c);
   const int64_t k = m < n ? m : n;
   for (int64_t j = 0; j < k; ++j) {
     // pivot: the remaining column of largest norm over rows j.., the first in order on ties
     int64_t p = j;
     double best = -1.0;
-    for (int64_t c = j; c < n; ++c) {
+    for (int64_t c = j; c < (pivoting ? n : 0); ++c) {
       const double* col = W + c * m;
       double s = 0.0;
       JAXMB_SIMD_SUM
@@ -106,19 +112,28 @@ void householder_qr(double* W, int64_t m, int64_t n, int32_t* piv, double* V, do
 // One m x n matrix A (row-major) to Q (m x kq), R (kr x n), perm (n); scratch W (m n), Qc
 // (m kq), V (m min(m, n)), tau (min(m, n)), piv (n). Q's columns are formed after the
 // factorization, backwards as LAPACK's orgqr does: Q = H_0 (H_1 (... H_(k-1) I)), where H_j
-// only touches rows j.. of the columns j.. (the others are still columns of I).
+// only touches rows j.. of the columns j.. (the others are still columns of I). With
+// null_rtol >= 0 the first `rank` columns (pivots above null_rtol times the largest) are left
+// zero and not formed.
 void pivoted_qr_one(const double* A, int64_t m, int64_t n, int64_t kq, int64_t kr, double* Q,
                     double* R, int32_t* perm, double* W, double* Qc, int32_t* piv, double* V,
-                    double* tau) {
+                    double* tau, bool pivoting, double null_rtol) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t c = 0; c < n; ++c) W[c * m + i] = A[i * n + c];
-  householder_qr(W, m, n, piv, V, tau);
+  householder_qr(W, m, n, piv, V, tau, pivoting);
   const int64_t k = m < n ? m : n;
+  int64_t first = 0;  // the first column of Q formed
+  if (null_rtol >= 0.0) {
+    double dmax = 0.0;
+    for (int64_t j = 0; j < k; ++j) dmax = std::fmax(dmax, std::fabs(W[j * m + j]));
+    while (first < k && std::fabs(W[first * m + first]) > null_rtol * dmax) ++first;
+  }
   for (int64_t c = 0; c < kq; ++c)
-    for (int64_t i = 0; i < m; ++i) Qc[c * m + i] = (i == c) ? 1.0 : 0.0;
+    for (int64_t i = 0; i < m; ++i) Qc[c * m + i] = (i == c && c >= first) ? 1.0 : 0.0;
   for (int64_t j = k - 1; j >= 0; --j) {
     if (tau[j] == 0.0) continue;
-    for (int64_t c = j; c < kq; ++c) reflect(V + j * m, tau[j], Qc + c * m, j, m);
+    for (int64_t c = j > first ? j : first; c < kq; ++c)
+      reflect(V + j * m, tau[j], Qc + c * m, j, m);
   }
   for (int64_t r = 0; r < m; ++r)
     for (int64_t c = 0; c < kq; ++c) Q[r * kq + c] = Qc[c * m + r];
@@ -144,7 +159,8 @@ int64_t batch_of(ffi::AnyBuffer::Dimensions dims, int64_t core) {
 }
 
 ffi::Error PivotedQr(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> q,
-                     ffi::ResultBuffer<ffi::F64> r, ffi::ResultBuffer<ffi::S32> perm) {
+                     ffi::ResultBuffer<ffi::F64> r, ffi::ResultBuffer<ffi::S32> perm,
+                     bool pivoting, double null_rtol) {
   auto dims = a.dimensions();
   if (dims.size() < 2) return ffi::Error::InvalidArgument("pivoted_qr: A must be a matrix");
   const int64_t m = dims[dims.size() - 2], n = dims[dims.size() - 1];
@@ -160,7 +176,7 @@ ffi::Error PivotedQr(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> q,
   int32_t* P = perm->typed_data();
   for (int64_t b = 0; b < batch; ++b) {
     pivoted_qr_one(A + b * m * n, m, n, kq, kr, Q + b * m * kq, R + b * kr * n, P + b * n,
-                   W.data(), Qc.data(), piv.data(), V.data(), tau.data());
+                   W.data(), Qc.data(), piv.data(), V.data(), tau.data(), pivoting, null_rtol);
     if (!all_finite(A + b * m * n, m * n)) {  // nan in, nan out (as LAPACK)
       fill_nan(Q + b * m * kq, m * kq);
       fill_nan(R + b * kr * n, kr * n);
@@ -250,6 +266,156 @@ ffi::Error GaussProjection(ffi::Buffer<ffi::F64> w, ffi::Buffer<ffi::F64> f,
   return ffi::Error::Success();
 }
 
+// One-sided Jacobi on the columns of G (rows x cols, column-major, rows >= cols): plane
+// rotations J of columns p, q make them orthogonal, G <- G J, V <- V J (V starts as I), sweep
+// after sweep until every pair satisfies |g_p . g_q| <= rows eps |g_p| |g_q|. Then G = U S
+// with orthogonal columns, and A = G_0 = U S V^T. Each rotation is the one that diagonalizes
+// the 2 x 2 Gram matrix [[a, g], [g, b]]: zeta = (b - a) / 2g, t = sign(zeta) / (|zeta| +
+// sqrt(1 + zeta^2)), c = 1 / sqrt(1 + t^2), s = c t (Golub & Van Loan, 4th ed., sec. 8.6.3).
+void jacobi_columns(double* G, int64_t rows, int64_t cols, double* V) {
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = 0; i < cols; ++i) V[j * cols + i] = (i == j) ? 1.0 : 0.0;
+  const double tol = static_cast<double>(rows) * 2.220446049250313e-16;
+  for (int sweep = 0; sweep < 60; ++sweep) {
+    bool rotated = false;
+    for (int64_t p = 0; p + 1 < cols; ++p) {
+      for (int64_t q = p + 1; q < cols; ++q) {
+        double* gp = G + p * rows;
+        double* gq = G + q * rows;
+        double a = 0.0, b = 0.0, g = 0.0;
+        _Pragma("omp simd reduction(+ : a, b, g)")
+        for (int64_t i = 0; i < rows; ++i) {
+          a += gp[i] * gp[i];
+          b += gq[i] * gq[i];
+          g += gp[i] * gq[i];
+        }
+        if (!(std::fabs(g) > tol * std::sqrt(a) * std::sqrt(b))) continue;
+        rotated = true;
+        const double zeta = (b - a) / (2.0 * g), z = std::fabs(zeta);
+        const double root = z < 1e150 ? std::sqrt(1.0 + zeta * zeta) : z;  // no overflow
+        const double t = (zeta >= 0.0 ? 1.0 : -1.0) / (z + root);
+        const double c = 1.0 / std::sqrt(1.0 + t * t), s = c * t;
+        for (int64_t i = 0; i < rows; ++i) {
+          const double x = gp[i], y = gq[i];
+          gp[i] = c * x - s * y;
+          gq[i] = s * x + c * y;
+        }
+        double* vp = V + p * cols;
+        double* vq = V + q * cols;
+        for (int64_t i = 0; i < cols; ++i) {
+          const double x = vp[i], y = vq[i];
+          vp[i] = c * x - s * y;
+          vq[i] = s * x + c * y;
+        }
+      }
+    }
+    if (!rotated) break;
+  }
+}
+
+// After jacobi_columns: s = the column norms of G in non-increasing order (ord: their columns),
+// and G's columns normalized. A zero column gets a unit vector orthogonal to all the others
+// (Gram-Schmidt, twice, on the coordinate vector that keeps the most of its length), so that
+// U has orthonormal columns as LAPACK's does.
+void normalize_columns(double* G, int64_t rows, int64_t cols, double* s, int64_t* ord,
+                       double* scratch) {
+  for (int64_t j = 0; j < cols; ++j) {
+    double a = 0.0;
+    for (int64_t i = 0; i < rows; ++i) a += G[j * rows + i] * G[j * rows + i];
+    s[j] = std::sqrt(a);
+    ord[j] = j;
+  }
+  for (int64_t j = 1; j < cols; ++j) {  // insertion sort, non-increasing, stable
+    const int64_t o = ord[j];
+    int64_t i = j;
+    for (; i > 0 && s[ord[i - 1]] < s[o]; --i) ord[i] = ord[i - 1];
+    ord[i] = o;
+  }
+  for (int64_t j = 0; j < cols; ++j)
+    if (s[j] > 0.0)
+      for (int64_t i = 0; i < rows; ++i) G[j * rows + i] /= s[j];
+  for (int64_t j = 0; j < cols; ++j) {
+    if (s[j] > 0.0 || std::isnan(s[j])) continue;
+    double* u = G + j * rows;
+    double best = -1.0;
+    for (int64_t e = 0; e < rows; ++e) {  // the coordinate vector least in the others' span
+      for (int64_t i = 0; i < rows; ++i) scratch[i] = (i == e) ? 1.0 : 0.0;
+      for (int pass = 0; pass < 2; ++pass)
+        for (int64_t o = 0; o < cols; ++o) {
+          if (o == j || !(s[o] > 0.0 || o < j)) continue;  // the nonzero and completed columns
+          const double* w = G + o * rows;
+          double d = 0.0;
+          for (int64_t i = 0; i < rows; ++i) d += w[i] * scratch[i];
+          for (int64_t i = 0; i < rows; ++i) scratch[i] -= d * w[i];
+        }
+      double a = 0.0;
+      for (int64_t i = 0; i < rows; ++i) a += scratch[i] * scratch[i];
+      if (a > best) {
+        best = a;
+        for (int64_t i = 0; i < rows; ++i) u[i] = scratch[i];
+      }
+    }
+    const double norm = std::sqrt(best);
+    for (int64_t i = 0; i < rows; ++i) u[i] /= norm;
+  }
+}
+
+// A (m x n, row-major) = U (m x k) diag(s) Vt (k x n), k = min(m, n). Jacobi runs on the
+// columns of A when m >= n, else on the columns of A^T (A^T = U' S V'^T gives U = V', Vt = U'^T).
+ffi::Error Svd(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> u,
+               ffi::ResultBuffer<ffi::F64> sv, ffi::ResultBuffer<ffi::F64> vt) {
+  auto dims = a.dimensions();
+  if (dims.size() < 2) return ffi::Error::InvalidArgument("svd: A must be a matrix");
+  const int64_t m = dims[dims.size() - 2], n = dims[dims.size() - 1];
+  const bool tall = m >= n;
+  const int64_t rows = tall ? m : n, k = tall ? n : m;
+  const int64_t batch = batch_of(dims, 2);
+  std::vector<double> G(rows * k), V(k * k), s(k), scratch(rows);
+  std::vector<int64_t> ord(k);
+  for (int64_t b = 0; b < batch; ++b) {
+    const double* A = a.typed_data() + b * m * n;
+    double* U = u->typed_data() + b * m * k;
+    double* S = sv->typed_data() + b * k;
+    double* Vt = vt->typed_data() + b * k * n;
+    if (tall) {
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) G[j * m + i] = A[i * n + j];
+    } else {
+      for (int64_t i = 0; i < m * n; ++i) G[i] = A[i];  // column j of A^T is row j of A
+    }
+    // scaled by a power of two (exact) to max |A_ij| in [0.5, 1): the squared entries
+    // neither overflow nor underflow
+    double amax = 0.0;
+    for (int64_t i = 0; i < m * n; ++i) amax = std::fmax(amax, std::fabs(G[i]));
+    int exponent = 0;
+    if (amax > 0.0 && std::isfinite(amax)) std::frexp(amax, &exponent);
+    const double scale = std::ldexp(1.0, exponent), inverse = std::ldexp(1.0, -exponent);
+    if (exponent > -1000 && exponent < 1000)  // 2^-exponent is a normal number
+      for (int64_t i = 0; i < m * n; ++i) G[i] *= inverse;
+    else
+      for (int64_t i = 0; i < m * n; ++i) G[i] = std::ldexp(G[i], -exponent);
+    jacobi_columns(G.data(), rows, k, V.data());
+    normalize_columns(G.data(), rows, k, s.data(), ord.data(), scratch.data());
+    for (int64_t c = 0; c < k; ++c) {
+      const int64_t o = ord[c];
+      S[c] = s[o] * scale;
+      if (tall) {  // U = G (m x n), Vt = V^T
+        for (int64_t i = 0; i < m; ++i) U[i * k + c] = G[o * m + i];
+        for (int64_t j = 0; j < n; ++j) Vt[c * n + j] = V[o * k + j];
+      } else {  // U = V (m x m), Vt = G^T (m x n)
+        for (int64_t i = 0; i < m; ++i) U[i * k + c] = V[o * k + i];
+        for (int64_t j = 0; j < n; ++j) Vt[c * n + j] = G[o * n + j];
+      }
+    }
+    if (!all_finite(A, m * n)) {  // nan in, nan out (as LAPACK)
+      fill_nan(U, m * k);
+      fill_nan(S, k);
+      fill_nan(Vt, k * n);
+    }
+  }
+  return ffi::Error::Success();
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_gauss_projection_f64, GaussProjection,
@@ -267,7 +433,16 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_pivoted_qr_f64, PivotedQr,
                                   .Arg<ffi::Buffer<ffi::F64>>()
                                   .Ret<ffi::Buffer<ffi::F64>>()
                                   .Ret<ffi::Buffer<ffi::F64>>()
-                                  .Ret<ffi::Buffer<ffi::S32>>());
+                                  .Ret<ffi::Buffer<ffi::S32>>()
+                                  .Attr<bool>("pivoting")
+                                  .Attr<double>("null_rtol"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_svd_f64, Svd,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_triangular_solve_f64, TriangularSolve,
                               ffi::Ffi::Bind()
