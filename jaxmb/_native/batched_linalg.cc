@@ -41,6 +41,10 @@ namespace ffi = xla::ffi;
 
 namespace {
 
+// Members factorized together by the interleaved kernels (see householder_qr_lanes).
+constexpr int64_t kLanes = 4;
+#define JAXMB_LANES _Pragma("omp simd")
+
 // x <- H x = x - tau v (v^T x) on the rows j..m-1 (v is zero above row j): a reflector applied
 // to one column.
 void reflect(const double* v, double tau, double* x, int64_t j, int64_t m) {
@@ -49,6 +53,22 @@ void reflect(const double* v, double tau, double* x, int64_t j, int64_t m) {
   for (int64_t i = j; i < m; ++i) s += v[i] * x[i];
   s *= tau;
   for (int64_t i = j; i < m; ++i) x[i] -= s * v[i];
+}
+
+// x <- H x on interleaved lanes: x_l -= tau_l v_l (v_l^T x_l) on the rows j..m-1.
+inline void reflect_lanes(const double* v, const double* tau, double* x, int64_t j, int64_t m) {
+  constexpr int64_t L = kLanes;
+  double s[L] = {0.0};
+  for (int64_t i = j; i < m; ++i) {
+    JAXMB_LANES
+    for (int64_t l = 0; l < L; ++l) s[l] += v[i * L + l] * x[i * L + l];
+  }
+  JAXMB_LANES
+  for (int64_t l = 0; l < L; ++l) s[l] *= tau[l];
+  for (int64_t i = j; i < m; ++i) {
+    JAXMB_LANES
+    for (int64_t l = 0; l < L; ++l) x[i * L + l] -= s[l] * v[i * L + l];
+  }
 }
 
 // Householder QR with column pivoting of W (m x n, column-major, overwritten by R; the
@@ -109,37 +129,98 @@ void householder_qr(double* W, int64_t m, int64_t n, int32_t* piv, double* V, do
   }
 }
 
-// One m x n matrix A (row-major) to Q (m x kq), R (kr x n), perm (n); scratch W (m n), Qc
-// (m kq), V (m min(m, n)), tau (min(m, n)), piv (n). Q's columns are formed after the
-// factorization, backwards as LAPACK's orgqr does: Q = H_0 (H_1 (... H_(k-1) I)), where H_j
-// only touches rows j.. of the columns j.. (the others are still columns of I). With
-// null_rtol >= 0 the first `rank` columns (pivots above null_rtol times the largest) are left
-// zero and not formed.
-void pivoted_qr_one(const double* A, int64_t m, int64_t n, int64_t kq, int64_t kr, double* Q,
-                    double* R, int32_t* perm, double* W, double* Qc, int32_t* piv, double* V,
-                    double* tau, bool pivoting, double null_rtol) {
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t c = 0; c < n; ++c) W[c * m + i] = A[i * n + c];
-  householder_qr(W, m, n, piv, V, tau, pivoting);
+// ---------------------------------------------------------------------------------------------
+// Interleaved factorization of kLanes members at once. Entry (row i, column c) of lane l sits
+// at [(c m + i) kLanes + l]: every step of the algorithm is the same arithmetic for every lane,
+// so the innermost loop over the lanes is a vector instruction (and kLanes independent chains
+// of additions), where one member alone is a short loop bound by the latency of its sums. Only
+// the pivot differs between lanes; its column swap is done lane by lane.
+
+// The algorithm of householder_qr on kLanes interleaved m x n matrices W (overwritten by R);
+// piv (n kLanes), V (min(m, n) m kLanes), tau (min(m, n) kLanes) interleaved the same way.
+// A lane whose column is already zero below the diagonal gets tau = 0 (H_j = I).
+void householder_qr_lanes(double* W, int64_t m, int64_t n, int32_t* piv, double* V,
+                          double* tau, bool pivoting) {
+  constexpr int64_t L = kLanes;
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t l = 0; l < L; ++l) piv[c * L + l] = static_cast<int32_t>(c);
   const int64_t k = m < n ? m : n;
-  int64_t first = 0;  // the first column of Q formed
-  if (null_rtol >= 0.0) {
-    double dmax = 0.0;
-    for (int64_t j = 0; j < k; ++j) dmax = std::fmax(dmax, std::fabs(W[j * m + j]));
-    while (first < k && std::fabs(W[first * m + first]) > null_rtol * dmax) ++first;
+  for (int64_t j = 0; j < k; ++j) {
+    if (pivoting) {  // per lane: the remaining column of largest norm, the first on ties
+      double best[L];
+      int64_t p[L];
+      for (int64_t l = 0; l < L; ++l) best[l] = -1.0, p[l] = j;
+      for (int64_t c = j; c < n; ++c) {
+        const double* col = W + c * m * L;
+        double s[L] = {0.0};
+        for (int64_t i = j; i < m; ++i) {
+          JAXMB_LANES
+          for (int64_t l = 0; l < L; ++l) s[l] += col[i * L + l] * col[i * L + l];
+        }
+        for (int64_t l = 0; l < L; ++l)
+          if (s[l] > best[l]) best[l] = s[l], p[l] = c;
+      }
+      for (int64_t l = 0; l < L; ++l) {
+        if (p[l] == j) continue;
+        double* a = W + j * m * L + l;
+        double* b = W + p[l] * m * L + l;
+        for (int64_t i = 0; i < m; ++i) {
+          const double t = a[i * L];
+          a[i * L] = b[i * L];
+          b[i * L] = t;
+        }
+        const int32_t t = piv[j * L + l];
+        piv[j * L + l] = piv[p[l] * L + l];
+        piv[p[l] * L + l] = t;
+      }
+    }
+    // reflectors H_j = I - tau v v^T, v = x - beta e_j, beta = -sign(x_j) ||x||
+    double* x = W + j * m * L;
+    double* v = V + j * m * L;
+    double tail[L] = {0.0}, t[L];
+    for (int64_t i = j + 1; i < m; ++i) {
+      JAXMB_LANES
+      for (int64_t l = 0; l < L; ++l) tail[l] += x[i * L + l] * x[i * L + l];
+    }
+    JAXMB_LANES
+    for (int64_t l = 0; l < L; ++l) {
+      const double alpha = x[j * L + l];
+      const bool reflect = tail[l] > 0.0;
+      const double beta = -(alpha >= 0.0 ? 1.0 : -1.0) * std::sqrt(alpha * alpha + tail[l]);
+      const double head = alpha - beta;
+      t[l] = reflect ? 2.0 / (head * head + tail[l]) : 0.0;
+      tau[j * L + l] = t[l];
+      v[j * L + l] = head;
+      x[j * L + l] = reflect ? beta : alpha;
+    }
+    for (int64_t i = j + 1; i < m; ++i) {
+      JAXMB_LANES
+      for (int64_t l = 0; l < L; ++l) {
+        v[i * L + l] = x[i * L + l];
+        x[i * L + l] = tail[l] > 0.0 ? 0.0 : x[i * L + l];  // exact zeros
+      }
+    }
+    // R <- H_j R on the columns j + 1.. (a lane with t = 0 is left as it is)
+    for (int64_t c = j + 1; c < n; ++c) reflect_lanes(v, t, W + c * m * L, j, m);
   }
+}
+
+// Q's columns c >= first[lane] from the reflectors of householder_qr_lanes, backwards as
+// orgqr: Q = H_0 (H_1 (... H_(k-1) I)); the columns before first[lane] are zero.
+void form_q_lanes(const double* V, const double* tau, int64_t m, int64_t k, int64_t kq,
+                  const int64_t* first, double* Qc) {
+  constexpr int64_t L = kLanes;
+  int64_t lowest = kq;
+  for (int64_t l = 0; l < L; ++l) lowest = first[l] < lowest ? first[l] : lowest;
   for (int64_t c = 0; c < kq; ++c)
-    for (int64_t i = 0; i < m; ++i) Qc[c * m + i] = (i == c && c >= first) ? 1.0 : 0.0;
-  for (int64_t j = k - 1; j >= 0; --j) {
-    if (tau[j] == 0.0) continue;
-    for (int64_t c = j > first ? j : first; c < kq; ++c)
-      reflect(V + j * m, tau[j], Qc + c * m, j, m);
-  }
-  for (int64_t r = 0; r < m; ++r)
-    for (int64_t c = 0; c < kq; ++c) Q[r * kq + c] = Qc[c * m + r];
-  for (int64_t i = 0; i < kr; ++i)
-    for (int64_t c = 0; c < n; ++c) R[i * n + c] = (i <= c) ? W[c * m + i] : 0.0;
-  for (int64_t c = 0; c < n; ++c) perm[c] = piv[c];
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t l = 0; l < L; ++l) Qc[(c * m + i) * L + l] = (i == c) ? 1.0 : 0.0;
+  for (int64_t j = k - 1; j >= 0; --j)
+    for (int64_t c = j > lowest ? j : lowest; c < kq; ++c)
+      reflect_lanes(V + j * m * L, tau + j * L, Qc + c * m * L, j, m);
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t c = 0; c < first[l] && c < kq; ++c)
+      for (int64_t i = 0; i < m; ++i) Qc[(c * m + i) * L + l] = 0.0;
 }
 
 bool all_finite(const double* x, int64_t count) {
@@ -161,6 +242,7 @@ int64_t batch_of(ffi::AnyBuffer::Dimensions dims, int64_t core) {
 ffi::Error PivotedQr(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> q,
                      ffi::ResultBuffer<ffi::F64> r, ffi::ResultBuffer<ffi::S32> perm,
                      bool pivoting, double null_rtol) {
+  constexpr int64_t L = kLanes;
   auto dims = a.dimensions();
   if (dims.size() < 2) return ffi::Error::InvalidArgument("pivoted_qr: A must be a matrix");
   const int64_t m = dims[dims.size() - 2], n = dims[dims.size() - 1];
@@ -168,18 +250,42 @@ ffi::Error PivotedQr(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> q,
   const int64_t kq = qd[qd.size() - 1], kr = rd[rd.size() - 2];
   const int64_t batch = batch_of(dims, 2);
   const int64_t k = m < n ? m : n;
-  std::vector<double> W(m * n), Qc(m * kq), V(m * k), tau(k);
-  std::vector<int32_t> piv(n);
+  std::vector<double> W(m * n * L), Qc(m * kq * L), V(m * k * L), tau(k * L);
+  std::vector<int32_t> piv(n * L);
   const double* A = a.typed_data();
   double* Q = q->typed_data();
   double* R = r->typed_data();
   int32_t* P = perm->typed_data();
-  for (int64_t b = 0; b < batch; ++b) {
-    pivoted_qr_one(A + b * m * n, m, n, kq, kr, Q + b * m * kq, R + b * kr * n, P + b * n,
-                   W.data(), Qc.data(), piv.data(), V.data(), tau.data(), pivoting, null_rtol);
-    if (!all_finite(A + b * m * n, m * n)) {  // nan in, nan out (as LAPACK)
-      fill_nan(Q + b * m * kq, m * kq);
-      fill_nan(R + b * kr * n, kr * n);
+  for (int64_t b0 = 0; b0 < batch; b0 += L) {
+    const int64_t lanes = batch - b0 < L ? batch - b0 : L;  // the last group may be partial
+    for (int64_t l = 0; l < L; ++l)  // the unused lanes of a partial group factorize zeros
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t c = 0; c < n; ++c)
+          W[(c * m + i) * L + l] = l < lanes ? A[(b0 + l) * m * n + i * n + c] : 0.0;
+    householder_qr_lanes(W.data(), m, n, piv.data(), V.data(), tau.data(), pivoting);
+    int64_t first[L];  // per lane: the first column of Q formed (past the rank with null_rtol)
+    for (int64_t l = 0; l < L; ++l) {
+      first[l] = 0;
+      if (null_rtol < 0.0) continue;
+      double dmax = 0.0;
+      for (int64_t j = 0; j < k; ++j) dmax = std::fmax(dmax, std::fabs(W[(j * m + j) * L + l]));
+      while (first[l] < k && std::fabs(W[(first[l] * m + first[l]) * L + l]) > null_rtol * dmax)
+        ++first[l];
+    }
+    form_q_lanes(V.data(), tau.data(), m, k, kq, first, Qc.data());
+    for (int64_t l = 0; l < lanes; ++l) {
+      const int64_t b = b0 + l;
+      double* Qb = Q + b * m * kq;
+      double* Rb = R + b * kr * n;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t c = 0; c < kq; ++c) Qb[i * kq + c] = Qc[(c * m + i) * L + l];
+      for (int64_t i = 0; i < kr; ++i)
+        for (int64_t c = 0; c < n; ++c) Rb[i * n + c] = (i <= c) ? W[(c * m + i) * L + l] : 0.0;
+      for (int64_t c = 0; c < n; ++c) P[b * n + c] = piv[c * L + l];
+      if (!all_finite(A + b * m * n, m * n)) {  // nan in, nan out (as LAPACK)
+        fill_nan(Qb, m * kq);
+        fill_nan(Rb, kr * n);
+      }
     }
   }
   return ffi::Error::Success();
