@@ -23,6 +23,7 @@ or far from satisfying the constraints, and the decisions are fragile.
 B_X is judged zero when |B_X|_F <= `btol` |C_X|_F (default 1e-8).
 """
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -32,9 +33,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
 
-from . import _errors
+from . import _errors, _native
 from ._linalg import (
     RANK_RTOL,
+    _vectorized,
     left_null_qr,
     pivot_magnitudes,
     pivoted_qr,
@@ -109,6 +111,45 @@ def _unique_directions(CX, QX, scale, rtol, width):
     return E[:, :width], w_mask[:width]
 
 
+def _per_set(row_sets, fn):
+    """`fn(idx)` for every row set, sets of one length vmapped together over their static
+    indices (the traced program does not grow with the number of pairs); outputs in set order."""
+    by_length: dict = {}
+    for k, idx in enumerate(row_sets):
+        by_length.setdefault(len(idx), []).append(k)
+    outs, order = [], []
+    for members in by_length.values():
+        outs.append(jax.vmap(fn)(jnp.asarray(np.stack([row_sets[k] for k in members]))))
+        order += members
+    inverse = np.argsort(np.asarray(order))
+    return jax.tree.map(lambda *parts: jnp.concatenate(parts)[inverse], *outs)
+
+
+def _b_norms_jnp(C, Qt, row_sets):
+    def one(idx):
+        CX, QX = C[idx], Qt[idx]
+        # B_X = C_X^T Q~_X as a sum of the L outer products (L = the set's rows, 1 to 3): one
+        # elementwise fusion under vmap, where a dot of tiny matrices is a kernel call each
+        return jnp.linalg.norm(jnp.sum(CX[:, :, None] * QX[:, None, :], axis=0))
+
+    return _per_set(row_sets, one)
+
+
+@functools.cache
+def _b_norms_of(row_sets):
+    return _vectorized(
+        lambda C, Qt: _b_norms_jnp(C, Qt, row_sets),
+        lambda C, Qt: _b_norms_jnp(C, Qt, row_sets),
+        native=lambda C, Qt: _native.set_norms(C, Qt, row_sets),
+    )
+
+
+def _b_norms(C, Qt, row_sets):
+    """|B_X|_F = |C_X^T Q~_X|_F per row set (seed 001, eq. 27); under vmap one compiled call
+    for the batch (`jaxmb._native.set_norms`: only Q~'s nonzero columns, p of m + h, count)."""
+    return _b_norms_of(tuple(tuple(int(r) for r in idx) for idx in row_sets))(C, Qt)
+
+
 def _analyse_sets(C, Qt, rank, row_sets, method, rtol, btol):
     """Verdict, |B_X|_F, |B_X|_F / |C_X|_F, unique directions and their count for each row set
     (a pair or a group). Sets with the same number of rows are gathered with static indices and
@@ -116,38 +157,32 @@ def _analyse_sets(C, Qt, rank, row_sets, method, rtol, btol):
     n, rows = C.shape[1], C.shape[0]
     # a set has at most as many unique directions as rows (range(C_X^T) has dimension <= L)
     width = min(n, max((len(idx) for idx in row_sets), default=0))
+    if not row_sets:
+        return (jnp.zeros(0, bool), jnp.zeros(0, C.dtype), jnp.zeros(0, C.dtype),
+                jnp.zeros((0, n, width), C.dtype), jnp.zeros(0, jnp.int32))
     scale = jnp.max(jnp.abs(C), initial=0.0)
-    by_length: dict = {}
+    b_norm = _b_norms(C, Qt, row_sets)
+    member = np.zeros((len(row_sets), rows))  # |C_X|_F^2 = sum of the set's squared row norms
     for k, idx in enumerate(row_sets):
-        by_length.setdefault(len(idx), []).append(k)
+        member[k, idx] = 1.0
+    b_rel = b_norm / jnp.maximum(jnp.sqrt(member @ jnp.sum(C * C, axis=1)), 1e-300)
 
     def one(idx):
         CX, QX = C[idx], Qt[idx]
-        # B_X = C_X^T Q~_X as a sum of the L outer products (L = the set's rows, 1 to 3): one
-        # elementwise fusion under vmap, where a dot of tiny matrices is a kernel call each
-        B = jnp.sum(CX[:, :, None] * QX[:, None, :], axis=0)
-        b_norm = jnp.linalg.norm(B)
-        b_rel = b_norm / jnp.maximum(jnp.linalg.norm(CX), 1e-300)
         if method == "rank":
             mask = jnp.zeros(rows, bool).at[idx].set(True)
             r_x, _, _ = _rank_svd(CX, rtol)
             r_y, _, _ = _rank_svd(jnp.where(mask[:, None], 0.0, C), rtol)
             ok = r_x + r_y == rank
         else:
-            ok = b_rel <= btol
+            ok = jnp.zeros((), bool)  # decided from b_rel below
         E, e_mask = _unique_directions(CX, QX, scale, rtol, width)
-        return ok, b_norm, b_rel, E, jnp.sum(e_mask)
+        return ok, E, jnp.sum(e_mask)
 
-    outs, order = [], []
-    for members in by_length.values():
-        idx = jnp.asarray(np.stack([row_sets[k] for k in members]))
-        outs.append(jax.vmap(one)(idx))
-        order += members
-    if not outs:
-        return (jnp.zeros(0, bool), jnp.zeros(0, C.dtype), jnp.zeros(0, C.dtype),
-                jnp.zeros((0, n, width), C.dtype), jnp.zeros(0, jnp.int32))
-    inverse = np.argsort(np.asarray(order))
-    return tuple(jnp.concatenate(parts)[inverse] for parts in zip(*outs))
+    ok, E, count = _per_set(row_sets, one)
+    if method != "rank":
+        ok = b_rel <= btol
+    return ok, b_norm, b_rel, E, count
 
 
 class SolvabilityReport(eqx.Module):

@@ -21,11 +21,12 @@ import warnings
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._vmap_rules import all_batched, full_batch
 
 _TARGETS = ("jaxmb_pivoted_qr_f64", "jaxmb_triangular_solve_f64", "jaxmb_gauss_projection_f64",
-            "jaxmb_svd_f64")
+            "jaxmb_svd_f64", "jaxmb_set_norms_f64")
 
 
 def library_path():
@@ -175,3 +176,13 @@ def gauss_projection(w, F, C, gamma, rtol):
     return _call("jaxmb_gauss_projection_f64",
                  (shape((*lead, n), C.dtype), shape((*lead, min(rows, n)), C.dtype)), 1,
                  w, F, C, gamma, rtol=float(rtol))
+
+
+def set_norms(C, Qt, row_sets):
+    """|B_X|_F = |C_X^T Q~_X|_F (seed 001, eq. 27) for a batch C (..., rows, n), Q~ (..., rows,
+    p) and the static row sets `row_sets` (sequences of row indices): (..., sets)."""
+    *lead, _, _ = C.shape
+    flat = np.concatenate([np.asarray(r, np.int64) for r in row_sets] + [np.zeros(0, np.int64)])
+    starts = np.cumsum([0] + [len(r) for r in row_sets]).astype(np.int64)
+    return _call("jaxmb_set_norms_f64", jax.ShapeDtypeStruct((*lead, len(row_sets)), C.dtype),
+                 2, C, Qt, rows=flat, starts=starts)
