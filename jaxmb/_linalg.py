@@ -300,22 +300,27 @@ def pivoted_qr(C):
 
 @functools.cache
 def _left_null_qr(rtol):
-    def mask(Q, R, _):
-        return jnp.where(rank_mask(pivot_magnitudes(R, Q.shape[0]), rtol)[None, :], 0.0, Q), R
+    def masked(Q, d):
+        return jnp.where(rank_mask(d, rtol)[None, :], 0.0, Q), d
 
-    return _vectorized(
-        lambda C: mask(*_lapack_pivoted_qr(C, "full")),
-        lambda C: mask(*householder_pivoted_qr(C, full=True)),
-        _vector_qr_worth_it,
-        native=lambda C: jax.vmap(mask)(*_native.pivoted_qr(C, full=True, null_rtol=rtol)),
-    )
+    def lapack(C):
+        Q, R, _ = _lapack_pivoted_qr(C, "full")
+        return masked(Q, pivot_magnitudes(R, C.shape[0]))
+
+    def vectorized(C):
+        Q, R, _ = householder_pivoted_qr(C, full=True)
+        return masked(Q, pivot_magnitudes(R, C.shape[0]))
+
+    return _vectorized(lapack, vectorized, _vector_qr_worth_it,
+                       native=lambda C: jax.vmap(masked)(*_native.left_null(C, rtol)))
 
 
 def left_null_qr(C, rtol=RANK_RTOL):
-    """(Q~, R): the full pivoted QR C[:, perm] = Q R (seed 001, eq. 21) with the columns of Q
-    up to the rank (|R_kk| > rtol max |R_kk|, `rank_mask`) zeroed, so the others, Q~, are an
-    orthonormal basis of null(C^T) (eq. 27). Under vmap the compiled kernel forms only Q~'s
-    columns (for the robot, 2 of 22). No derivative (a null-space basis is not a function)."""
+    """(Q~, d) from the full pivoted QR C[:, perm] = Q R (seed 001, eq. 21): d = |R_kk| padded
+    with zeros to the rows of C (`pivot_magnitudes`), and Q with its columns up to the rank
+    (`rank_mask(d, rtol)`) zeroed, so the others, Q~, are an orthonormal basis of null(C^T)
+    (eq. 27). Under vmap the compiled kernel forms only Q~'s columns (for the robot, 2 of 22)
+    and writes no R. No derivative (a null-space basis is not a function of C)."""
     return _left_null_qr(float(rtol))(jax.lax.stop_gradient(C))
 
 

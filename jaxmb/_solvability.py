@@ -38,7 +38,6 @@ from ._linalg import (
     RANK_RTOL,
     _vectorized,
     left_null_qr,
-    pivot_magnitudes,
     pivoted_qr,
     qr,
     rank_mask,
@@ -74,8 +73,7 @@ def _rank_svd(A, rtol):
 
 def _left_null_qr(C, rtol):
     """Q~ of eq. 27 with fixed shape: columns k >= rank of the pivoted-QR Q, others zeroed."""
-    Qt, R = left_null_qr(C, rtol)
-    d = pivot_magnitudes(R, C.shape[0])
+    Qt, d = left_null_qr(C, rtol)
     kept = rank_mask(d, rtol)
     # pivoted QR orders |R_kk| non-increasingly, so the kept values are a leading block
     return Qt, jnp.sum(kept), _margin(d, kept, rtol)

@@ -108,15 +108,15 @@ def test_vmapped_qr_matches_lapack(monkeypatch, kernel, shape, rng):
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_vmapped_left_null_qr(monkeypatch, kernel, rng):
     """left_null_qr under vmap: the columns of Q up to the rank are zero, the others an
-    orthonormal basis of null(C^T), the same projector as scipy's null_space (an SVD); R's
-    pivots equal geqp3's. 22 x 21 members of rank 21, 20 (the robot's C) and 19."""
+    orthonormal basis of null(C^T), the same projector as scipy's null_space (an SVD); the
+    pivots |R_jj| equal geqp3's (padded with a zero to the 22 rows). 22 x 21 members of rank 21, 20 (the robot's C) and 19."""
     C = rng.standard_normal((3, 22, 21))
     C[1][:, -1] = C[1][:, 0] + C[1][:, 1]  # rank 20
     C[2][:, -2:] = C[2][:, :2] @ rng.standard_normal((2, 2))  # rank 19
     select_kernel(monkeypatch, kernel)
-    Qt, R = (np.asarray(x) for x in jax.jit(jax.vmap(_linalg.left_null_qr))(jnp.asarray(C)))
+    Qt, D = (np.asarray(x) for x in jax.jit(jax.vmap(_linalg.left_null_qr))(jnp.asarray(C)))
     nullities = []
-    for c, qt, r in zip(C, Qt, R):
+    for c, qt, d in zip(C, Qt, D):
         null = sl.null_space(c.T, rcond=1e-9)
         p = null.shape[1]
         nullities.append(p)
@@ -126,6 +126,6 @@ def test_vmapped_left_null_qr(monkeypatch, kernel, rng):
         np.testing.assert_allclose(basis.T @ basis, np.eye(p), rtol=0, atol=TOL)
         np.testing.assert_allclose(basis @ basis.T, null @ null.T, rtol=0, atol=1e-10)
         _, Rs, _ = sl.qr(c, pivoting=True)
-        np.testing.assert_allclose(np.abs(np.diag(r)), np.abs(np.diag(Rs)), rtol=0,
+        np.testing.assert_allclose(d, np.append(np.abs(np.diag(Rs)), 0.0), rtol=0,
                                    atol=TOL * abs(Rs[0, 0]))
     assert nullities == [1, 2, 3]

@@ -26,7 +26,7 @@ import numpy as np
 from .._vmap_rules import all_batched, full_batch
 
 _TARGETS = ("jaxmb_pivoted_qr_f64", "jaxmb_triangular_solve_f64", "jaxmb_gauss_projection_f64",
-            "jaxmb_svd_f64", "jaxmb_set_norms_f64")
+            "jaxmb_svd_f64", "jaxmb_set_norms_f64", "jaxmb_left_null_f64")
 
 
 def library_path():
@@ -133,19 +133,27 @@ def _partitioned(kernel, args, results):
     return call
 
 
-def pivoted_qr(A, full=False, pivoting=True, null_rtol=None):
+def pivoted_qr(A, full=False, pivoting=True):
     """A[..., :, perm] = Q R for a batch A (..., m, n): Q (..., m, k), R (..., k, n), k =
     min(m, n) (with `full`: Q (..., m, m), R (..., m, n)), perm (..., n) int32. The algorithm
     and conventions of `_linalg.householder_pivoted_qr` (LAPACK geqp3's); without `pivoting`,
-    geqrf's A = Q R (perm is the identity). With `null_rtol`, the columns of Q up to the rank
-    (pivots |R_jj| > null_rtol max |R_jj|) are zero and not formed."""
+    geqrf's A = Q R (perm is the identity)."""
     *lead, m, n = A.shape
     k = m if full else min(m, n)
     shape = jax.ShapeDtypeStruct
     return _call("jaxmb_pivoted_qr_f64",
                  (shape((*lead, m, k), A.dtype), shape((*lead, k, n), A.dtype),
-                  shape((*lead, n), jnp.int32)), 2, A, pivoting=bool(pivoting),
-                 null_rtol=-1.0 if null_rtol is None else float(null_rtol))
+                  shape((*lead, n), jnp.int32)), 2, A, pivoting=bool(pivoting))
+
+
+def left_null(A, rtol):
+    """(Q~, d) for a batch A (..., m, n): the full pivoted QR's Q (..., m, m) with its columns
+    up to the rank (pivots |R_jj| > rtol max |R_jj|) zero and not formed, and the pivots d
+    (..., m), zero-padded. The rest of R is not written."""
+    *lead, m, _ = A.shape
+    shape = jax.ShapeDtypeStruct
+    return _call("jaxmb_left_null_f64", (shape((*lead, m, m), A.dtype),
+                                         shape((*lead, m), A.dtype)), 2, A, rtol=float(rtol))
 
 
 def svd(A):

@@ -11,9 +11,11 @@
 //                           conventions: pivot = remaining column of largest norm (first on
 //                           ties), R_jj = -sign(x_j) ||x||, H_j = I when x is zero below the
 //                           diagonal. The same algorithm as _linalg.householder_pivoted_qr.
-//                           Without pivoting (attribute), geqrf's A = Q R. With null_rtol >= 0
-//                           only the columns of Q past the rank (|R_jj| > null_rtol max |R_jj|)
-//                           are formed, the others are zero: a basis of the left null space.
+//                           Without pivoting (attribute), geqrf's A = Q R. kLanes members are
+//                           factorized at once, interleaved (householder_qr_lanes).
+//   jaxmb_left_null_f64:    the same factorization, but only the columns of Q past the rank
+//                           (|R_jj| > rtol max |R_jj|) are formed, the others are zero: a basis
+//                           of the left null space of A, with the pivots |R_jj|.
 //   jaxmb_svd_f64:          thin SVD A = U diag(s) Vt, s non-increasing, by one-sided Jacobi
 //                           (Hestenes; Demmel & Veselic, SIAM J. Matrix Anal. Appl. 13, 1992).
 //   jaxmb_set_norms_f64:    |B_X|_F = |C_X^T Q~_X|_F for sets X of rows of C (seed 001, eq. 27),
@@ -44,7 +46,7 @@ namespace ffi = xla::ffi;
 namespace {
 
 // Members factorized together by the interleaved kernels (see householder_qr_lanes).
-constexpr int64_t kLanes = 4;
+constexpr int64_t kLanes = 8;
 #define JAXMB_LANES _Pragma("omp simd")
 
 // x <- H x = x - tau v (v^T x) on the rows j..m-1 (v is zero above row j): a reflector applied
@@ -242,52 +244,99 @@ int64_t batch_of(ffi::AnyBuffer::Dimensions dims, int64_t core) {
   return b;
 }
 
+// Workspace of the interleaved factorization: `run` factorizes up to kLanes consecutive m x n
+// row-major members (missing lanes factorize zeros) and forms Q's columns c >= first[lane]:
+// all of them, or with null_rtol >= 0 those past the rank (|R_jj| > null_rtol max |R_jj|).
+struct LaneQr {
+  int64_t m, n, k, kq;
+  std::vector<double> W, Qc, V, tau;
+  std::vector<int32_t> piv;
+  int64_t first[kLanes];
+
+  LaneQr(int64_t m_, int64_t n_, int64_t kq_)
+      : m(m_), n(n_), k(m_ < n_ ? m_ : n_), kq(kq_), W(m_ * n_ * kLanes),
+        Qc(m_ * kq_ * kLanes), V(m_ * (m_ < n_ ? m_ : n_) * kLanes),
+        tau((m_ < n_ ? m_ : n_) * kLanes), piv(n_ * kLanes) {}
+
+  void run(const double* A, int64_t lanes, bool pivoting, double null_rtol) {
+    constexpr int64_t L = kLanes;
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t c = 0; c < n; ++c)
+          W[(c * m + i) * L + l] = l < lanes ? A[l * m * n + i * n + c] : 0.0;
+    householder_qr_lanes(W.data(), m, n, piv.data(), V.data(), tau.data(), pivoting);
+    for (int64_t l = 0; l < L; ++l) {
+      first[l] = 0;
+      if (null_rtol < 0.0) continue;
+      double dmax = 0.0;
+      for (int64_t j = 0; j < k; ++j) dmax = std::fmax(dmax, std::fabs(r(j, j, l)));
+      while (first[l] < k && std::fabs(r(first[l], first[l], l)) > null_rtol * dmax) ++first[l];
+    }
+    form_q_lanes(V.data(), tau.data(), m, k, kq, first, Qc.data());
+  }
+
+  double r(int64_t i, int64_t c, int64_t l) const { return W[(c * m + i) * kLanes + l]; }
+  double q(int64_t i, int64_t c, int64_t l) const { return Qc[(c * m + i) * kLanes + l]; }
+};
+
 ffi::Error PivotedQr(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> q,
                      ffi::ResultBuffer<ffi::F64> r, ffi::ResultBuffer<ffi::S32> perm,
-                     bool pivoting, double null_rtol) {
-  constexpr int64_t L = kLanes;
+                     bool pivoting) {
   auto dims = a.dimensions();
   if (dims.size() < 2) return ffi::Error::InvalidArgument("pivoted_qr: A must be a matrix");
   const int64_t m = dims[dims.size() - 2], n = dims[dims.size() - 1];
   auto qd = q->dimensions(), rd = r->dimensions();
   const int64_t kq = qd[qd.size() - 1], kr = rd[rd.size() - 2];
   const int64_t batch = batch_of(dims, 2);
-  const int64_t k = m < n ? m : n;
-  std::vector<double> W(m * n * L), Qc(m * kq * L), V(m * k * L), tau(k * L);
-  std::vector<int32_t> piv(n * L);
-  const double* A = a.typed_data();
-  double* Q = q->typed_data();
-  double* R = r->typed_data();
-  int32_t* P = perm->typed_data();
-  for (int64_t b0 = 0; b0 < batch; b0 += L) {
-    const int64_t lanes = batch - b0 < L ? batch - b0 : L;  // the last group may be partial
-    for (int64_t l = 0; l < L; ++l)  // the unused lanes of a partial group factorize zeros
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t c = 0; c < n; ++c)
-          W[(c * m + i) * L + l] = l < lanes ? A[(b0 + l) * m * n + i * n + c] : 0.0;
-    householder_qr_lanes(W.data(), m, n, piv.data(), V.data(), tau.data(), pivoting);
-    int64_t first[L];  // per lane: the first column of Q formed (past the rank with null_rtol)
-    for (int64_t l = 0; l < L; ++l) {
-      first[l] = 0;
-      if (null_rtol < 0.0) continue;
-      double dmax = 0.0;
-      for (int64_t j = 0; j < k; ++j) dmax = std::fmax(dmax, std::fabs(W[(j * m + j) * L + l]));
-      while (first[l] < k && std::fabs(W[(first[l] * m + first[l]) * L + l]) > null_rtol * dmax)
-        ++first[l];
-    }
-    form_q_lanes(V.data(), tau.data(), m, k, kq, first, Qc.data());
+  LaneQr f(m, n, kq);
+  for (int64_t b0 = 0; b0 < batch; b0 += kLanes) {
+    const int64_t lanes = batch - b0 < kLanes ? batch - b0 : kLanes;
+    const double* A = a.typed_data() + b0 * m * n;
+    f.run(A, lanes, pivoting, -1.0);
     for (int64_t l = 0; l < lanes; ++l) {
       const int64_t b = b0 + l;
-      double* Qb = Q + b * m * kq;
-      double* Rb = R + b * kr * n;
+      double* Q = q->typed_data() + b * m * kq;
+      double* R = r->typed_data() + b * kr * n;
+      int32_t* P = perm->typed_data() + b * n;
       for (int64_t i = 0; i < m; ++i)
-        for (int64_t c = 0; c < kq; ++c) Qb[i * kq + c] = Qc[(c * m + i) * L + l];
+        for (int64_t c = 0; c < kq; ++c) Q[i * kq + c] = f.q(i, c, l);
       for (int64_t i = 0; i < kr; ++i)
-        for (int64_t c = 0; c < n; ++c) Rb[i * n + c] = (i <= c) ? W[(c * m + i) * L + l] : 0.0;
-      for (int64_t c = 0; c < n; ++c) P[b * n + c] = piv[c * L + l];
-      if (!all_finite(A + b * m * n, m * n)) {  // nan in, nan out (as LAPACK)
-        fill_nan(Qb, m * kq);
-        fill_nan(Rb, kr * n);
+        for (int64_t c = 0; c < n; ++c) R[i * n + c] = (i <= c) ? f.r(i, c, l) : 0.0;
+      for (int64_t c = 0; c < n; ++c) P[c] = f.piv[c * kLanes + l];
+      if (!all_finite(A + l * m * n, m * n)) {  // nan in, nan out (as LAPACK)
+        fill_nan(Q, m * kq);
+        fill_nan(R, kr * n);
+      }
+    }
+  }
+  return ffi::Error::Success();
+}
+
+// The left null space of A (m x n) from its pivoted QR (seed 001, eq. 27): Q~ (m x m) with the
+// columns up to the rank (pivots above rtol times the largest) zero, and the pivots |R_jj|
+// padded with zeros to m. R itself is not written: solvability needs only its diagonal.
+ffi::Error LeftNull(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> qt,
+                    ffi::ResultBuffer<ffi::F64> pivots, double rtol) {
+  auto dims = a.dimensions();
+  if (dims.size() < 2) return ffi::Error::InvalidArgument("left_null: A must be a matrix");
+  const int64_t m = dims[dims.size() - 2], n = dims[dims.size() - 1];
+  const int64_t batch = batch_of(dims, 2);
+  const int64_t k = m < n ? m : n;
+  LaneQr f(m, n, m);
+  for (int64_t b0 = 0; b0 < batch; b0 += kLanes) {
+    const int64_t lanes = batch - b0 < kLanes ? batch - b0 : kLanes;
+    const double* A = a.typed_data() + b0 * m * n;
+    f.run(A, lanes, true, rtol);
+    for (int64_t l = 0; l < lanes; ++l) {
+      const int64_t b = b0 + l;
+      double* Q = qt->typed_data() + b * m * m;
+      double* d = pivots->typed_data() + b * m;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t c = 0; c < m; ++c) Q[i * m + c] = f.q(i, c, l);
+      for (int64_t j = 0; j < m; ++j) d[j] = j < k ? std::fabs(f.r(j, j, l)) : 0.0;
+      if (!all_finite(A + l * m * n, m * n)) {  // nan in, nan out (as LAPACK)
+        fill_nan(Q, m * m);
+        fill_nan(d, m);
       }
     }
   }
@@ -559,6 +608,7 @@ ffi::Error SetNorms(ffi::Buffer<ffi::F64> c, ffi::Buffer<ffi::F64> qt,
           const double w = Q[r * p + k];
           for (int64_t i = 0; i < n; ++i) column[i] += C[r * n + i] * w;
         }
+        _Pragma("omp simd reduction(+ : acc)")
         for (int64_t i = 0; i < n; ++i) acc += column[i] * column[i];
       }
       B[s] = std::sqrt(acc);
@@ -585,8 +635,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_pivoted_qr_f64, PivotedQr,
                                   .Ret<ffi::Buffer<ffi::F64>>()
                                   .Ret<ffi::Buffer<ffi::F64>>()
                                   .Ret<ffi::Buffer<ffi::S32>>()
-                                  .Attr<bool>("pivoting")
-                                  .Attr<double>("null_rtol"));
+                                  .Attr<bool>("pivoting"));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_svd_f64, Svd,
                               ffi::Ffi::Bind()
@@ -609,3 +658,10 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_set_norms_f64, SetNorms,
                                   .Ret<ffi::Buffer<ffi::F64>>()
                                   .Attr<ffi::Span<const int64_t>>("rows")
                                   .Attr<ffi::Span<const int64_t>>("starts"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_left_null_f64, LeftNull,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Attr<double>("rtol"));
