@@ -42,6 +42,13 @@ def rot90(v):
     return jnp.array([-v[1], v[0]])
 
 
+def dot2(a, b):
+    """a . b of two planar vectors, written out: a_x b_x + a_y b_y. Under vmap (and jacfwd's
+    tangents) a jnp dot of 2-vectors is a batched dot, which XLA:CPU runs as a matrix-kernel
+    call per member (the robot's C: 3 us per configuration); the written-out form fuses."""
+    return a[0] * b[0] + a[1] * b[1]
+
+
 def cross2(a, b):
     """Scalar planar cross product a_x b_y - a_y b_x = (Omega a)^T b ... with sign a x b."""
     return a[0] * b[1] - a[1] * b[0]

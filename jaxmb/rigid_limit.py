@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _errors
-from ._geometry import Body, as_f64, direction, point
+from ._geometry import Body, as_f64, dot2, direction, point
 from ._linalg import solve
 from ._model import Model
 from .elements import AbstractForceElement, Bushing, KnifeEdge, Revolute, Weld
@@ -57,7 +57,7 @@ class LateralDamper(AbstractForceElement):
     def slip(self, q, qd):
         """g = n^T v_K (global n of unit length)."""
         v_K = jax.jvp(lambda q_: point(q_, self.body, self.s), (q,), (qd,))[1]
-        return direction(q, self.body, self.n / jnp.linalg.norm(self.n)) @ v_K
+        return dot2(direction(q, self.body, self.n / jnp.linalg.norm(self.n)), v_K)
 
     def force(self, q, qd):
         """lambda = d g, shape (1,)."""

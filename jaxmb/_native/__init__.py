@@ -2,9 +2,14 @@
 
 `batched_linalg.cc` is compiled by `pip install` (setuptools, an optional extension: where no
 C++ compiler is found the install still succeeds and jaxmb uses its pure-jnp kernels). Each
-kernel loops over every leading (batch) dimension itself, one small matrix at a time on the
-calling thread, so a vmapped factorization is one custom call instead of dozens of XLA kernels
-per column, and no LAPACK routine ever receives a batch (the hang of issue 18 cannot occur).
+kernel loops over every leading (batch) dimension itself on the calling thread (the QR kernels
+eight members at a time, interleaved so that every step is one vector instruction for all of
+them), so a vmapped factorization is one custom call instead of dozens of XLA kernels per
+column, and no LAPACK routine ever receives a batch (the hang of issue 18 cannot occur).
+
+Kernels: `pivoted_qr` (with or without pivoting), `left_null` (the columns of Q past the rank
+only), `svd` (one-sided Jacobi, for small matrices), `set_norms` (|C_X^T Q~_X|_F per row set,
+solvability), `triangular_solve`, `gauss_projection` (the null-space accelerations).
 
 `available()` says whether the kernels are in use: the library was built, it is the CPU
 backend, and JAXMB_NATIVE_KERNELS is not "0" (set it to "0" to compare against the jnp path;

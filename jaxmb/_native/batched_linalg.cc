@@ -3,16 +3,17 @@
 // Under vmap, jaxmb factorizes a batch of small constraint matrices at every right-hand side.
 // XLA:CPU runs a vectorized jnp Householder loop as dozens of kernels per column, and LAPACK
 // must not receive a batch (jaxlib's batched LAPACK calls can hang, see _linalg.py). These
-// kernels loop over the batch themselves, one matrix at a time, on the calling thread: no
-// thread pool, no blocking, one XLA custom call per batched factorization.
+// kernels loop over the batch themselves on the calling thread (the QR kernels kLanes members
+// at a time, interleaved so that each step is a vector instruction over the members; the
+// others one matrix at a time): no thread pool, no blocking, one XLA custom call per batched
+// factorization.
 //
 //   jaxmb_pivoted_qr_f64:   A[:, perm] = Q R, column-pivoted Householder QR (Golub & Van Loan,
 //                           Matrix Computations, 4th ed., alg. 5.4.1), LAPACK geqp3's
 //                           conventions: pivot = remaining column of largest norm (first on
 //                           ties), R_jj = -sign(x_j) ||x||, H_j = I when x is zero below the
 //                           diagonal. The same algorithm as _linalg.householder_pivoted_qr.
-//                           Without pivoting (attribute), geqrf's A = Q R. kLanes members are
-//                           factorized at once, interleaved (householder_qr_lanes).
+//                           Without pivoting (attribute), geqrf's A = Q R.
 //   jaxmb_left_null_f64:    the same factorization, but only the columns of Q past the rank
 //                           (|R_jj| > rtol max |R_jj|) are formed, the others are zero: a basis
 //                           of the left null space of A, with the pivots |R_jj|.

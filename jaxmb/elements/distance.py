@@ -6,7 +6,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, point
+from .._geometry import Body, as_f64, dot2, point
 from ._base import AbstractHolonomicPair
 
 
@@ -36,4 +36,4 @@ class Distance(AbstractHolonomicPair):
 
     def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
-        return jnp.reshape(d @ d - self.length**2, (1,))
+        return jnp.reshape(dot2(d, d) - self.length**2, (1,))

@@ -6,7 +6,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, direction, point, pose
+from .._geometry import Body, as_f64, dot2, direction, point, pose
 from ..drive import AbstractDrive
 from ._base import AbstractHolonomicPair, drive_field
 
@@ -39,7 +39,7 @@ class TranslationalDriver(AbstractHolonomicPair):
     def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
         u = direction(q, self.j, self.u / jnp.linalg.norm(self.u))
-        return jnp.reshape(d @ u - self.d(t), (1,))
+        return jnp.reshape(dot2(d, u) - self.d(t), (1,))
 
 
 class RelativeAngleDriver(AbstractHolonomicPair):

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, point, pose
+from .._geometry import Body, as_f64, dot2, point, pose
 from ..drive import AbstractDrive
 from ._base import AbstractForceElement, drive_field, point_force
 
@@ -66,7 +66,7 @@ class SpringDamper(AbstractForceElement):
 
     def length(self, q: Float[Array, " n"]) -> Float[Array, ""]:
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
-        return jnp.sqrt(d @ d)
+        return jnp.sqrt(dot2(d, d))
 
     def tension(self, q: Float[Array, " n"], qd: Float[Array, " n"]) -> Float[Array, ""]:
         l, ldot = jax.jvp(self.length, (q,), (qd,))

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, direction, point, pose, rot90
+from .._geometry import Body, as_f64, dot2, direction, point, pose, rot90
 from ._base import AbstractElement, AbstractPair
 from .revolute import Revolute
 from .translational import Translational
@@ -48,7 +48,7 @@ def _safe_abs(x):
 
 def _safe_norm(x):
     """Euclidean norm with a zero (not nan) derivative at the origin."""
-    n2 = x @ x
+    n2 = dot2(x, x)
     positive = n2 > 0.0
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, n2, 1.0)), 0.0)
 
@@ -192,7 +192,7 @@ class TranslationalFriction(AbstractFriction):
     def slip(self, pair: Translational, q: Float[Array, " n"]) -> Float[Array, ""]:
         """s = (P_i - P_j)^T u with u = A_j Omega v / |v| the sliding axis."""
         axis = direction(q, pair.j, rot90(pair.v / jnp.linalg.norm(pair.v)))
-        return (point(q, pair.i, pair.s_i) - point(q, pair.j, pair.s_j)) @ axis
+        return dot2(point(q, pair.i, pair.s_i) - point(q, pair.j, pair.s_j), axis)
 
     def normal_load(self, lam: Float[Array, "2"]) -> Float[Array, ""]:
         half, edge = lam[0] / 2.0, lam[1] / self.length

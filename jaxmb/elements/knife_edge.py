@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, direction, point
+from .._geometry import Body, as_f64, dot2, direction, point
 from ._base import AbstractNonholonomicPair
 
 
@@ -39,4 +39,4 @@ class KnifeEdge(AbstractNonholonomicPair):
     ) -> Float[Array, " pair_rows"]:
         v_K = jax.jvp(lambda q_: point(q_, self.body, self.s), (q,), (qd,))[1]
         normal = direction(q, self.body, self.n / jnp.linalg.norm(self.n))
-        return jnp.reshape(normal @ v_K, (1,))
+        return jnp.reshape(dot2(normal, v_K), (1,))

@@ -6,7 +6,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, direction, point, pose
+from .._geometry import Body, as_f64, dot2, direction, point, pose
 from ._base import AbstractHolonomicPair
 
 
@@ -42,4 +42,4 @@ class Translational(AbstractHolonomicPair):
         _, phi_j = pose(q, self.j)
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
         v = direction(q, self.j, self.v / jnp.linalg.norm(self.v))
-        return jnp.stack([d @ v, phi_i - phi_j - self.angle])
+        return jnp.stack([dot2(d, v), phi_i - phi_j - self.angle])
