@@ -264,6 +264,41 @@ def qr_crossover(sizes=(6, 9, 12, 15, 18, 21, 27), batch=64, inner=30, repeats=5
     return rows
 
 
+def svd_crossover(sizes=(2, 3, 4, 6, 8, 10, 14, 21), batch=64, inner=30, repeats=5):
+    """Microseconds per member of a vmapped thin SVD of k x (k + 1) matrices: jaxmb's compiled
+    one-sided Jacobi kernel (`jaxmb._native.svd`) against LAPACK one member at a time (gesdd
+    in a loop: what `jaxmb._linalg.svd` does under vmap above `JACOBI_SVD_LIMIT`), each inside
+    one compiled loop of `inner` factorizations; and the 3 x 22 shape of the robot's per-pair
+    solvability products."""
+    from jaxmb import _native
+    from jaxmb._linalg import JACOBI_SVD_LIMIT
+
+    if not _native.available(jnp.zeros(())):
+        print("svd crossover: jaxmb's compiled kernels were not built")
+        return []
+    rng = np.random.default_rng(0)
+    paths = {"Jacobi kernel": _native.svd,
+             "LAPACK per member": lambda A: jax.lax.map(
+                 lambda a: tuple(jnp.linalg.svd(a, full_matrices=False)), A)}
+    rows = []
+    for k, n in [(k, k + 1) for k in sizes] + [(3, 22)]:
+        A = jnp.asarray(rng.normal(size=(batch, k, n)))
+        row = [f"{k} x {n}"]
+        for fn in paths.values():
+            def loop(A, fn=fn):
+                def body(i, acc):
+                    return acc + sum(jnp.sum(x) for x in fn(A + 1e-9 * i))
+                return jax.lax.fori_loop(0, inner, body, 0.0)
+            compiled = jax.jit(loop)
+            block(compiled(A))
+            row.append(1e6 * median_time(lambda: block(compiled(A)), repeats) / inner / batch)
+        row.append("Jacobi" if min(k, n) <= JACOBI_SVD_LIMIT else "LAPACK")
+        rows.append(row)
+    table(f"Thin SVD under vmap, batch of {batch}: us per member (one device)",
+          ["matrix", *paths, f"jaxmb's choice (limit {JACOBI_SVD_LIMIT})"], rows)
+    return rows
+
+
 def compare_devices(size, loop, repeats, counts, case="slider_crank"):
     """batch_paths in fresh processes with 1 .. N CPU devices (JAXMB_CPU_DEVICES), one table."""
     import json
@@ -314,6 +349,8 @@ def main(argv=None):
                              "all CPU devices, loop timed on 32 members, 1 repeat")
     parser.add_argument("--qr", action="store_true",
                         help="only the vmapped pivoted-QR table (vectorized vs LAPACK per member)")
+    parser.add_argument("--svd", action="store_true",
+                        help="only the vmapped SVD table (Jacobi kernel vs LAPACK per member)")
     parser.add_argument("--worker", nargs=3, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--case", default="slider_crank", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -331,6 +368,8 @@ def main(argv=None):
                                          "pure JAX (compiled kernels not built or switched off)"))
     if args.qr:
         return dict(qr=qr_crossover())
+    if args.svd:
+        return dict(svd=svd_crossover())
     cores = len(os.sched_getaffinity(0))
     paths = compare_devices(args.paths or (256 if args.quick else 1024), 16 if args.quick else 64,
                             args.repeats or 3, sorted({1, cores}))

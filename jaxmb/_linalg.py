@@ -368,11 +368,12 @@ def _qr_jvp(primals, tangents):
 # SVD and what is built from it
 
 
-JACOBI_SVD_LIMIT = 6
+JACOBI_SVD_LIMIT = 10
 """Largest min(m, n) for which a vmapped SVD runs the compiled one-sided Jacobi kernel
 (`jaxmb._native.svd`); larger matrices go to LAPACK one member at a time. Measured on a
-2-core AMD EPYC, us per member of a batch of 4096 (Jacobi vs LAPACK): see
-`python benchmarks/bench_batch.py --svd`."""
+2-core AMD EPYC (`python benchmarks/bench_batch.py --svd`), us per member of a batch of 64,
+Jacobi vs LAPACK: 3 x 4: 0.57 vs 4.0; 3 x 22: 1.0 vs 5.0; 6 x 7: 3.7 vs 7.4; 10 x 11: 16 vs
+21; 14 x 15: 37 vs 27 (Jacobi's sweeps cost k^3, gesdd's overhead is flat)."""
 
 
 def _jacobi_worth_it(shape):
