@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "peers"))
@@ -164,7 +165,8 @@ def main(argv=None):
     out = os.path.join(RESULTS, f"peers{'_quick' if args.quick else ''}.json")
     with open(out, "w") as f:
         json.dump(
-            dict(rows=rows, loadavg=loads, repeats=args.repeats, quick=args.quick), f, indent=1
+            dict(rows=rows, loadavg=loads, repeats=args.repeats, quick=args.quick,
+                 written=time.strftime("%Y-%m-%d %H:%M:%S")), f, indent=1
         )
     print(f"wrote {out}")
     return rows

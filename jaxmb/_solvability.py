@@ -195,9 +195,9 @@ class SolvabilityReport(eqx.Module):
     same per group in `group_names`, `group_solvable`, `group_b_norm`, ... (None when no
     groups were given).
 
-    Shapes: `pairs`, `groups`, `rows` = m + h rows of C, `n` coordinates, `width` = min(n, the
-    most rows of a pair) (a pair has at most as many unique directions as rows; zero-padded); `*batch` is
-    empty for one configuration and the vmapped axes otherwise.
+    Shapes: `pairs`, `groups`, `rows` = m + h rows of C, `n` coordinates, `width` = min(n,
+    the most rows of a pair) (a pair has at most as many unique directions as rows;
+    zero-padded); `*batch` is empty for one configuration and the vmapped axes otherwise.
     """
 
     method: str = eqx.field(static=True)

@@ -109,7 +109,8 @@ def test_vmapped_qr_matches_lapack(monkeypatch, kernel, shape, rng):
 def test_vmapped_left_null_qr(monkeypatch, kernel, rng):
     """left_null_qr under vmap: the columns of Q up to the rank are zero, the others an
     orthonormal basis of null(C^T), the same projector as scipy's null_space (an SVD); the
-    pivots |R_jj| equal geqp3's (padded with a zero to the 22 rows). 22 x 21 members of rank 21, 20 (the robot's C) and 19."""
+    pivots |R_jj| equal geqp3's (padded with a zero to the 22 rows). 22 x 21 members of rank
+    21, 20 (the robot's C) and 19."""
     C = rng.standard_normal((3, 22, 21))
     C[1][:, -1] = C[1][:, 0] + C[1][:, 1]  # rank 20
     C[2][:, -2:] = C[2][:, :2] @ rng.standard_normal((2, 2))  # rank 19
