@@ -325,6 +325,13 @@ def test_n_four_bar_family_hand_derivation(maps):
 # ------------------------------------------------------------------------------------------
 # batched map == Python loop; the example's output
 # ------------------------------------------------------------------------------------------
+ROUNDOFF_MARGIN = 1e-9 / (100 * np.finfo(np.float64).eps)
+"""A margin above this is set by a pivot dropped within 100 eps of the largest: round-off of an
+exact redundancy, whose value depends on the order of the factorization's operations (LAPACK
+geqp3 for a single call, jaxmb's interleaved kernel under vmap: 4.5e6 and 3.4e6 at one point),
+not on the configuration."""
+
+
 def _check_point(single, model, q, mp, k):
     ref = single(model, q)
     assert int(ref["rank"]) == mp["rank"][k]
@@ -332,7 +339,9 @@ def _check_point(single, model, q, mp, k):
     assert np.array_equal(np.asarray(ref["unique_count"]), mp["unique_count"][k])
     assert bool(ref["warning"]) == mp["warning"][k]
     np.testing.assert_allclose(np.asarray(ref["b_norm"]), mp["b_norm"][k], rtol=0, atol=ALG_TOL)
-    np.testing.assert_allclose(float(ref["margin"]), mp["margin"][k], rtol=1e-6)
+    margins = float(ref["margin"]), float(mp["margin"][k])
+    if min(margins) < ROUNDOFF_MARGIN:  # a decision the configuration sets: equal
+        np.testing.assert_allclose(*margins, rtol=1e-6)
 
 
 def test_batched_maps_equal_python_loop(ex, maps, single):
