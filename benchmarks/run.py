@@ -6,8 +6,10 @@
 
 Each section is also a script of its own (benchmarks/bench_*.py, same --quick flag) that prints
 its table. The comparisons against Exudyn and MuJoCo XLA need their own interpreter (see
-benchmarks/peers/README.md): `benchmarks/bench_peers.py` writes benchmarks/results/peers.json,
-which this summary reads when present. Results go to benchmarks/results/summary[_quick].json.
+benchmarks/peers/README.md): `benchmarks/bench_peers.py` writes benchmarks/results/peers.json
+(peers_quick.json with --quick), which this summary reads when present, each case from the
+newer file. Results go to benchmarks/results/summary[_quick].json
+(not with --only).
 """
 
 import argparse
@@ -135,7 +137,11 @@ def main(argv=None):
     peers = _peers()
     text = table("Targets (issue #8)", ["target", "measured", "met"], targets(res, peers))
     if peers is None:
-        print("(no benchmarks/results/peers.json: run benchmarks/bench_peers.py for Exudyn/MJX)")
+        print("(no benchmarks/results/peers[_quick].json: run benchmarks/bench_peers.py for "
+              "Exudyn/MJX)")
+    if args.only:  # a partial run does not replace the summary of a whole one
+        print(f"(--only: no summary written); total {time.perf_counter() - start:.0f} s")
+        return res
     os.makedirs(RESULTS, exist_ok=True)
     out = os.path.join(RESULTS, "summary_quick.json" if args.quick else "summary.json")
     with open(out, "w") as f:
