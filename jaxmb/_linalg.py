@@ -320,8 +320,16 @@ def left_null_qr(C, rtol=RANK_RTOL):
     with zeros to the rows of C (`pivot_magnitudes`), and Q with its columns up to the rank
     (`rank_mask(d, rtol)`) zeroed, so the others, Q~, are an orthonormal basis of null(C^T)
     (eq. 27). Under vmap the compiled kernel forms only Q~'s columns (for the robot, 2 of 22)
-    and writes no R. No derivative (a null-space basis is not a function of C)."""
-    return _left_null_qr(float(rtol))(jax.lax.stop_gradient(C))
+    and writes no R. No derivative (a null-space basis is not a function of C). A traced
+    `rtol` (the kernel needs a number) takes the full pivoted QR and masks it."""
+    C = jax.lax.stop_gradient(C)
+    try:
+        rtol = float(rtol)
+    except TypeError:  # a tracer (jax's ConcretizationTypeError is a TypeError)
+        Q, R, _ = pivoted_qr(C)
+        d = pivot_magnitudes(R, C.shape[0])
+        return jnp.where(rank_mask(d, rtol)[None, :], 0.0, Q), d
+    return _left_null_qr(rtol)(C)
 
 
 def pivot_magnitudes(R, size):

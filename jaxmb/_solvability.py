@@ -116,8 +116,9 @@ def _per_set(row_sets, fn):
     for k, idx in enumerate(row_sets):
         by_length.setdefault(len(idx), []).append(k)
     outs, order = [], []
-    for members in by_length.values():
-        outs.append(jax.vmap(fn)(jnp.asarray(np.stack([row_sets[k] for k in members]))))
+    for length, members in by_length.items():
+        idx = np.asarray([row_sets[k] for k in members], np.int64).reshape(len(members), length)
+        outs.append(jax.vmap(fn)(jnp.asarray(idx)))
         order += members
     inverse = np.argsort(np.asarray(order))
     return jax.tree.map(lambda *parts: jnp.concatenate(parts)[inverse], *outs)
@@ -329,6 +330,10 @@ def solvability(
     if method not in ("qr", "svd", "rank"):
         raise ValueError(f"solvability: method must be 'qr', 'svd' or 'rank', got {method!r}")
     groups = tuple((name, tuple(members)) for name, members in dict(groups or {}).items())
+    for name, members in groups:
+        if not members:
+            raise ValueError(f"solvability: group {name!r} has no pairs; give it the names of "
+                             "the pairs whose combined reaction to test")
     q = jnp.asarray(q, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
     check_shapes(model, "solvability", q=q)

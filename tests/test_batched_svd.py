@@ -28,14 +28,16 @@ SVD_SHAPES = ((1, 1), (3, 22), (22, 3), (3, 3), (2, 21), (6, 7), (10, 10), (12, 
 
 
 def _members(rng, shape):
-    """Random matrices with columns over two decades; a zero matrix; a rank-one one; two with
-    entries near 1e-200 and 1e200 (the kernel scales by a power of two)."""
+    """Random matrices with columns over two decades; a zero matrix; a rank-one one; three with
+    entries near 1e-200, 1e200 and up to 1.5e308 / sqrt(m n) (1 x 1: past 2^1023; the kernel
+    scales by a power of two, and scales back without overflow)."""
     m, n = shape
     A = rng.standard_normal((8, m, n)) * np.logspace(-1, 1, n)
     A[1] = 0.0
     A[2] = np.outer(rng.standard_normal(m), rng.standard_normal(n))
     A[3] *= 1e-200
     A[4] *= 1e200
+    A[6] = A[6] / np.abs(A[6]).max() * (1.5e308 / np.sqrt(m * n))  # s_max <= 1.5e308
     if min(m, n) > 2:
         A[5][:, -1] = A[5][:, 0] - 2.0 * A[5][:, 1]  # rank min(m, n) - 1
     return A
@@ -63,7 +65,7 @@ def test_vmapped_svd_matches_lapack(monkeypatch, kernel, shape, rng):
         np.testing.assert_allclose(sv, ref, rtol=0, atol=TOL * scale)
         np.testing.assert_allclose(v2, ref, rtol=0, atol=TOL * scale)
         assert np.all(np.diff(sv) <= 0.0)
-        np.testing.assert_allclose((u * sv) @ vt, a, rtol=0, atol=TOL * scale)
+        np.testing.assert_allclose((u * (sv / scale)) @ vt, a / scale, rtol=0, atol=TOL)
         np.testing.assert_allclose(u.T @ u, np.eye(k), rtol=0, atol=TOL)
         np.testing.assert_allclose(vt @ vt.T, np.eye(k), rtol=0, atol=TOL)
 
@@ -130,3 +132,22 @@ def test_vmapped_left_null_qr(monkeypatch, kernel, rng):
         np.testing.assert_allclose(d, np.append(np.abs(np.diag(Rs)), 0.0), rtol=0,
                                    atol=TOL * abs(Rs[0, 0]))
     assert nullities == [1, 2, 3]
+
+
+def test_left_null_qr_with_a_traced_tolerance(rng):
+    """A traced `rtol` (the compiled kernel needs a number) takes the full pivoted QR and
+    masks it: under vmap the same Q~ and pivots as a concrete `rtol` (1e-12: the same
+    reflectors), and the same projector Q~ Q~^T and pivots as a single LAPACK call."""
+    C = rng.standard_normal((4, 22, 21))
+    C[:, :, -1] = C[:, :, 0] + C[:, :, 1]  # rank 20: two null columns
+    C = jnp.asarray(C)
+    concrete = jax.jit(jax.vmap(lambda c: _linalg.left_null_qr(c, 1e-9)))(C)
+    traced = jax.jit(jax.vmap(_linalg.left_null_qr, in_axes=(0, None)))(C, 1e-9)
+    single = jax.jit(_linalg.left_null_qr)(C[0], 1e-9)
+    for a, b in zip(concrete, traced):
+        np.testing.assert_allclose(a, b, rtol=0, atol=TOL)
+    Qb, Qs = np.asarray(traced[0][0]), np.asarray(single[0])  # LAPACK single: same projector
+    np.testing.assert_allclose(Qb @ Qb.T, Qs @ Qs.T, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(traced[1][0], single[1], rtol=0, atol=TOL * float(single[1][0]))
+    live = np.linalg.norm(np.asarray(traced[0]), axis=1) > 0.5  # (members, columns)
+    assert np.all(live.sum(axis=1) == 2)

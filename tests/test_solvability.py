@@ -392,6 +392,13 @@ def test_unique_directions(robot, reports, reference):
     assert (uc["A"], uc["H"], uc["driver"], uc["W5"]) == (2, 2, 1, 1)
 
 
+def test_empty_group_is_refused(robot):
+    """A group without pairs has no reaction to test: a clear error naming it, before any
+    tracing (it used to reach an index array without an integer dtype)."""
+    with pytest.raises(ValueError, match="group 'nothing' has no pairs"):
+        mb.solvability(robot, robot.q0, groups={"nothing": ()})
+
+
 # ------------------------------------------------------------------------------------------
 # 3. redundant rows
 # ------------------------------------------------------------------------------------------

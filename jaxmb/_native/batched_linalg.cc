@@ -71,8 +71,9 @@ inline void reflect_lanes(const double* v, const double* tau, double* x, int64_t
   JAXMB_LANES
   for (int64_t l = 0; l < L; ++l) s[l] *= tau[l];
   for (int64_t i = j; i < m; ++i) {
-    JAXMB_LANES
-    for (int64_t l = 0; l < L; ++l) x[i * L + l] -= s[l] * v[i * L + l];
+    JAXMB_LANES  // a lane with tau = 0 (H = I) is left as it is, even where v overflowed
+    for (int64_t l = 0; l < L; ++l)
+      x[i * L + l] = tau[l] != 0.0 ? x[i * L + l] - s[l] * v[i * L + l] : x[i * L + l];
   }
 }
 
@@ -548,7 +549,7 @@ ffi::Error Svd(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> u,
     for (int64_t i = 0; i < m * n; ++i) amax = std::fmax(amax, std::fabs(G[i]));
     int exponent = 0;
     if (amax > 0.0 && std::isfinite(amax)) std::frexp(amax, &exponent);
-    const double scale = std::ldexp(1.0, exponent), inverse = std::ldexp(1.0, -exponent);
+    const double inverse = std::ldexp(1.0, -exponent);
     if (exponent > -1000 && exponent < 1000)  // 2^-exponent is a normal number
       for (int64_t i = 0; i < m * n; ++i) G[i] *= inverse;
     else
@@ -557,7 +558,7 @@ ffi::Error Svd(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> u,
     normalize_columns(G.data(), rows, k, s.data(), ord.data(), scratch.data());
     for (int64_t c = 0; c < k; ++c) {
       const int64_t o = ord[c];
-      S[c] = s[o] * scale;
+      S[c] = std::ldexp(s[o], exponent);  // exact; s[o] * scale would overflow at 2^1024
       if (tall) {  // U = G (m x n), Vt = V^T
         for (int64_t i = 0; i < m; ++i) U[i * k + c] = G[o * m + i];
         for (int64_t j = 0; j < n; ++j) Vt[c * n + j] = V[o * k + j];
