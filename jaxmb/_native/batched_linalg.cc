@@ -71,9 +71,8 @@ inline void reflect_lanes(const double* v, const double* tau, double* x, int64_t
   JAXMB_LANES
   for (int64_t l = 0; l < L; ++l) s[l] *= tau[l];
   for (int64_t i = j; i < m; ++i) {
-    JAXMB_LANES  // a lane with tau = 0 (H = I) is left as it is, even where v overflowed
-    for (int64_t l = 0; l < L; ++l)
-      x[i * L + l] = tau[l] != 0.0 ? x[i * L + l] - s[l] * v[i * L + l] : x[i * L + l];
+    JAXMB_LANES  // a lane with tau = 0 has v = 0 (householder_qr_lanes): x is left as it is
+    for (int64_t l = 0; l < L; ++l) x[i * L + l] -= s[l] * v[i * L + l];
   }
 }
 
@@ -196,13 +195,13 @@ void householder_qr_lanes(double* W, int64_t m, int64_t n, int32_t* piv, double*
       const double head = alpha - beta;
       t[l] = reflect ? 2.0 / (head * head + tail[l]) : 0.0;
       tau[j * L + l] = t[l];
-      v[j * L + l] = head;
+      v[j * L + l] = reflect ? head : 0.0;  // H = I: v = 0, so applying it changes nothing
       x[j * L + l] = reflect ? beta : alpha;
     }
     for (int64_t i = j + 1; i < m; ++i) {
       JAXMB_LANES
       for (int64_t l = 0; l < L; ++l) {
-        v[i * L + l] = x[i * L + l];
+        v[i * L + l] = tail[l] > 0.0 ? x[i * L + l] : 0.0;
         x[i * L + l] = tail[l] > 0.0 ? 0.0 : x[i * L + l];  // exact zeros
       }
     }
