@@ -298,21 +298,25 @@ def pivoted_qr(C):
     return _pivoted_qr["full"](jax.lax.stop_gradient(C))
 
 
+def _past_rank(Q, d, rtol):
+    """(Q with its columns up to the rank zeroed, d): d the pivots |R_kk| (`rank_mask`)."""
+    return jnp.where(rank_mask(d, rtol)[None, :], 0.0, Q), d
+
+
+def _past_rank_of(qr, rtol):
+    """`_past_rank` of a full pivoted QR (Q, R, perm)."""
+    Q, R, _ = qr
+    return _past_rank(Q, pivot_magnitudes(R, Q.shape[0]), rtol)
+
+
 @functools.cache
 def _left_null_qr(rtol):
-    def masked(Q, d):
-        return jnp.where(rank_mask(d, rtol)[None, :], 0.0, Q), d
-
-    def lapack(C):
-        Q, R, _ = _lapack_pivoted_qr(C, "full")
-        return masked(Q, pivot_magnitudes(R, C.shape[0]))
-
-    def vectorized(C):
-        Q, R, _ = householder_pivoted_qr(C, full=True)
-        return masked(Q, pivot_magnitudes(R, C.shape[0]))
-
-    return _vectorized(lapack, vectorized, _vector_qr_worth_it,
-                       native=lambda C: jax.vmap(masked)(*_native.left_null(C, rtol)))
+    return _vectorized(
+        lambda C: _past_rank_of(_lapack_pivoted_qr(C, "full"), rtol),
+        lambda C: _past_rank_of(householder_pivoted_qr(C, full=True), rtol),
+        _vector_qr_worth_it,
+        native=lambda C: jax.vmap(lambda Q, d: _past_rank(Q, d, rtol))(*_native.left_null(C, rtol)),
+    )
 
 
 def left_null_qr(C, rtol=RANK_RTOL):
@@ -326,9 +330,7 @@ def left_null_qr(C, rtol=RANK_RTOL):
     try:
         rtol = float(rtol)
     except TypeError:  # a tracer (jax's ConcretizationTypeError is a TypeError)
-        Q, R, _ = pivoted_qr(C)
-        d = pivot_magnitudes(R, C.shape[0])
-        return jnp.where(rank_mask(d, rtol)[None, :], 0.0, Q), d
+        return _past_rank_of(pivoted_qr(C), rtol)
     return _left_null_qr(rtol)(C)
 
 

@@ -166,21 +166,18 @@ def _analyse_sets(C, Qt, rank, row_sets, method, rtol, btol):
         member[k, idx] = 1.0
     b_rel = b_norm / jnp.maximum(jnp.sqrt(member @ jnp.sum(C * C, axis=1)), 1e-300)
 
-    def one(idx):
-        CX, QX = C[idx], Qt[idx]
-        if method == "rank":
-            mask = jnp.zeros(rows, bool).at[idx].set(True)
-            r_x, _, _ = _rank_svd(CX, rtol)
-            r_y, _, _ = _rank_svd(jnp.where(mask[:, None], 0.0, C), rtol)
-            ok = r_x + r_y == rank
-        else:
-            ok = jnp.zeros((), bool)  # decided from b_rel below
-        E, e_mask = _unique_directions(CX, QX, scale, rtol, width)
-        return ok, E, jnp.sum(e_mask)
+    def rank_test(idx):  # rank(C_X) + rank(C_Y) = rank(C)
+        mask = jnp.zeros(rows, bool).at[idx].set(True)
+        r_x, _, _ = _rank_svd(C[idx], rtol)
+        r_y, _, _ = _rank_svd(jnp.where(mask[:, None], 0.0, C), rtol)
+        return r_x + r_y == rank
 
-    ok, E, count = _per_set(row_sets, one)
-    if method != "rank":
-        ok = b_rel <= btol
+    def directions(idx):
+        E, e_mask = _unique_directions(C[idx], Qt[idx], scale, rtol, width)
+        return E, jnp.sum(e_mask)
+
+    ok = _per_set(row_sets, rank_test) if method == "rank" else b_rel <= btol
+    E, count = _per_set(row_sets, directions)
     return ok, b_norm, b_rel, E, count
 
 

@@ -79,15 +79,14 @@ inline void reflect_lanes(const double* v, const double* tau, double* x, int64_t
 // Householder QR with column pivoting of W (m x n, column-major, overwritten by R; the
 // columns are swapped as they are pivoted, piv tracks their original indices). Reflector j is
 // H_j = I - tau[j] v v^T with v = V[j * m + (j..m-1)] (zero above row j); Q = H_0 ... H_(k-1).
-void householder_qr(double* W, int64_t m, int64_t n, int32_t* piv, double* V, double* tau,
-                    bool pivoting = true) {
+void householder_qr(double* W, int64_t m, int64_t n, int32_t* piv, double* V, double* tau) {
   for (int64_t c = 0; c < n; ++c) piv[c] = static_cast<int32_t>(c);
   const int64_t k = m < n ? m : n;
   for (int64_t j = 0; j < k; ++j) {
     // pivot: the remaining column of largest norm over rows j.., the first in order on ties
     int64_t p = j;
     double best = -1.0;
-    for (int64_t c = j; c < (pivoting ? n : 0); ++c) {
+    for (int64_t c = j; c < n; ++c) {
       const double* col = W + c * m;
       double s = 0.0;
       JAXMB_SIMD_SUM
@@ -276,6 +275,18 @@ struct LaneQr {
     form_q_lanes(V.data(), tau.data(), m, k, kq, first, Qc.data());
   }
 
+  // Every member of `batch` consecutive m x n matrices at A through `run`, kLanes at a time;
+  // write(b, l, finite) then reads member b from lane l (finite: A_b has no nan or inf).
+  template <class Write>
+  void each(const double* A, int64_t batch, bool pivoting, double null_rtol, Write write) {
+    for (int64_t b0 = 0; b0 < batch; b0 += kLanes) {
+      const int64_t lanes = batch - b0 < kLanes ? batch - b0 : kLanes;
+      run(A + b0 * m * n, lanes, pivoting, null_rtol);
+      for (int64_t l = 0; l < lanes; ++l)
+        write(b0 + l, l, all_finite(A + (b0 + l) * m * n, m * n));
+    }
+  }
+
   double r(int64_t i, int64_t c, int64_t l) const { return W[(c * m + i) * kLanes + l]; }
   double q(int64_t i, int64_t c, int64_t l) const { return Qc[(c * m + i) * kLanes + l]; }
 };
@@ -290,26 +301,20 @@ ffi::Error PivotedQr(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> q,
   const int64_t kq = qd[qd.size() - 1], kr = rd[rd.size() - 2];
   const int64_t batch = batch_of(dims, 2);
   LaneQr f(m, n, kq);
-  for (int64_t b0 = 0; b0 < batch; b0 += kLanes) {
-    const int64_t lanes = batch - b0 < kLanes ? batch - b0 : kLanes;
-    const double* A = a.typed_data() + b0 * m * n;
-    f.run(A, lanes, pivoting, -1.0);
-    for (int64_t l = 0; l < lanes; ++l) {
-      const int64_t b = b0 + l;
-      double* Q = q->typed_data() + b * m * kq;
-      double* R = r->typed_data() + b * kr * n;
-      int32_t* P = perm->typed_data() + b * n;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t c = 0; c < kq; ++c) Q[i * kq + c] = f.q(i, c, l);
-      for (int64_t i = 0; i < kr; ++i)
-        for (int64_t c = 0; c < n; ++c) R[i * n + c] = (i <= c) ? f.r(i, c, l) : 0.0;
-      for (int64_t c = 0; c < n; ++c) P[c] = f.piv[c * kLanes + l];
-      if (!all_finite(A + l * m * n, m * n)) {  // nan in, nan out (as LAPACK)
-        fill_nan(Q, m * kq);
-        fill_nan(R, kr * n);
-      }
+  f.each(a.typed_data(), batch, pivoting, -1.0, [&](int64_t b, int64_t l, bool finite) {
+    double* Q = q->typed_data() + b * m * kq;
+    double* R = r->typed_data() + b * kr * n;
+    int32_t* P = perm->typed_data() + b * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t c = 0; c < kq; ++c) Q[i * kq + c] = f.q(i, c, l);
+    for (int64_t i = 0; i < kr; ++i)
+      for (int64_t c = 0; c < n; ++c) R[i * n + c] = (i <= c) ? f.r(i, c, l) : 0.0;
+    for (int64_t c = 0; c < n; ++c) P[c] = f.piv[c * kLanes + l];
+    if (!finite) {  // nan in, nan out (as LAPACK)
+      fill_nan(Q, m * kq);
+      fill_nan(R, kr * n);
     }
-  }
+  });
   return ffi::Error::Success();
 }
 
@@ -324,23 +329,17 @@ ffi::Error LeftNull(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> qt,
   const int64_t batch = batch_of(dims, 2);
   const int64_t k = m < n ? m : n;
   LaneQr f(m, n, m);
-  for (int64_t b0 = 0; b0 < batch; b0 += kLanes) {
-    const int64_t lanes = batch - b0 < kLanes ? batch - b0 : kLanes;
-    const double* A = a.typed_data() + b0 * m * n;
-    f.run(A, lanes, true, rtol);
-    for (int64_t l = 0; l < lanes; ++l) {
-      const int64_t b = b0 + l;
-      double* Q = qt->typed_data() + b * m * m;
-      double* d = pivots->typed_data() + b * m;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t c = 0; c < m; ++c) Q[i * m + c] = f.q(i, c, l);
-      for (int64_t j = 0; j < m; ++j) d[j] = j < k ? std::fabs(f.r(j, j, l)) : 0.0;
-      if (!all_finite(A + l * m * n, m * n)) {  // nan in, nan out (as LAPACK)
-        fill_nan(Q, m * m);
-        fill_nan(d, m);
-      }
+  f.each(a.typed_data(), batch, true, rtol, [&](int64_t b, int64_t l, bool finite) {
+    double* Q = qt->typed_data() + b * m * m;
+    double* d = pivots->typed_data() + b * m;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t c = 0; c < m; ++c) Q[i * m + c] = f.q(i, c, l);
+    for (int64_t j = 0; j < m; ++j) d[j] = j < k ? std::fabs(f.r(j, j, l)) : 0.0;
+    if (!finite) {  // nan in, nan out (as LAPACK)
+      fill_nan(Q, m * m);
+      fill_nan(d, m);
     }
-  }
+  });
   return ffi::Error::Success();
 }
 
@@ -425,6 +424,16 @@ ffi::Error GaussProjection(ffi::Buffer<ffi::F64> w, ffi::Buffer<ffi::F64> f,
   return ffi::Error::Success();
 }
 
+// (x, y) <- (c x - s y, s x + c y), elementwise over `count` entries: a plane rotation of two
+// columns.
+void rotate(double* x, double* y, int64_t count, double c, double s) {
+  for (int64_t i = 0; i < count; ++i) {
+    const double a = x[i], b = y[i];
+    x[i] = c * a - s * b;
+    y[i] = s * a + c * b;
+  }
+}
+
 // One-sided Jacobi on the columns of G (rows x cols, column-major, rows >= cols): plane
 // rotations J of columns p, q make them orthogonal, G <- G J, V <- V J (V starts as I), sweep
 // after sweep until every pair satisfies |g_p . g_q| <= rows eps |g_p| |g_q|. Then G = U S
@@ -454,18 +463,8 @@ void jacobi_columns(double* G, int64_t rows, int64_t cols, double* V) {
         const double root = z < 1e150 ? std::sqrt(1.0 + zeta * zeta) : z;  // no overflow
         const double t = (zeta >= 0.0 ? 1.0 : -1.0) / (z + root);
         const double c = 1.0 / std::sqrt(1.0 + t * t), s = c * t;
-        for (int64_t i = 0; i < rows; ++i) {
-          const double x = gp[i], y = gq[i];
-          gp[i] = c * x - s * y;
-          gq[i] = s * x + c * y;
-        }
-        double* vp = V + p * cols;
-        double* vq = V + q * cols;
-        for (int64_t i = 0; i < cols; ++i) {
-          const double x = vp[i], y = vq[i];
-          vp[i] = c * x - s * y;
-          vq[i] = s * x + c * y;
-        }
+        rotate(gp, gq, rows, c, s);
+        rotate(V + p * cols, V + q * cols, cols, c, s);
       }
     }
     if (!rotated) break;
