@@ -4,7 +4,7 @@
     python benchmarks/bench_batch.py --quick          # batches 1, 64
     python benchmarks/bench_batch.py --robot 1024     # also issue 16's robot batch (~20 min)
 
-The batched factorizations are jaxmb's compiled kernels (`jaxmb._native`) where pip built them
+The batched factorizations are jaxmb's compiled kernels (`jaxmb._linalg.native`) where pip built them
 (the header line says; JAXMB_NATIVE_KERNELS=0 measures the pure-JAX kernels instead).
 The script runs with one CPU device per core (JAXMB_CPU_DEVICES=all unless set), the fast
 path: `mb.batch.map` spreads every batch over all cores. The device comparison
@@ -31,15 +31,14 @@ import os
 import time
 
 os.environ.setdefault("JAXMB_CPU_DEVICES", "all")  # the fast path: one CPU device per core
-from _common import block, machine, median_time, table  # noqa: E402  (imports jaxmb)
-
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _common import block, machine, median_time, table  # noqa: E402  (imports jaxmb)
+from oracle import reference_numpy as ref
 
 import jaxmb as mb
 from jaxmb.models import slider_crank
-from oracle import reference_numpy as ref
 
 T1 = 1.0
 
@@ -123,9 +122,10 @@ def run(quick=False, sizes=None, repeats=None, loop=None):
 def _rhs_costs(model, size, repeats, inner=100):
     """Seconds per member of one right-hand side, each timed inside one compiled loop of
     `inner` evaluations (t varies, so nothing is hoisted): single state vs vmapped over size."""
-    from jaxmb._simulate import Baumgarte, _Dynamics
+    from jaxmb._formulations.baumgarte import Baumgarte
+    from jaxmb._formulations.state_ode import VectorField
 
-    rhs = _Dynamics(model, Baumgarte(), mb.NullSpace())
+    rhs = VectorField(model, Baumgarte(), mb.NullSpace())
     q0 = model.q0
     qd0 = mb.consistent_velocity(model, q0, jnp.zeros(model.n))
 
@@ -231,11 +231,11 @@ def batch_paths(size, loop, repeats, case="slider_crank", chunk=mb.batch.DEFAULT
 
 def qr_crossover(sizes=(6, 9, 12, 15, 18, 21, 27), batch=64, inner=30, repeats=5):
     """Seconds per member of a vmapped m x (m + 1) pivoted QR: jaxmb's compiled kernel (the
-    default where it was built, `jaxmb._native`) against the two pure-JAX paths that
-    `jaxmb._linalg.VECTOR_QR_LIMIT` chooses between without it, the vectorized Householder loop
+    default where it was built, `jaxmb._linalg.native`) against the two pure-JAX paths that
+    `jaxmb._linalg.dense.VECTOR_QR_LIMIT` chooses between without it, the vectorized Householder loop
     and LAPACK one member at a time; each inside one compiled loop of `inner` factorizations."""
-    from jaxmb import _native
-    from jaxmb._linalg import VECTOR_QR_LIMIT, _lapack_pivoted_qr, householder_pivoted_qr
+    from jaxmb._linalg import native as _native
+    from jaxmb._linalg.dense import VECTOR_QR_LIMIT, _lapack_pivoted_qr, householder_pivoted_qr
 
     rng = np.random.default_rng(0)
     paths = {"compiled kernel": _native.pivoted_qr,
@@ -266,12 +266,12 @@ def qr_crossover(sizes=(6, 9, 12, 15, 18, 21, 27), batch=64, inner=30, repeats=5
 
 def svd_crossover(sizes=(2, 3, 4, 6, 8, 10, 14, 21), batch=64, inner=30, repeats=5):
     """Microseconds per member of a vmapped thin SVD of k x (k + 1) matrices: jaxmb's compiled
-    one-sided Jacobi kernel (`jaxmb._native.svd`) against LAPACK one member at a time (gesdd
-    in a loop: what `jaxmb._linalg.svd` does under vmap above `JACOBI_SVD_LIMIT`), each inside
+    one-sided Jacobi kernel (`jaxmb._linalg.native.svd`) against LAPACK one member at a time (gesdd
+    in a loop: what `jaxmb._linalg.dense.svd` does under vmap above `JACOBI_SVD_LIMIT`), each inside
     one compiled loop of `inner` factorizations; and the 3 x 22 shape of the robot's per-pair
     solvability products."""
-    from jaxmb import _native
-    from jaxmb._linalg import JACOBI_SVD_LIMIT
+    from jaxmb._linalg import native as _native
+    from jaxmb._linalg.dense import JACOBI_SVD_LIMIT
 
     if not _native.available(jnp.zeros(())):
         print("svd crossover: jaxmb's compiled kernels were not built")
@@ -361,9 +361,9 @@ def main(argv=None):
                                      vmap=args.case == "slider_crank")))
         return None
     print(machine())
-    from jaxmb import _native
+    from jaxmb._linalg import native as _native
 
-    print("batched factorizations: " + ("jaxmb's compiled kernels (jaxmb._native)"
+    print("batched factorizations: " + ("jaxmb's compiled kernels (jaxmb._linalg.native)"
                                          if _native.available(jnp.zeros(())) else
                                          "pure JAX (compiled kernels not built or switched off)"))
     if args.qr:

@@ -30,10 +30,9 @@ import tempfile
 import textwrap
 import time
 
-from _common import compile_timed, machine, table
-
 import jax.numpy as jnp
 import numpy as np
+from _common import compile_timed, machine, table
 
 import jaxmb as mb
 from jaxmb.models import mobile_robot, n_four_bar

@@ -21,15 +21,13 @@ analysis of each compiled gradient (temporary buffers) is printed with it.
 
 import argparse
 
-from _common import block, compile_timed, machine, median_time, table
-
 import diffrax
 import jax
 import jax.numpy as jnp
+from _common import block, compile_timed, machine, median_time, table
 
 import jaxmb as mb
 from jaxmb.models import mobile_robot
-
 
 CHECKPOINTS = 2048  # > the steps of the 20 s run (about 1,000 at rtol 1e-8)
 

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_scaling.py             # N = 1, 10, 50, 100, 200
     python benchmarks/bench_scaling.py --quick     # N = 1, 10, 20
+    python benchmarks/bench_scaling.py --formulations null_space augmented_lagrangian
 
 N parallelograms of unit bars (2 N + 1 bodies, 3 N + 1 revolutes, n = 6 N + 3 coordinates)
 start from the benchmark's initial state (cranks vertical, 1 m/s) and fall under gravity for
@@ -9,32 +10,39 @@ start from the benchmark's initial state (cranks vertical, 1 m/s) and fall under
 run time per simulated second (median of repeats after compilation), accepted steps, and
 the fitted exponent a of time ~ N^a (least squares on log-log over N >= 10). The numpy/scipy
 reference (hand-coded rows, same formulation) runs the same problem for N <= 50 (`--ref-max`).
+Each formulation of `--formulations` (spellings of `simulate(formulation=...)`) runs the same
+problem side by side: the dense null-space one (a pivoted QR of C per right-hand side) and the
+sparse augmented-Lagrangian one (one static-pattern block Cholesky of M + alpha C'^T C').
 """
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # threaded BLAS under load: 4x+ slower
 
 import argparse
 
-from _common import block, compile_timed, machine, median_time, table
-
 import jax.numpy as jnp
 import numpy as np
+from _common import block, compile_timed, machine, median_time, table
+from oracle import reference_numpy as ref
 
 import jaxmb as mb
 from jaxmb.models import n_four_bar
-from oracle import reference_numpy as ref
 
 T1 = 0.5
 
 
-def run(quick=False, sizes=None, repeats=None, ref_max=None):
+def run(quick=False, sizes=None, repeats=None, ref_max=None, formulations=("null_space",)):
     sizes = sizes or ((1, 10, 20) if quick else (1, 10, 50, 100, 200))
     repeats = repeats or 3
     ref_max = 10 if quick and ref_max is None else (50 if ref_max is None else ref_max)
     rows, figures = [], {}
-    for N in sizes:
+    for N, formulation in [(N, f) for N in sizes for f in formulations]:
         model = n_four_bar.build(N)
         qd0 = n_four_bar.velocity(np.pi / 2, -1.0, N)
         ts = jnp.linspace(0.0, T1, 11)
-        fn = lambda m, q, qd, ts: mb.simulate(m, q, qd, T1, ts=ts)  # noqa: E731
+        fn = lambda m, q, qd, ts: mb.simulate(m, q, qd, T1, ts=ts,  # noqa: E731
+                                              formulation=formulation)
         compiled, trace_s, xla_s = compile_timed(fn, model, model.q0, qd0, ts)
         traj = block(compiled(model, model.q0, qd0, ts))
         t = median_time(lambda: block(compiled(model, model.q0, qd0, ts)), repeats)
@@ -44,20 +52,22 @@ def run(quick=False, sizes=None, repeats=None, ref_max=None):
             t_ref = median_time(lambda: out.update(r=ref.simulate_n_four_bar(
                 N, T1, np.asarray(ts))), 1)
             err = float(np.max(np.abs(out["r"][1] - np.asarray(traj.q))))
-        rows.append([N, model.n, len(model.pairs), t / T1, int(traj.num_steps),
+        rows.append([N, formulation, model.n, len(model.pairs), t / T1, int(traj.num_steps),
                      "-" if t_ref is None else t_ref / T1,
                      "-" if t_ref is None else t_ref / t, "-" if err is None else err,
                      trace_s + xla_s])
-        figures[N] = dict(n=model.n, s_per_sim_s=t / T1, steps=int(traj.num_steps),
+        figures[(N, formulation)] = dict(n=model.n, s_per_sim_s=t / T1, steps=int(traj.num_steps),
                           numpy_s_per_sim_s=None if t_ref is None else t_ref / T1,
                           max_dq=err, compile_s=trace_s + xla_s)
     big = [N for N in sizes if N >= 10]
-    a = (float(np.polyfit(np.log(big), np.log([figures[N]["s_per_sim_s"] for N in big]), 1)[0])
-         if len(big) >= 2 else float("nan"))
-    table(f"N-four-bar, {T1:g} s of motion: run time per simulated second (fitted N^{a:.2f} "
-          "over N >= 10)", ["N", "n", "pairs", "jaxmb s/s", "steps", "numpy s/s", "speed-up",
-                            "max |dq|", "compile s"], rows)
-    return dict(cases=figures, exponent=a)
+    exponents = {f: (float(np.polyfit(np.log(big), np.log(
+        [figures[(N, f)]["s_per_sim_s"] for N in big]), 1)[0]) if len(big) >= 2 else float("nan"))
+        for f in formulations}
+    fitted = ", ".join(f"{f} N^{a:.2f}" for f, a in exponents.items())
+    table(f"N-four-bar, {T1:g} s of motion: run time per simulated second (fitted over "
+          f"N >= 10: {fitted})", ["N", "formulation", "n", "pairs", "jaxmb s/s", "steps",
+                                  "numpy s/s", "speed-up", "max |dq|", "compile s"], rows)
+    return dict(cases={f"{N} {f}": v for (N, f), v in figures.items()}, exponents=exponents)
 
 
 def main(argv=None):
@@ -66,9 +76,10 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="*")
     parser.add_argument("--repeats", type=int)
     parser.add_argument("--ref-max", type=int)
+    parser.add_argument("--formulations", nargs="*", default=["null_space"])
     args = parser.parse_args(argv)
     print(machine())
-    return run(args.quick, args.sizes, args.repeats, args.ref_max)
+    return run(args.quick, args.sizes, args.repeats, args.ref_max, tuple(args.formulations))
 
 
 if __name__ == "__main__":

@@ -12,14 +12,13 @@ two different Runge-Kutta pairs, expected below 1e-6); compile time is reported 
 
 import argparse
 
-from _common import block, compile_timed, machine, median_time, table
-
 import jax.numpy as jnp
 import numpy as np
+from _common import block, compile_timed, machine, median_time, table
+from oracle import reference_numpy as ref
 
 import jaxmb as mb
 from jaxmb.models import mobile_robot, slider_crank
-from oracle import reference_numpy as ref
 
 
 def cases(quick):

@@ -18,15 +18,14 @@ import os
 import time
 
 os.environ.setdefault("JAXMB_CPU_DEVICES", "all")  # before jaxmb: one CPU device per core
-from _common import RESULTS, machine, table
-
 import bench_batch
-from bench_peers import _no_less_accurate
 import bench_compile
 import bench_gradient
 import bench_scaling
 import bench_solvability
 import bench_trajectory
+from _common import RESULTS, machine, table
+from bench_peers import _no_less_accurate
 
 SECTIONS = {
     "trajectory": bench_trajectory.run,

@@ -2,7 +2,7 @@
 
 Each case runs in a fresh Python process (the hang depended on thread timing at start-up and
 appeared in 7 of 18 fresh processes for solvability of 1024 robot configurations before
-jaxmb._linalg handed LAPACK one matrix at a time), under a timeout; a process that does not
+jaxmb._linalg.dense handed LAPACK one matrix at a time), under a timeout; a process that does not
 finish in time counts as a hang. Prints one row per case: runs, hangs, failures, and the
 median / max wall time of a run (compile included).
 

@@ -11,17 +11,15 @@ out/robot_fan.png.
 """
 
 import argparse
-import os
+import os  # noqa: I001
 import time
 
-import os  # noqa: I001
-
 os.environ.setdefault("JAXMB_CPU_DEVICES", "all")  # before jaxmb: one CPU device per core
-import jaxmb as mb  # first: sets float64, the XLA CPU flags and the CPU device count
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+import jaxmb as mb  # first: sets float64, the XLA CPU flags and the CPU device count
 from jaxmb import plotting
 from jaxmb.models import mobile_robot
 

@@ -21,11 +21,11 @@ import os
 import time
 import warnings
 
-import jaxmb as mb  # first: float64 and the XLA CPU flags
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
+import jaxmb as mb  # first: float64 and the XLA CPU flags
 from jaxmb import plotting, rigid_limit
 from jaxmb.models import mobile_robot
 from jaxmb.studies import PAPER_VARIANTS

@@ -28,11 +28,11 @@ import argparse
 import os
 import time
 
-import jaxmb as mb  # first: float64 and the XLA CPU flags
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+import jaxmb as mb  # first: float64 and the XLA CPU flags
 from jaxmb import plotting
 from jaxmb.cli import error_line
 from jaxmb.models import parallelogram, slider_crank

@@ -32,12 +32,12 @@ import functools
 import os
 import time
 
-import jaxmb as mb  # first: float64 and the XLA CPU flags
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+import jaxmb as mb  # first: float64 and the XLA CPU flags
 from jaxmb.models import four_bar
 
 PARAM_NAMES = ("a", "b", "c", "O2x", "O2y", "O4x", "O4y", "u", "v")

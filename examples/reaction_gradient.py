@@ -13,11 +13,11 @@ differences check it.
 import argparse
 import time
 
-import jaxmb as mb  # first: float64 and the XLA CPU flags
 import diffrax
 import jax
 import jax.numpy as jnp
 
+import jaxmb as mb  # first: float64 and the XLA CPU flags
 from jaxmb.models import mobile_robot
 
 

@@ -20,18 +20,18 @@ printed by name and value. `main(argv)` returns every map as numpy arrays.
 
 Batches are one `jax.jit(jax.vmap(...))` over blocks of a fixed number of points (one
 compilation per family); any block size is safe, since jaxmb hands LAPACK one matrix at a time
-under vmap (`jaxmb._linalg`).
+under vmap (`jaxmb._linalg.dense`).
 """
 
 import argparse
 import os
 import time
 
-import jaxmb as mb  # first: float64 and the XLA CPU flags
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+import jaxmb as mb  # first: float64 and the XLA CPU flags
 from jaxmb import drive
 from jaxmb.models import four_bar, n_four_bar, slider_crank
 
@@ -55,7 +55,7 @@ class BatchedMap:
     function."""
 
     def __init__(self, one, models, block=512):
-        del models  # any block size is safe: no batched LAPACK call (jaxmb._linalg)
+        del models  # any block size is safe: no batched LAPACK call (jaxmb._linalg.dense)
         self.block = block
         self.fn = jax.jit(jax.vmap(lambda x: one(*x)))
 

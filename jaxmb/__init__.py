@@ -10,7 +10,7 @@ the same wedge is reported upstream, e.g. PyAutoFit issue #1528). The flags take
 jaxmb is imported before JAX starts its CPU backend. Our matrices are small, so the lost
 intra-op parallelism costs little; GPU backends are unaffected. The other hazard, jaxlib 0.10's
 batched LAPACK kernels splitting a batch over the thread pool and waiting for it, is removed at
-the source: jaxmb never hands LAPACK more than one matrix (`jaxmb._linalg`), under any vmap.
+the source: jaxmb never hands LAPACK more than one matrix (`jaxmb._linalg.dense`), under any vmap.
 
 It also adds `--xla_cpu_experimental_ynn_fusion_type=` (same conditions): XLA's CPU compiler
 otherwise hands small elementwise and dot fusions to the YNNPACK library, whose per-call cost
@@ -37,57 +37,66 @@ import jax as _jax  # noqa: E402
 
 _jax.config.update("jax_enable_x64", True)
 
-from . import batch as batch, drive as drive  # noqa: E402
+from . import (
+    batch,  # noqa: E402
+    drive,  # noqa: E402
+)
 
 if _os.environ.get("JAXMB_CPU_DEVICES"):  # the one switch for batches on every CPU core
     _count = _os.environ["JAXMB_CPU_DEVICES"]
     batch.use_all_cores(None if _count == "all" else int(_count))
-from ._accelerations import accelerations as accelerations  # noqa: E402
-from ._assemble import assemble as assemble  # noqa: E402
-from ._cache import enable_compilation_cache as enable_compilation_cache  # noqa: E402
-from ._dynamics import Eliminate as Eliminate, NullSpace as NullSpace  # noqa: E402
-from ._formulation_base import (  # noqa: E402
-    AbstractFormulation as AbstractFormulation,
-    AbstractStateFormulation as AbstractStateFormulation,
-)
-from ._friction import (  # noqa: E402
+from ._analyses.accelerations import accelerations as accelerations  # noqa: E402
+from ._analyses.assemble import assemble as assemble  # noqa: E402
+from ._analyses.friction import (  # noqa: E402
     FrictionForces as FrictionForces,
     friction_forces as friction_forces,
 )
-from ._geometry import Body as Body  # noqa: E402
-from ._independent import (  # noqa: E402
-    IndependentCoordinates as IndependentCoordinates,
-    multipliers as reaction_matrix_multipliers,
-)
-from ._io import load as load, save as save  # noqa: E402
-from ._mechanism import Mechanism as Mechanism  # noqa: E402
-from ._model import Model as Model  # noqa: E402
-from ._passages import SingularPassageWarning as SingularPassageWarning  # noqa: E402
-from ._projection import Projection as Projection  # noqa: E402
-from ._reaction_methods._base import (  # noqa: E402
-    AbstractReactionMethod as AbstractReactionMethod,
-)
-from ._reaction_methods.auto import Auto as Auto  # noqa: E402
-from ._reaction_methods.compliance import Compliance as Compliance  # noqa: E402
-from ._reaction_methods.min_norm import MinNorm as MinNorm  # noqa: E402
-from ._reactions import (  # noqa: E402
+from ._analyses.reactions import (  # noqa: E402
     NonUniqueReactionWarning as NonUniqueReactionWarning,
     Reactions as Reactions,
     inverse_dynamics as inverse_dynamics,
     reactions as reactions,
     statics as statics,
 )
-from ._simulate import Baumgarte as Baumgarte, simulate as simulate  # noqa: E402
-from ._trajectory import Trajectory as Trajectory  # noqa: E402
-from ._solvability import (  # noqa: E402
+from ._analyses.simulate import simulate as simulate  # noqa: E402
+from ._formulations.baumgarte import Baumgarte as Baumgarte  # noqa: E402
+from ._analyses.solvability import (  # noqa: E402
     SolvabilityReport as SolvabilityReport,
     solvability as solvability,
 )
-from ._velocity import (  # noqa: E402
+from ._analyses.velocity import (  # noqa: E402
     KinematicsResult as KinematicsResult,
     consistent_velocity as consistent_velocity,
     kinematics as kinematics,
 )
+from ._formulations.augmented_lagrangian import (  # noqa: E402
+    AugmentedLagrangian as AugmentedLagrangian,
+)
+from ._formulations.base import (  # noqa: E402
+    AbstractAccelerationFormulation as AbstractAccelerationFormulation,
+    AbstractFormulation as AbstractFormulation,
+    AbstractStateFormulation as AbstractStateFormulation,
+)
+from ._formulations.independent import (  # noqa: E402
+    IndependentCoordinates as IndependentCoordinates,
+    multipliers as reaction_matrix_multipliers,
+)
+from ._formulations.null_space import NullSpace as NullSpace  # noqa: E402
+from ._formulations.passages import SingularPassageWarning as SingularPassageWarning  # noqa: E402
+from ._formulations.projection import Projection as Projection  # noqa: E402
+from ._formulations.trajectory import Trajectory as Trajectory  # noqa: E402
+from ._io import (
+    load as load,  # noqa: E402
+    save as save,
+)
+from ._model.mechanism import Mechanism as Mechanism  # noqa: E402
+from ._model.model import Model as Model  # noqa: E402
+from ._reaction_methods._base import AbstractReactionMethod as AbstractReactionMethod  # noqa: E402
+from ._reaction_methods.auto import Auto as Auto  # noqa: E402
+from ._reaction_methods.compliance import Compliance as Compliance  # noqa: E402
+from ._reaction_methods.eliminate import Eliminate as Eliminate  # noqa: E402
+from ._reaction_methods.min_norm import MinNorm as MinNorm  # noqa: E402
+from ._runtime.cache import enable_compilation_cache as enable_compilation_cache  # noqa: E402
 from .elements import (  # noqa: E402
     AbsoluteDriver as AbsoluteDriver,
     Bushing as Bushing,
@@ -110,5 +119,6 @@ from .elements import (  # noqa: E402
     TranslationalFriction as TranslationalFriction,
     Weld as Weld,
 )
+from .elements.geometry import Body as Body  # noqa: E402
 
 __version__ = "0.1.0"

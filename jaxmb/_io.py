@@ -31,11 +31,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Real
 
-from . import drive as _drive, elements as _elements
-from ._geometry import Body, is_concrete
-from ._mechanism import Mechanism
-from ._model import Model
+from . import elements as _elements
+from ._model.mechanism import Mechanism
+from ._model.model import Model
 from ._reaction_methods.compliance import Compliance
+from .elements import drive as _drive
+from .elements.geometry import Body, is_concrete
 
 VERSION = 1
 """The schema version written to, and required in, the `jaxmb_model` key."""

@@ -23,7 +23,7 @@ The same code runs on several GPUs of one host, and on several hosts after
 feeds its addressable shards; see the JAX multi-process documentation).
 `shard`, `mesh` and `batch_sharding` are the lower-level pieces for a hand-written
 `jax.jit(jax.vmap(run))` on sharded inputs; jaxmb's compiled batched kernels carry a
-partitioning rule, so there too each device factorizes its own shard (`jaxmb._native`).
+partitioning rule, so there too each device factorizes its own shard (`jaxmb._linalg.native`).
 """
 
 import os

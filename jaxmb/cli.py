@@ -8,7 +8,7 @@ schema in docs/model_files.md, with an optional `initial_velocity` list).
 Compiled programs are kept in JAX's persistent compilation cache (`$JAX_COMPILATION_CACHE_DIR`,
 default ~/.cache/jaxmb/jax; `JAXMB_NO_CACHE=1` switches it off; see
 `jaxmb.enable_compilation_cache`) and reused by later commands, which then compile nothing;
-the traced programs are kept too (`jaxmb._program_store`), so they trace nothing either.
+the traced programs are kept too (`jaxmb._runtime.program_store`), so they trace nothing either.
 The analyses are called eagerly (not inside `jax.jit`), so their programs carry no host
 callbacks and can be cached.
 """
@@ -246,8 +246,8 @@ _QUIET = [False]
 
 
 def announce_compiles(model_name):
-    """Say which analysis compiles on a first run (`jaxmb._program_store.compile_listeners`)."""
-    from jaxmb import _program_store
+    """Say which analysis compiles on a first run (`jaxmb._runtime.program_store.compile_listeners`)."""
+    from jaxmb._runtime import program_store as _program_store
 
     said = set()
 

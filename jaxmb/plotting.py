@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ._geometry import point  # noqa: E402
+from .elements.geometry import point  # noqa: E402
 
 METHOD_DEPENDENT = "method-dependent"
 

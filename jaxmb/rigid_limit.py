@@ -24,11 +24,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _errors
-from ._geometry import Body, as_f64, dot2, direction, point
-from ._linalg import solve
-from ._model import Model
+from ._linalg.dense import solve
+from ._model.model import Model
+from ._runtime import errors as _errors
 from .elements import AbstractForceElement, Bushing, KnifeEdge, Revolute, Weld
+from .elements.geometry import Body, as_f64, direction, dot2, point
 
 NEWTON_TOL = 1e-12
 """Relative size of the last Newton step at which `static_equilibrium` stops."""
@@ -206,7 +206,7 @@ def parallelogram_statics(scales, stiffness=PARALLELOGRAM_STIFFNESS, load=PARALL
 
     **Returns:** dict with `scales`, `errors` (relative, max over the revolutes' rows),
     `rates` (`observed_rates`), `reference` (the rigid rows) and `forces`."""
-    from ._reactions import statics
+    from ._analyses.reactions import statics
     from ._reaction_methods.compliance import Compliance
     from .models import parallelogram
 
@@ -232,7 +232,7 @@ def cycle_drive(theta0=0.7, amplitude=0.6, period=1.0):
     started in equilibrium is not shaken."""
     c = amplitude * 256.0 * np.array([0, 0, 0, 0, 1, -4, 6, -4, 1]) / period ** np.arange(9)
     c[0] = theta0
-    from .drive import Polynomial
+    from .elements.drive import Polynomial
 
     return Polynomial(jnp.asarray(c))
 
@@ -249,9 +249,9 @@ def parallelogram_cycle(scales, stiffness=PARALLELOGRAM_STIFFNESS, *, damping=20
     import diffrax
     import optimistix as optx
 
-    from ._reactions import inverse_dynamics
+    from ._analyses.reactions import inverse_dynamics
+    from ._analyses.simulate import simulate
     from ._reaction_methods.compliance import Compliance
-    from ._simulate import simulate
     from .models import parallelogram
 
     theta0 = 0.7
@@ -295,9 +295,9 @@ def robot_slip(scales, damping=ROBOT_DAMPING, *, t_end=5.0, t1=1.5, num_saves=31
     import diffrax
     import optimistix as optx
 
-    from ._reactions import reactions
+    from ._analyses.reactions import reactions
+    from ._analyses.simulate import simulate
     from ._reaction_methods.compliance import Compliance
-    from ._simulate import simulate
     from .models import mobile_robot
 
     model = mobile_robot.build(t_end=t_end)

@@ -16,10 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import plotting
-from ._dynamics import Eliminate
-from ._reactions import NonUniqueReactionWarning, reactions
-from ._simulate import simulate
-from ._solvability import solvability
+from ._analyses.reactions import NonUniqueReactionWarning, reactions
+from ._analyses.simulate import simulate
+from ._analyses.solvability import solvability
+from ._reaction_methods.eliminate import Eliminate
 from .models import mobile_robot
 
 PAPER_VARIANTS = {

@@ -17,7 +17,7 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
 # The CLI, example and notebook subprocesses compile the same programs as the tests in this
-# process, and find them in the cache above. With the program store (jaxmb._program_store) on,
+# process, and find them in the cache above. With the program store (jaxmb._runtime.program_store) on,
 # they would compile its exported wrappers instead, whose modules differ: the store is off for
 # them; tests/test_program_store.py, test_compile_cache.py and the CLI's first-run test switch
 # it on where they test it.
@@ -60,7 +60,7 @@ def _program_store_off_after_each_test():
     (`enable_compilation_cache`); later tests, some of which patch jaxmb functions that the
     store's keys cannot see, must trace as usual."""
     yield
-    from jaxmb import _program_store
+    from jaxmb._runtime import program_store as _program_store
 
     if _program_store.directory() is not None:
         _program_store.disable()
@@ -83,7 +83,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 KERNELS = ("native", "jnp")
-"""The two kernels of vmapped factorizations: jaxmb's compiled ones (`jaxmb._native`) and the
+"""The two kernels of vmapped factorizations: jaxmb's compiled ones (`jaxmb._linalg.native`) and the
 pure-jnp algorithms used where they were not built (JAXMB_NATIVE_KERNELS=0)."""
 
 
@@ -92,7 +92,7 @@ def select_kernel(monkeypatch, kernel):
     compiled kernels must exist wherever pip had a C++ compiler; elsewhere "native" skips."""
     import jax.numpy as jnp
 
-    from jaxmb import _native
+    from jaxmb._linalg import native as _native
 
     if kernel == "jnp":
         monkeypatch.setenv("JAXMB_NATIVE_KERNELS", "0")

@@ -21,8 +21,7 @@ the moved start); the consistent q0 is `mb.assemble(model, start)`.
 import dataclasses
 
 import numpy as np
-from oracle.planar import rigid_motion
-from oracle.planar import rot as rotation
+from oracle.planar import rigid_motion, rot as rotation
 
 import jaxmb as mb
 

@@ -50,6 +50,7 @@ import numpy as np
 import pytest
 
 import jaxmb as mb
+from jaxmb._formulations.start import START_ERRORS
 
 L = 0.5  # pendulum length (m)
 
@@ -690,7 +691,7 @@ def test_vmapped_simulate_refuses_bad_starts_per_member(chain_model):
     qd0s = jnp.zeros((4, 6)).at[3, 4].set(1.0)
     traj = _simulate_batch(chain_model, q0s, qd0s, 0.0, T_BACK, TS_FWD)
     np.testing.assert_array_equal(traj.start_error, [0, 3, 1, 4])
-    assert [mb._simulate.START_ERRORS[k] for k in (3, 1, 4)] == [
+    assert [START_ERRORS[k] for k in (3, 1, 4)] == [
         "q0 violates the position constraints (call mb.assemble first)", "q0 is not finite",
         "qd0 violates the velocity constraints (call mb.consistent_velocity first)"]
     np.testing.assert_array_equal(traj.success, [True, False, False, False])

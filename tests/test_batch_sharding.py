@@ -121,7 +121,8 @@ def test_order_without_cost_keeps_each_share_on_its_device():
 _SHARDED_KERNEL = """
 import json, numpy as np, jax, jax.numpy as jnp
 import jaxmb as mb
-from jaxmb import _dynamics, _native
+from jaxmb._formulations import null_space as _dynamics
+from jaxmb._linalg import native as _native
 assert jax.device_count() == 2 and _native.available(jnp.zeros(()))
 rng = np.random.default_rng(0)
 B = 8

@@ -1,6 +1,6 @@
-"""The batched column-pivoted QR (`jaxmb._linalg`) and the vmapped accelerations built on it,
+"""The batched column-pivoted QR (`jaxmb._linalg.dense`) and the vmapped accelerations built on it,
 with each of the two batched kernels (`conftest.KERNELS`): jaxmb's compiled ones
-(`jaxmb._native`) and the pure-jnp algorithms.
+(`jaxmb._linalg.native`) and the pure-jnp algorithms.
 
 Independent references:
 - scipy.linalg.qr(pivoting=True) (LAPACK geqp3 through numpy) per batch member: A P = Q R,
@@ -22,12 +22,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.linalg as sl
+from conftest import KERNELS, select_kernel
 
 import jaxmb as mb
-from conftest import KERNELS, select_kernel
-from jaxmb import _native
-from jaxmb._linalg import economic_pivoted_qr, householder_pivoted_qr
-from jaxmb._linalg import RANK_RTOL
+from jaxmb._linalg import native as _native
+from jaxmb._linalg.dense import RANK_RTOL, economic_pivoted_qr, householder_pivoted_qr
 from jaxmb.models import mobile_robot, slider_crank
 
 QR_TOL = 1e-12
@@ -110,7 +109,7 @@ def test_large_matrices_go_to_lapack_one_member_at_a_time(monkeypatch, rng):
     limit's docstring), with results identical to unbatched calls; at the limit and below
     (12 x 13 x 12 = 1,872) it stays vectorized. The compiled programs are read, the
     values compared with single calls bit for bit."""
-    from jaxmb._linalg import VECTOR_QR_LIMIT
+    from jaxmb._linalg.dense import VECTOR_QR_LIMIT
 
     select_kernel(monkeypatch, "jnp")
     assert 12 * 13 * 12 <= VECTOR_QR_LIMIT < 21 * 22 * 21
@@ -261,7 +260,7 @@ def test_vmapped_accelerations_propagate_nan(monkeypatch, cases, kernel, rng):
     """A member whose C holds a nan gets nan accelerations (so a diffrax step fails and is
     reported), and the other members are untouched: both batched kernels, as the LAPACK path."""
     select_kernel(monkeypatch, kernel)
-    from jaxmb._dynamics import null_space_solve
+    from jaxmb._formulations.null_space import null_space_solve
 
     model, q, qd = cases["slider_crank"]
     C = np.stack([np.asarray(model.C(qi, 0.0)) for qi in q[:3]])

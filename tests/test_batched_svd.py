@@ -1,4 +1,4 @@
-"""Vmapped small factorizations (`jaxmb._linalg`): the thin SVD and singular values (compiled
+"""Vmapped small factorizations (`jaxmb._linalg.dense`): the thin SVD and singular values (compiled
 one-sided Jacobi kernel up to `JACOBI_SVD_LIMIT`, else LAPACK one member at a time), the thin QR
 without pivoting and the left null space of a pivoted QR, with each batched kernel
 (`conftest.KERNELS`).
@@ -19,9 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.linalg as sl
-
 from conftest import KERNELS, select_kernel
-from jaxmb import _linalg
+
+from jaxmb._linalg import dense as _linalg
 
 TOL = 1e-12
 SVD_SHAPES = ((1, 1), (3, 22), (22, 3), (3, 3), (2, 21), (6, 7), (10, 10), (12, 11))

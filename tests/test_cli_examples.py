@@ -111,7 +111,8 @@ def test_progress_lines_name_the_analysis_and_stay_off_stdout(capsys, monkeypatc
     """The first-run lines (tests/test_compile_cache.py checks that the store announces each
     compiled program once, in the first process only) go to stderr, once per analysis, with
     its public name; --quiet silences them."""
-    from jaxmb import _program_store, cli
+    from jaxmb import cli
+    from jaxmb._runtime import program_store as _program_store
 
     monkeypatch.setattr(_program_store, "compile_listeners", [])
     monkeypatch.setattr(cli, "_QUIET", [False])

@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Eager simulate, reactions along the run and jax.grad of a reaction loss (through assemble,
 # consistent_velocity and reactions), with mb.enable_compilation_cache (so also the program
-# store, jaxmb._program_store), counting the traces of the eager calls, the persistent cache's
+# store, jaxmb._runtime.program_store), counting the traces of the eager calls, the persistent cache's
 # misses and the programs it refused for their host callbacks (a pendulum: the smallest model
 # that has every program kind, so the two processes compile little).
 _SCRIPT = textwrap.dedent(
@@ -44,9 +44,9 @@ _SCRIPT = textwrap.dedent(
     logging.getLogger("jax._src.compiler").setLevel(logging.WARNING)
     import jax.numpy as jnp
     import jaxmb as mb
-    from jaxmb import _errors
+    from jaxmb._runtime import errors as _errors
     mb.enable_compilation_cache(sys.argv[1])  # with the program store
-    from jaxmb import _program_store
+    from jaxmb._runtime import program_store as _program_store
     compiled = []  # what the command line announces on a first run (jaxmb.cli.say)
     _program_store.compile_listeners.append(compiled.append)
     traced = []  # checked programs traced (one _Collector per trace)
@@ -125,16 +125,16 @@ def _pendulum(name):
 
 
 def test_new_tolerance_or_end_time_reuses_the_compiled_simulate(monkeypatch):
-    from jaxmb import _simulate
+    from jaxmb._formulations import state_ode
 
     traces = []
-    original = _simulate._check_initial_state  # runs once per trace of simulate's program
+    original = state_ode.check_initial_state  # runs once per trace of simulate's program
 
     def counting(*args):
         traces.append(1)
         return original(*args)
 
-    monkeypatch.setattr(_simulate, "_check_initial_state", counting)
+    monkeypatch.setattr(state_ode, "check_initial_state", counting)
     model = _pendulum("bob_retrace_test")
     q0, qd0 = model.q0, jnp.zeros(model.n)
     ts = jnp.linspace(0.0, 0.5, 6)

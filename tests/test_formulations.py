@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import jaxmb as mb
-from jaxmb import _simulate
+from jaxmb._analyses import simulate as _simulate
+from jaxmb._formulations import state_ode
 from jaxmb.models import slider_crank
 
 T1 = 0.5
@@ -27,7 +28,7 @@ TOL = dict(rtol=1e-10, atol=1e-12)
 TRACED = []
 
 
-class DenseAugmented(mb.AbstractStateFormulation):
+class DenseAugmented(mb.AbstractAccelerationFormulation):
     """qdd from the augmented system (seed 001 eq. 11) by a dense pseudo-inverse."""
 
     def accelerations(self, model, terms, label):
@@ -63,13 +64,13 @@ def test_spelling_and_object_share_one_program(crank, monkeypatch):
     numbers bit for bit."""
     model, qd0, ts = crank
     traces = []
-    original = _simulate._check_initial_state
+    original = state_ode.check_initial_state
 
     def counting(*args):
         traces.append(1)
         return original(*args)
 
-    monkeypatch.setattr(_simulate, "_check_initial_state", counting)
+    monkeypatch.setattr(state_ode, "check_initial_state", counting)
     spelled = mb.simulate(model, model.q0, qd0, T1, ts=ts, formulation="null_space", **TOL)
     default = mb.simulate(model, model.q0, qd0, T1, ts=ts, **TOL)
     obj = mb.simulate(model, model.q0, qd0, T1, ts=ts, formulation=mb.NullSpace(), **TOL)

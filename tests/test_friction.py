@@ -1,5 +1,5 @@
 """Joint friction driven by the joint reactions (issue 21): `mb.RevoluteFriction`,
-`mb.TranslationalFriction`, the coupled solve of `jaxmb._friction` in simulate, reactions,
+`mb.TranslationalFriction`, the coupled solve of `jaxmb._analyses.friction` in simulate, reactions,
 inverse dynamics and statics.
 
 References, each independent of jaxmb's equations:

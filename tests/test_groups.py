@@ -12,11 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from oracle.loops import loop_C, loop_phi, loop_velocity_residual
 
 import jaxmb as mb
 from jaxmb import drive
-from jaxmb._groups import group_pairs
-from oracle.loops import loop_C, loop_phi, loop_velocity_residual
+from jaxmb._model.groups import group_pairs
 from jaxmb.models import four_bar, mobile_robot, n_four_bar, slider_crank
 
 TOL = 1e-13

@@ -1,25 +1,20 @@
-"""The package's layers hold: no module imports a module of a higher layer (every import,
-also those inside functions, read from the source with `ast`), and every module is placed in
-a layer, so a new module has to say where it belongs. Imports under `if TYPE_CHECKING:` are
-not dependencies (never executed: they name types for annotations, e.g. an element's
-`generalized_force(model: "Model", ...)`).
+"""The package's layers are its folders, and they hold: no module imports a module of a higher
+layer (every import, also those inside functions, read from the source with `ast`), and every
+module lies in a layer folder or at the top, so a new module says where it belongs by where it
+is put. Imports under `if TYPE_CHECKING:` are not dependencies (never executed: they name types
+for annotations, e.g. an element's `generalized_force(model: "Model", ...)`).
 
-Layers, lowest first (a module may import its own layer and those below):
-0. foundations with no jaxmb imports: errors as data, planar geometry, linear algebra, the
-   compilation cache, report formatting, the transparent solver wrapper;
-1. drives (time functions), input checks, the per-type pair evaluation, the row table;
-2. elements (residuals only);
-3. the built model (C, gamma, Phi by autodiff);
-4. building models, state checks, solvability, the trajectory record, the terms of the
-   equations of motion at a state, the singular-passage monitor, the formulation and
-   reaction-method bases;
-5. dynamics (the per-state solves);
-6. what is built on the solves: assembly and velocities, the reaction methods, the
-   projection and independent-coordinate formulations, the failure diagnosis;
-7. friction (the coupled solve over a reaction method);
-8. the user-facing analyses: accelerations, simulate and reactions;
-9. model files, the bundled models, studies and workflows, plotting and drawing, the CLI and
-   the package's public namespace.
+Layers, lowest first (a module may import its own folder and those below; docs/code_layout.md
+says what each holds):
+0. `_linalg/`: dense and sparse factorizations, rank decisions, the compiled kernels;
+1. `_runtime/`: checked jit and errors as data, the program store, the compilation cache;
+2. `elements/`: planar geometry, drive functions, the elements (residuals only);
+3. `_model/`: the built model (C, gamma, Phi by autodiff), its builder, state checks, the terms
+   of the equations of motion at a state;
+4. `_formulations/`: how simulate integrates (one `integrate` hook per formulation);
+5. `_reaction_methods/`: how the multipliers are chosen;
+6. `_analyses/`: the user-facing analyses (accelerations, simulate, reactions, solvability, ...);
+7. the top level: the public namespace, model files, bundled models, batches, pictures, the CLI.
 """
 
 import ast
@@ -27,33 +22,17 @@ import os
 
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jaxmb")
 
-LAYERS = (
-    ("_program_store", "_errors", "_geometry", "_vmap_rules", "_native", "_linalg", "_cache",
-     "_report", "_wrapped_solver"),
-    ("drive", "_input_checks", "_groups", "_arguments", "_rows"),
-    ("elements",),
-    ("_model",),
-    ("_mechanism", "_state_checks", "_solvability", "_trajectory", "_terms", "_passages",
-     "_formulation_base", "_reaction_methods._base"),
-    ("_dynamics",),
-    ("_assemble", "_velocity", "_reaction_methods", "_projection", "_independent", "_failures"),
-    ("_friction",),
-    ("_accelerations", "_simulate", "_reactions"),
-    ("_io", "models", "studies", "rigid_limit", "batch", "plotting", "drawing", "cli",
-     "__main__", ""),
-)
+LAYERS = ("_linalg", "_runtime", "elements", "_model", "_formulations", "_reaction_methods",
+          "_analyses")
+"""The layer folders, lowest first; every other module (top-level files, `models/`) is in the
+top layer."""
 
 
 def _layer(module):
-    """Layer of a dotted module path relative to jaxmb ("" is the package itself): the most
-    specific entry that is the module or one of its packages."""
-    best = None
-    for k, names in enumerate(LAYERS):
-        for name in names:
-            if module == name or (name and module.startswith(name + ".")):
-                if best is None or len(name) > len(best[1]):
-                    best = (k, name)
-    return None if best is None else best[0]
+    """Layer of a dotted module path relative to jaxmb ("" is the package itself): the index of
+    its top folder in LAYERS, or the top layer."""
+    top = module.split(".")[0]
+    return LAYERS.index(top) if top in LAYERS else len(LAYERS)
 
 
 def _modules():
@@ -101,8 +80,19 @@ def _type_checking(node) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def test_every_module_has_a_layer():
-    assert [m for m, _, _ in _modules() if _layer(m) is None] == []
+def test_every_layer_folder_exists_and_holds_modules():
+    """LAYERS names real folders (a renamed folder would silently drop to the top layer)."""
+    for name in LAYERS:
+        assert os.path.isfile(os.path.join(ROOT, name, "__init__.py")), name
+        assert len([m for m, _, _ in _modules() if m.startswith(name + ".")]) >= 2, name
+
+
+def test_private_top_level_modules_are_few():
+    """Private modules live in their layer folder; the top level keeps the public modules and
+    model files (`_io`)."""
+    private = sorted(m for m, package, _ in _modules()
+                     if "." not in m and m.startswith("_") and not package)
+    assert private == ["_io"], private
 
 
 def test_no_module_imports_a_higher_layer():
@@ -119,10 +109,11 @@ def test_no_module_imports_a_higher_layer():
 def test_the_check_sees_imports():
     """The parser finds the imports it must judge (a check that sees nothing cannot fail)."""
     found = {(m, t) for m, p, path in _modules() for t in _imports(m, p, path)}
-    assert ("_reactions", "_trajectory") in found
-    assert ("_simulate", "_friction") in found
-    assert ("models.mobile_robot", "drive") in found
-    assert ("_reaction_methods.compliance", "_errors") in found
-    assert ("_reactions", "_simulate") not in found  # Trajectory lives in its own module
-    assert ("elements._base", "drive") in found
-    assert ("elements._base", "_model") not in found  # under `if TYPE_CHECKING:` only
+    assert ("_analyses.reactions", "_formulations.trajectory") in found
+    assert ("_analyses.simulate", "_analyses.friction") in found
+    assert ("models.mobile_robot", "elements.drive") in found
+    assert ("_reaction_methods.compliance", "_runtime.errors") in found
+    assert ("_analyses.reactions", "_analyses.simulate") not in found
+    assert ("elements._base", "elements.drive") in found
+    assert ("elements._base", "_model.model") not in found  # under `if TYPE_CHECKING:` only
+    assert _layer("_formulations.base") < _layer("_reaction_methods.eliminate")

@@ -1,4 +1,4 @@
-"""The program store (`jaxmb._program_store`): eager calls with the compilation cache on keep
+"""The program store (`jaxmb._runtime.program_store`): eager calls with the compilation cache on keep
 their traced programs on disk (`jax.export`), so a later process neither traces nor compiles.
 
 References: a stored program must give the ordinary path's numbers bit for bit (it is the same
@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import jaxmb as mb
-from jaxmb import _errors, _program_store, _simulate
+from jaxmb._formulations import start
+from jaxmb._runtime import errors as _errors, program_store as _program_store
 
 
 def _pendulum(name="bob_store", length=1.0):
@@ -91,7 +92,7 @@ def test_new_values_reuse_the_stored_program(store, traces):
 
 
 def test_key_pins_what_the_program_depends_on(monkeypatch):
-    fn = _simulate._check_initial_state
+    fn = start.check_initial_state
     model = _pendulum()
     args = lambda m, q=None: (m, m.q0 if q is None else q, jnp.zeros(m.n), jnp.asarray(0.0),  # noqa: E731
                               True)
@@ -103,9 +104,9 @@ def test_key_pins_what_the_program_depends_on(monkeypatch):
     assert key(*args(model, jnp.zeros((2, 3)))) != base  # a shape
     assert key(*args(model, jnp.zeros(3, jnp.float32))) != base  # a dtype
     assert key(*args(model)[:-1], False) != base  # a static option
-    assert _program_store.key(_simulate._checked_start, (model, mb.Eliminate((0,)), model.q0,
+    assert _program_store.key(start.check_initial_state, (model, mb.Eliminate((0,)), model.q0,
                                                         0.0, "x"), {}) != \
-        _program_store.key(_simulate._checked_start, (model, mb.Eliminate((1,)), model.q0,
+        _program_store.key(start.check_initial_state, (model, mb.Eliminate((1,)), model.q0,
                                                       0.0, "x"), {})
     saved = jax.config.jax_numpy_rank_promotion
     try:
@@ -113,7 +114,7 @@ def test_key_pins_what_the_program_depends_on(monkeypatch):
         assert key(*args(model)) != base  # a JAX setting a trace depends on
     finally:
         jax.config.update("jax_numpy_rank_promotion", saved)
-    monkeypatch.setenv("JAXMB_NATIVE_KERNELS", "0")  # the jnp batched kernels, not jaxmb._native
+    monkeypatch.setenv("JAXMB_NATIVE_KERNELS", "0")  # the jnp batched kernels, not jaxmb._linalg.native
     assert key(*args(model)) != base
     monkeypatch.delenv("JAXMB_NATIVE_KERNELS")
     assert key(*args(model)) == base
@@ -132,7 +133,7 @@ def test_what_the_key_cannot_pin_takes_the_ordinary_path(store):
     bob = m.body("bob_user", mass=1.0, inertia=1e-3, q=(1.0, 0.0, 0.0))
     m.add(_UserRevolute("pin", m.ground, bob, s_i=(0.0, 0.0), s_j=(-1.0, 0.0)))
     user = m.build()
-    fn = _simulate._check_initial_state
+    fn = start.check_initial_state
     assert _program_store.key(fn, (user, user.q0), {}) is None
     assert _program_store.key(fn, (_pendulum(), lambda q: q), {}) is None  # a lambda
     offset = 1.0

@@ -221,7 +221,7 @@ def motion(robot):
 
 
 def _chunked(f):
-    """jit(vmap(f)) over (q, t): one batch of any size (no batched LAPACK call, jaxmb._linalg)."""
+    """jit(vmap(f)) over (q, t): one batch of any size (no batched LAPACK call, jaxmb._linalg.dense)."""
     return jax.jit(jax.vmap(f))
 
 

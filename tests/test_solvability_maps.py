@@ -21,8 +21,7 @@ import os
 import jax
 import numpy as np
 import pytest
-from oracle.linalg import RANK_RTOL
-from oracle.linalg import rank as rank_np
+from oracle.linalg import RANK_RTOL, rank as rank_np
 
 import jaxmb as mb
 from jaxmb.models import n_four_bar

@@ -29,7 +29,8 @@ import jaxtyping
 import numpy as np
 
 import jaxmb as mb
-from jaxmb import batch, drive, elements
+from jaxmb import batch, elements
+from jaxmb.elements import drive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULES = (batch, drive, elements)
@@ -183,9 +184,9 @@ def test_every_public_signature_and_field_is_annotated():
     found += [line for label, ann in fields for line in field_problems(label, ann)]
     assert found == [], "\n".join(found)
     names = {label for label, _, _ in sigs}
-    for expected in ("jaxmb.simulate", "jaxmb.batch.map", "jaxmb.drive.as_drive",
+    for expected in ("jaxmb.simulate", "jaxmb.batch.map", "jaxmb.elements.drive.as_drive",
                      "jaxmb.Model.C", "jaxmb.Revolute.residual", "jaxmb.Compliance.__init__",
-                     "jaxmb.drive.Spline.__call__", "jaxmb.Reactions.on_body"):
+                     "jaxmb.elements.drive.Spline.__call__", "jaxmb.Reactions.on_body"):
         assert expected in names, expected
     assert len(sigs) > 150 and len(fields) > 150, (len(sigs), len(fields))
     assert sum(is_jaxtyping(ann) for _, ann in fields) > 100

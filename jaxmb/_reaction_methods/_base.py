@@ -7,7 +7,7 @@ import equinox as eqx
 from jaxtyping import Array, Float
 
 if TYPE_CHECKING:  # the model imports nothing from here; this keeps the package import-free
-    from .._model import Model
+    from .._model.model import Model
 
 MassMatrix = Float[Array, "n n"]
 Forces = Float[Array, " n"]  # also accelerations: one number per coordinate

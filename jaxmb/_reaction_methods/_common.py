@@ -1,6 +1,6 @@
 """Helpers shared by the reaction methods."""
 
-from .._dynamics import null_space_solve
+from .._formulations.null_space import null_space_solve
 
 
 def unique_accelerations(M, F, C, gamma, qdd):

@@ -2,14 +2,15 @@
 
 from typing import ClassVar
 
+import diffrax
 from jaxtyping import Array, Float
 
-from .._dynamics import eliminated_solve, keep_mask
-from .._formulation_base import AbstractStateFormulation
-from .._model import Model
-from .._terms import StateTerms
-from ._base import AbstractReactionMethod
-from ._base import ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
+from .._formulations.base import AbstractStateFormulation, monitored_solver, with_ratios
+from .._formulations.eliminated import eliminated_solve
+from .._linalg.dense import independent_rows
+from .._model.model import Model
+from .._model.terms import StateTerms
+from ._base import AbstractReactionMethod, ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
 
 
 class Auto(AbstractReactionMethod, AbstractStateFormulation):
@@ -20,11 +21,31 @@ class Auto(AbstractReactionMethod, AbstractStateFormulation):
 
     name: ClassVar[str] = "auto"
     physical: ClassVar[bool] = False
+    baumgarte: ClassVar[bool] = True
+    monitored: ClassVar[bool] = True
 
     def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
                     gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
-        qdd_e, lam = eliminated_solve(M, F, C, gamma, keep_mask(model, "auto", C), label=label)
+        qdd_e, lam = eliminated_solve(M, F, C, gamma, independent_rows(C), label=label)
         return (qdd_e if qdd is None else qdd), lam
 
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         return self.multipliers(model, terms.M, terms.F, terms.C, terms.gamma, None, label)[0]
+
+    def accelerations_and_ratios(
+        self, model: Model, terms: StateTerms, label: str
+    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+        return with_ratios(self, model, terms, label)
+
+    def wrap_solver(
+        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
+    ) -> diffrax.AbstractSolver:
+        return monitored_solver(solver, model, from_rhs)
+
+    def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
+        return None
+
+    def check_start(
+        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
+    ) -> Float[Array, " n"]:
+        return q0

@@ -20,7 +20,7 @@ alike), whereas the minimum-norm multipliers (K = I) add newtons to newton metre
 of solvable pairs are the same for every K, since every solution of C^T lambda = f has them.
 
 It is computed in the scaled multipliers mu = K^(-1/2) lambda: C^ = K^(1/2) C,
-mu = (C^^T)^+ f (the minimum-norm solution of C^^T mu = f), lambda* = K^(1/2) mu; jaxmb._linalg.pinv
+mu = (C^^T)^+ f (the minimum-norm solution of C^^T mu = f), lambda* = K^(1/2) mu; jaxmb._linalg.dense.pinv
 is differentiable where the rank is locally constant, so jit, vmap and grad (geometry and
 stiffness) work.
 
@@ -66,18 +66,17 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
-from .. import _errors
-from .._geometry import is_concrete
-from .._linalg import RANK_RTOL, pinv
-from .._model import Model
-from ._base import AbstractReactionMethod
-from ._base import ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
+from .._linalg.dense import RANK_RTOL, pinv
+from .._model.model import Model
+from .._runtime import errors as _errors
+from ..elements.geometry import is_concrete
+from ._base import AbstractReactionMethod, ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
 from ._common import unique_accelerations
 
 
 def _pinv(A, floor=None):
     """Pseudo-inverse with singular values below RANK_RTOL max(s_max, floor) treated as zero
-    (the one pseudo-inverse of this module; jaxmb._linalg.pinv's derivative rule holds where the
+    (the one pseudo-inverse of this module; jaxmb._linalg.dense.pinv's derivative rule holds where the
     rank is locally constant). `floor` puts the cut-off on an absolute scale: a matrix of
     round-off entries is then treated as zero instead of inverted."""
     if floor is None:

@@ -2,11 +2,9 @@
 
 from typing import ClassVar
 
-
-from .._dynamics import min_norm_multipliers
-from .._model import Model
-from ._base import AbstractReactionMethod
-from ._base import ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
+from .._formulations.null_space import min_norm_multipliers
+from .._model.model import Model
+from ._base import AbstractReactionMethod, ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
 from ._common import unique_accelerations
 
 

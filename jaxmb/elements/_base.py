@@ -1,7 +1,7 @@
 """Abstract element types: holonomic and Pfaffian constraint pairs, force elements.
 
 A constraint pair defines only a residual. The model obtains everything else by
-forward-mode automatic differentiation (see `jaxmb._model`):
+forward-mode automatic differentiation (see `jaxmb._model.model`):
 
 - holonomic pair: Phi(q, t); its velocity residual is g = d/dt Phi = Phi_q qd + Phi_t;
 - Pfaffian pair: the velocity residual g = Psi(q) qd directly (seed 001, eq. 3).
@@ -19,11 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Real
 
-from .._geometry import Body, is_concrete, point
-from ..drive import AbstractDrive, as_drive
+from .drive import AbstractDrive, as_drive
+from .geometry import Body, is_concrete, point
 
 if TYPE_CHECKING:  # the model module imports the elements
-    from .._model import Model
+    from .._model.model import Model
 
 
 def drive_field(value: Any) -> AbstractDrive:

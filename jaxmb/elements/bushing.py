@@ -8,11 +8,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, is_concrete, point, pose
 from ._base import AbstractForceElement
+from .geometry import Body, as_f64, is_concrete, point, pose
 
 if TYPE_CHECKING:
-    from .._model import Model
+    from .._model.model import Model
 
 
 class Bushing(AbstractForceElement):

@@ -6,9 +6,9 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, dot2, direction, point, pose
-from ..drive import AbstractDrive
 from ._base import AbstractHolonomicPair, drive_field
+from .drive import AbstractDrive
+from .geometry import Body, as_f64, direction, dot2, point, pose
 
 
 class TranslationalDriver(AbstractHolonomicPair):

@@ -7,12 +7,12 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, dot2, point, pose
-from ..drive import AbstractDrive
 from ._base import AbstractForceElement, drive_field, point_force
+from .drive import AbstractDrive
+from .geometry import Body, as_f64, dot2, point, pose
 
 if TYPE_CHECKING:
-    from .._model import Model
+    from .._model.model import Model
 
 
 class Gravity(AbstractForceElement):

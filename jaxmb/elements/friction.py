@@ -21,7 +21,7 @@ equations stiffer (the creep time constant is m v_s / (mu N) for a block of mass
 
 The element only describes the friction; the coupled equations (the friction depends on the
 reactions, the reactions on the accelerations, the accelerations on the friction) are solved
-in `jaxmb._friction`.
+in `jaxmb._analyses.friction`.
 """
 
 import abc
@@ -32,13 +32,13 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, dot2, direction, point, pose, rot90
 from ._base import AbstractElement, AbstractPair
+from .geometry import Body, as_f64, direction, dot2, point, pose, rot90
 from .revolute import Revolute
 from .translational import Translational
 
 if TYPE_CHECKING:
-    from .._model import Model
+    from .._model.model import Model
 
 
 def _safe_abs(x):

@@ -6,8 +6,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, pose
 from ._base import AbstractHolonomicPair
+from .geometry import Body, as_f64, pose
 
 
 class Gear(AbstractHolonomicPair):

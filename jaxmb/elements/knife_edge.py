@@ -7,8 +7,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, dot2, direction, point
 from ._base import AbstractNonholonomicPair
+from .geometry import Body, as_f64, direction, dot2, point
 
 
 class KnifeEdge(AbstractNonholonomicPair):

@@ -5,8 +5,8 @@ from typing import ClassVar
 import equinox as eqx
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, point
 from ._base import AbstractHolonomicPair
+from .geometry import Body, as_f64, point
 
 
 class Revolute(AbstractHolonomicPair):

@@ -6,8 +6,8 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._geometry import Body, as_f64, dot2, direction, point, pose
 from ._base import AbstractHolonomicPair
+from .geometry import Body, as_f64, direction, dot2, point, pose
 
 
 class Translational(AbstractHolonomicPair):

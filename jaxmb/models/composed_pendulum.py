@@ -14,9 +14,15 @@ support O1 (section 4 and eq. 5.8); `closed_form` evaluates the closed forms (5.
 import jax.numpy as jnp
 import numpy as np
 
-from .. import drive
-from .._mechanism import Mechanism
-from ..elements import Gravity, RelativeAngleDriver, Revolute, Translational, TranslationalDriver
+from .._model.mechanism import Mechanism
+from ..elements import (
+    Gravity,
+    RelativeAngleDriver,
+    Revolute,
+    Translational,
+    TranslationalDriver,
+    drive,
+)
 
 L1, L2, M1, M2, G = 0.5, 0.75, 0.25, 1.0, 9.81
 AMP10, AMP21, OMEGA = np.pi / 12, np.pi / 6, np.pi / 6

@@ -3,9 +3,8 @@ rocker c, optional coupler point (u, v) in the coupler frame. Links are slender 
 
 import jax.numpy as jnp
 
-from .. import drive
-from .._mechanism import Mechanism
-from ..elements import Gravity, RelativeAngleDriver, Revolute
+from .._model.mechanism import Mechanism
+from ..elements import Gravity, RelativeAngleDriver, Revolute, drive
 
 
 def configuration(theta, a, b, c, d, branch=1.0):

@@ -8,9 +8,8 @@ knife edges W1-W5 (17-21). So row 5 is eq. 6 (y of joint C), row 17 is W1 and ro
 
 import jax.numpy as jnp
 
-from .. import drive
-from .._mechanism import Mechanism
-from ..elements import KnifeEdge, Revolute, Translational, TranslationalDriver
+from .._model.mechanism import Mechanism
+from ..elements import KnifeEdge, Revolute, Translational, TranslationalDriver, drive
 
 A_UNIT = 0.05
 """The paper's length unit a (m)."""

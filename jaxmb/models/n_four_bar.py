@@ -30,7 +30,7 @@ revolute reaction is unique; horizontal: dof 2, rank 3N + 4, p = N.
 import jax.numpy as jnp
 import numpy as np
 
-from .._mechanism import Mechanism
+from .._model.mechanism import Mechanism
 from ..elements import Gravity, Revolute
 
 SINGULAR_ANGLES = {"cranks horizontal, pointing +x (all bars collinear)": 0.0,

@@ -15,9 +15,8 @@ rows), without it dof = 1.
 
 import jax.numpy as jnp
 
-from .. import drive
-from .._mechanism import Mechanism
-from ..elements import Force, Gravity, RelativeAngleDriver, Revolute
+from .._model.mechanism import Mechanism
+from ..elements import Force, Gravity, RelativeAngleDriver, Revolute, drive
 
 PIVOTS = {"1": 0.0, "2": 1.0, "3": 0.5}
 """Ground pivot of each crank as a fraction of d."""

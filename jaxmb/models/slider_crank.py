@@ -7,9 +7,8 @@ Pairs: revolutes O (ground-crank), A (crank-rod), B (rod-slider), translational 
 
 import jax.numpy as jnp
 
-from .. import drive
-from .._mechanism import Mechanism
-from ..elements import Gravity, RelativeAngleDriver, Revolute, Translational
+from .._model.mechanism import Mechanism
+from ..elements import Gravity, RelativeAngleDriver, Revolute, Translational, drive
 
 
 def configuration(theta, r, l):

@@ -1,5 +1,5 @@
 """Constraint terms by a plain Python loop over the pairs (one jacfwd per pair): the reference
-that jaxmb's grouped evaluation (`jaxmb._groups`, one vmapped kernel per pair type) is tested
+that jaxmb's grouped evaluation (`jaxmb._model.groups`, one vmapped kernel per pair type) is tested
 against in tests/test_groups.py."""
 
 import jax

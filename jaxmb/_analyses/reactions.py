@@ -1,0 +1,347 @@
+"""Constraint reactions: multipliers, generalized reactions per pair, forces on bodies.
+
+M qdd + C^T lambda = F (seed 001, eq. 10); the generalized reaction that pair X applies to the
+system is -C_X^T lambda_X (eq. 16, sign of API.md), and their sum is M qdd - F (eq. 15).
+With redundant constraints lambda is not unique; a reaction method (one class per method, of
+the base `AbstractReactionMethod`, see `jaxmb._reaction_methods`) picks one:
+
+- `mb.MinNorm()` ("min_norm"): the minimum-norm lambda (pseudo-inverse);
+- `mb.Eliminate(rows)`: drop those rows, solve the reduced nonsingular augmented system
+  (eq. 11) and set their multipliers to zero (seed 001, section 3.1 and 4.4);
+- `mb.Auto()` ("auto"): eliminate the rows that pivoted QR of C^T marks dependent;
+- `mb.Compliance(stiffness, default)`: the reactions that the joints' stiffness selects
+  (the rigid limit of the compliant mechanism; unit-consistent).
+
+Only the reactions of solvable pairs (see `solvability`) are the same whichever is used.
+"""
+
+import contextlib
+import dataclasses
+import warnings
+from typing import Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Bool, Float, Real
+
+from .._formulations.trajectory import Trajectory
+from .._model.input_checks import check_shapes
+from .._model.model import Model
+from .._model.state_checks import checked_state, worst_pair_error
+from .._model.terms import state_terms
+from .._reaction_methods._base import AbstractReactionMethod
+from .._reaction_methods.spellings import as_method
+from .._runtime import errors as _errors
+from . import friction as _friction
+from .solvability import solvability, suggesting_rows
+
+STATE_TOL = 1e-6
+"""`reactions` refuses |Phi| > STATE_TOL (1 + max |q|) or |C qd + b| > STATE_TOL (1 + max |qd|)
+(looser than simulate's check of q0: saved states carry the integrator's drift)."""
+from .velocity import kinematics
+
+"""The string spellings of reaction methods, still accepted wherever a method is."""
+
+
+class NonUniqueReactionWarning(UserWarning):
+    """Reactions of pairs that are not unique were computed by a method that picks one of
+    infinitely many (min-norm, elimination); `mb.Compliance` gives the physical ones."""
+
+
+def _warn_not_unique(method, rx, where):
+    """Warn (once per call site: the default warnings filter, with the warning attributed to
+    the caller of `where`) when `method` is not physical and some pairs' reactions are not
+    unique. Eager calls only: inside jit the flags are not known while tracing."""
+    if method.physical or _traced(rx.solvable_array):
+        return
+    flags = jnp.reshape(rx.solvable_array, (-1, len(rx.pair_names)))
+    names = [n for n, ok in zip(rx.pair_names, flags.all(axis=0).tolist()) if not ok]
+    if names:
+        warnings.warn(
+            f"{where}: the reactions of {', '.join(names)} are not unique (seed 001, section 3); "
+            f"method {method.name!r} returns one of infinitely many, not what the joints "
+            "carry. method=mb.Compliance(stiffness, default) gives the reactions the joints' "
+            "stiffness selects.", NonUniqueReactionWarning, stacklevel=3)
+
+
+class Reactions(eqx.Module):
+    """Reactions at one state (or, from a Trajectory, with a leading time axis).
+
+    **Fields:** `lam` (multipliers, row order of C), `qdd`, `generalized_array` (pairs x n: the
+    generalized force -C_X^T lambda_X of each pair), `solvable_array`; the dict views
+    `generalized` and `solvable` are keyed by pair name; `on_body(pair, body)` gives the
+    force (global fx, fy) and torque about the body's centre of mass. With friction elements:
+    `friction_names`, `friction_force` (the friction force or torque of each, positive with
+    its slip rate) and `friction_array` (their generalized forces, elements x n; the dict view
+    `friction`); the multipliers then balance M qdd - F minus the friction.
+
+    Shapes: `rows` = m + h rows of C, `n` coordinates, `pairs`, `k` friction elements;
+    `*batch` is empty at one state and the time axis (T,) along a Trajectory or in
+    `inverse_dynamics` (plus any vmapped axes).
+    """
+
+    pair_names: tuple[str, ...] = eqx.field(static=True)
+    body_names: tuple[str, ...] = eqx.field(static=True)
+    method: str = eqx.field(static=True)
+    lam: Float[Array, "*batch rows"]
+    qdd: Float[Array, "*batch n"]
+    generalized_array: Float[Array, "*batch pairs n"]
+    solvable_array: Bool[Array, "*batch pairs"]
+    friction_names: tuple[str, ...] = eqx.field(static=True, default=())
+    friction_force: Float[Array, "*batch k"] | None = None
+    friction_array: Float[Array, "*batch k n"] | None = None
+
+    @property
+    def friction(self) -> dict[str, Float[Array, "*batch n"]]:
+        """Friction element name -> its generalized force -T (ds/dq)^T."""
+        return {nm: self.friction_array[..., k, :] for k, nm in enumerate(self.friction_names)}
+
+    @property
+    def generalized(self) -> dict[str, Float[Array, "*batch n"]]:
+        return {nm: self.generalized_array[..., k, :] for k, nm in enumerate(self.pair_names)}
+
+    @property
+    def solvable(self) -> dict[str, Bool[Array, " *batch"]]:
+        return {nm: self.solvable_array[..., k] for k, nm in enumerate(self.pair_names)}
+
+    def on_body(
+        self, pair_name: str, body_name: str
+    ) -> tuple[Float[Array, " *batch"], Float[Array, " *batch"], Float[Array, " *batch"]]:
+        """(fx, fy, torque) that pair `pair_name` applies to body `body_name` (global force,
+        counter-clockwise torque about the centre of mass)."""
+        if pair_name not in self.pair_names:
+            raise KeyError(f"no pair named {pair_name!r}; pairs: {list(self.pair_names)}")
+        if body_name not in self.body_names:
+            raise KeyError(f"no body named {body_name!r}; bodies: {list(self.body_names)}")
+        f = self.generalized[pair_name]
+        k = 3 * self.body_names.index(body_name)
+        return f[..., k], f[..., k + 1], f[..., k + 2]
+
+
+def _label(method, bound, traced, where="reactions"):
+    """The function and method as error messages name them, e.g. "statics(method=min_norm)".
+    An eager call runs the program compiled for the bound method (shared by all methods with
+    the same bound form, e.g. every Eliminate), whose messages name the bound form; a traced
+    call is inlined and names the method itself."""
+    return f"{where}(method={(method if traced else bound).name})"
+
+
+def _traced(*trees):
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(trees))
+
+
+def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
+    """Reactions at one state by the bound `method`; `qdd` given (statics, inverse dynamics)
+    or, when None, the model's unique accelerations; `check` refuses a state off the
+    constraints (see `reactions`)."""
+    q = jnp.asarray(q, jnp.float64)
+    qd = jnp.asarray(qd, jnp.float64)
+    t = jnp.asarray(t, jnp.float64)
+    check_shapes(model, "reactions", q=q, qd=qd)
+    if check:
+        q, qd = checked_state(model, q, qd, t, "reactions", STATE_TOL)
+    terms = state_terms(model, q, qd, t)
+    M, F, C, gamma = terms.M, terms.F, terms.C, terms.gamma
+    solution = None
+    if model.friction:  # the friction depends on the reactions: a coupled solve
+        solution = _friction.at_state(model, q, qd, t, method, label, qdd=qdd, terms=terms)
+        qdd, lam = solution.qdd, solution.lam
+        lam = _friction.checked_converged(lam, model, solution, label)
+    else:
+        qdd, lam = method.multipliers(model, M, F, C, gamma, qdd, label)
+    gen = [-C[rows].T @ lam[rows] for rows in model.row_table.slices]
+    # the flags are piecewise constant: no derivative flows into the analysis (whose pivoted QR
+    # has no batched JVP rule either)
+    frozen = jax.tree.map(
+        lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, model
+    )
+    report = solvability(frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t))
+    lam = _friction.check_unique(lam, model, report.solvable, method, label)
+    return Reactions(
+        pair_names=model.pair_names,
+        body_names=model.body_names,
+        method=method.name,  # replaced by the caller's method's name outside the compiled part
+        lam=lam,
+        qdd=qdd,
+        generalized_array=jnp.stack(gen) if gen else jnp.zeros((0, model.n)),
+        solvable_array=report.solvable,
+        friction_names=tuple(f.name for f in model.friction),
+        friction_force=None if solution is None else solution.force,
+        friction_array=None if solution is None else solution.generalized,
+    )
+
+
+def reactions(
+    model: Model,
+    q: Real[ArrayLike, " n"] | Trajectory,
+    qd: Real[ArrayLike, " n"] | None = None,
+    t: Real[ArrayLike, ""] = 0.0,
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
+    *,
+    check: bool = True,
+) -> Reactions:
+    """Constraint reactions at a state, or along a `Trajectory` (vmapped over time).
+
+    **Arguments:** `model`; `q`, `qd`, `t` (or a `Trajectory` as `q`); `method`: a reaction
+    method, `mb.MinNorm()` (or "min_norm", the default), `mb.Auto()` (or "auto"),
+    `mb.Eliminate(rows=(...))` or `mb.Compliance(stiffness, default)`; `check`: refuse (also
+    inside jit) a state with a non-finite entry or violating the constraints (|Phi| or
+    |C qd + b| above `STATE_TOL` relative; e.g. a Trajectory that stopped early holds inf after
+    `t_stop`), naming the entry or the pair; False computes at any state.
+
+    **Returns:** `Reactions`. Only the pairs flagged in `Reactions.solvable` have reactions
+    that do not depend on `method`; `mb.Compliance` gives the physical ones of the others.
+    """
+    method = as_method(method)
+    if not isinstance(q, Trajectory) and qd is None:
+        raise TypeError("reactions: pass qd (or a Trajectory)")
+    bound = method.bind(model, "reactions")
+    label = _label(method, bound, _traced(model, method, q, qd, t))
+    at = ((q.q[0], q.ts[0], "at the first saved state") if isinstance(q, Trajectory)
+          else (q, t, "at this state"))
+    with suggesting_rows(model, *at), _naming(method, bound):
+        if isinstance(q, Trajectory):
+            rx = _reactions_along(model, (q.q, q.qd, q.ts), bound, label, check)
+        else:
+            rx = _reactions_one(model, jnp.asarray(q, jnp.float64),
+                                jnp.asarray(qd, jnp.float64), jnp.asarray(t, jnp.float64),
+                                bound, label, check=check)
+    rx = _named(rx, method)
+    _warn_not_unique(method, rx, "reactions")
+    return rx
+
+
+def _named(rx, method):
+    """rx with its `method` field naming the caller's method (e.g. "Eliminate(rows=(5, 20))")."""
+    return dataclasses.replace(rx, method=method.name)
+
+
+@contextlib.contextmanager
+def _naming(method, bound, where="reactions"):
+    """An eager call runs the program compiled for the bound method (shared, e.g., by every
+    Eliminate), whose error messages name the bound form; when such an error surfaces here,
+    name the caller's method instead (an Eliminate's rows)."""
+    try:
+        yield
+    except Exception as err:  # equinox's runtime error (its type depends on the JAX version)
+        generic, own = (_label(method, bound, traced, where) for traced in (False, True))
+        if generic != own and generic in str(err):
+            raise eqx.EquinoxRuntimeError(str(err).replace(generic, own)) from None
+        raise
+
+
+# Compiled once per model structure and bound-method structure (an Eliminate's rows and a
+# Compliance's numbers are data), so eager calls reuse the program; inside an outer jit they
+# are inlined. The checks are returned as data (jaxmb._runtime.errors), so the persistent cache stores
+# the programs.
+_reactions_one = _errors.checked_jit(_reactions_at)
+
+
+@_errors.checked_jit
+def _reactions_along(model, xs, method, label, check=False):
+    """Reactions along the time axis of xs = (q, qd, ts) or (q, qd, ts, qdd)."""
+    return jax.vmap(
+        lambda x: _reactions_at(model, *x[:3], method, label, *x[3:], check=check))(xs)
+
+
+def inverse_dynamics(
+    model: Model,
+    ts: Real[ArrayLike, " T"],
+    q: Real[ArrayLike, " n"] | None = None,
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
+) -> tuple[Trajectory, Reactions]:
+    """Inverse dynamics of a kinematically driven model (dof = 0; seed 003): kinematics at the
+    times `ts` (see `kinematics`), then the multipliers of M qdd + C^T lambda = F, with
+    redundancy handled by `method` as in `reactions`.
+
+    **Returns:** `(Trajectory, Reactions)` with a leading time axis.
+    """
+    method = as_method(method, "inverse_dynamics")  # checked before the kinematics
+    bound = method.bind(model, "inverse_dynamics")
+    kin = kinematics(model, ts, q)
+    n_t = kin.ts.shape[0]
+    traj = Trajectory(
+        ts=kin.ts,
+        q=kin.q,
+        qd=kin.qd,
+        result=_success_codes(n_t),
+        num_steps=jnp.asarray(n_t),
+    )
+    label = _label(method, bound, _traced(model, method, kin.q, ts), "inverse_dynamics")
+    with _naming(method, bound, "inverse_dynamics"):
+        rx = _reactions_along(model, (kin.q, kin.qd, kin.ts, kin.qdd), bound, label)
+    rx = _named(rx, method)
+    _warn_not_unique(method, rx, "inverse_dynamics")
+    return traj, rx
+
+
+def _consistent(model, q, qd, t):
+    """qd, raising unless C qd + b = 0 (to STATE_TOL relative), naming the worst pair."""
+    if not model.num_rows:
+        return qd
+    return worst_pair_error(
+        model, qd, model.velocity_residual(q, qd, t), STATE_TOL * (1.0 + jnp.max(jnp.abs(qd))),
+        "statics: velocity violates the velocity constraints C qd + b = 0 of pair {!r}; "
+        "project it with mb.consistent_velocity(model, q, velocity, t)", False)
+
+
+def _success_codes(n_t):
+    import diffrax
+
+    return jax.vmap(lambda _: diffrax.RESULTS.successful)(jnp.arange(n_t))
+
+
+def statics(
+    model: Model,
+    q: Real[ArrayLike, " n"],
+    t: Real[ArrayLike, ""] = 0.0,
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
+    *,
+    velocity: Real[ArrayLike, " n"] | None = None,
+) -> Reactions:
+    """Static reactions: qd = 0, qdd = 0, C^T lambda = F (seed 003, "Statics"); redundancy
+    handled by `method` as in `reactions`.
+
+    `velocity`: a quasi-static motion, qdd = 0 at the velocity qd = `velocity` (consistent with
+    the constraints): inertia is neglected but the velocity-dependent forces are kept, i.e. the
+    friction of the friction elements (and dampers), so the drivers' reactions are the driving
+    forces that move the mechanism slowly against its loads and its friction losses. With a
+    slip rate well above the regularization's velocity scale the friction is Coulomb's
+    (see `jaxmb.elements.friction`). A pair with friction needs unique reactions, or
+    `mb.Compliance` (see `reactions`).
+
+    Raises when F is not balanced by the constraints (the configuration is not an equilibrium).
+    """
+    q = jnp.asarray(q, jnp.float64)
+    t = jnp.asarray(t, jnp.float64)
+    method = as_method(method, "statics")
+    bound = method.bind(model, "statics")
+    if velocity is not None:
+        velocity = jnp.asarray(velocity, jnp.float64)
+        check_shapes(model, "statics", velocity=velocity)
+    label = _label(method, bound, _traced(model, method, q, t), "statics")
+    with _naming(method, bound, "statics"):
+        rx = _statics(model, q, t, bound, label, velocity)
+    rx = _named(rx, method)
+    _warn_not_unique(method, rx, "statics")
+    return rx
+
+
+@_errors.checked_jit  # one compiled program per model and bound-method structure, cacheable
+def _statics(model, q, t, bound, label, velocity=None):
+    zeros = jnp.zeros_like(q)
+    qd = zeros if velocity is None else _consistent(model, q, velocity, t)
+    rx = _reactions_at(model, q, qd, t, bound, label, qdd=zeros)
+    F = model.forces(q, qd, t)
+    if model.friction:
+        F = F + jnp.sum(rx.friction_array, axis=0)
+    unbalanced = F + jnp.sum(rx.generalized_array, axis=0)
+    scale = 1.0 + jnp.max(jnp.abs(F))
+    lam = _errors.error_if(
+        rx.lam,
+        jnp.max(jnp.abs(unbalanced)) > 1e-9 * scale,
+        "statics: the applied forces are not balanced by the constraints at this configuration "
+        "(it is not an equilibrium: add a driver or a support, or use mb.simulate)",
+    )
+    return eqx.tree_at(lambda r: r.lam, rx, lam)

@@ -1,0 +1,173 @@
+"""`simulate`: the motion of a model from an initial state, by the formulation chosen.
+
+    M qdd + C^T lambda = F,    C qdd = gamma                 (seed 001, eq. 11)
+
+`simulate` checks its arguments, chooses the formulation (`as_formulation`: a spelling, the
+default, friction's coupled solve) and calls its one hook, `integrate`
+(`jaxmb._formulations.base`), in the spirit of MJX's `forward()`.
+"""
+
+import contextlib
+from typing import Literal
+
+import diffrax
+import jax.numpy as jnp
+from jaxtyping import ArrayLike, Real
+
+from .._formulations.augmented_lagrangian import AugmentedLagrangian
+from .._formulations.base import AbstractFormulation, AbstractStateFormulation
+from .._formulations.baumgarte import Baumgarte
+from .._formulations.independent import IndependentCoordinates
+from .._formulations.null_space import NullSpace
+from .._formulations.problem import Problem
+from .._formulations.projection import Projection
+from .._formulations.trajectory import Trajectory
+from .._model.arguments import checked_times, checked_tolerances
+from .._model.input_checks import check_shapes
+from .._model.model import Model
+from .._reaction_methods._base import AbstractReactionMethod
+from .._reaction_methods.auto import Auto
+from . import friction as _friction
+from .solvability import suggesting_rows
+
+
+def simulate(
+    model: Model,
+    q0: Real[ArrayLike, " n"],
+    qd0: Real[ArrayLike, " n"],
+    t1: Real[ArrayLike, ""],
+    *,
+    ts: Real[ArrayLike, " T"] | None = None,
+    t0: Real[ArrayLike, ""] = 0.0,
+    rtol: Real[ArrayLike, ""] = 1e-8,
+    atol: Real[ArrayLike, ""] = 1e-10,
+    solver: diffrax.AbstractSolver | None = None,
+    dt0: Real[ArrayLike, ""] | None = None,
+    max_steps: int = 200_000,
+    stabilization: Baumgarte | Literal["default"] | None = "default",
+    adjoint: diffrax.AbstractAdjoint | None = None,
+    throw: bool = True,
+    progress: bool = False,
+    formulation: AbstractFormulation
+    | Literal["null_space", "auto", "projection", "independent"] = "null_space",
+    stepsize_controller: diffrax.AbstractStepSizeController | None = None,
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] | None = None,
+) -> Trajectory:
+    """Integrate M qdd + C^T lambda = F with the null-space formulation (seed 001, eq. 13).
+
+    **Arguments:**
+    - `model`, initial state `q0`, `qd0` (consistent: see `assemble`, `consistent_velocity`),
+      final time `t1`, start `t0` (finite; t1 < t0 integrates backwards, the Baumgarte
+      damping acting in the direction of integration; not with "independent").
+    - `ts`: times to save (default 201 equally spaced instants from t0 to t1): a non-empty
+      1-D array within [t0, t1], ordered from t0 towards t1.
+    - `rtol`, `atol`: error tolerances of the adaptive step-size controller (positive).
+    - `solver`: a diffrax solver (default `diffrax.Tsit5()`; `diffrax.Dopri5()` is the
+      Dormand-Prince pair used by seed 001).
+    - `stabilization`: `Baumgarte(alpha, beta)` or None; "default" is `Baumgarte()`, and None
+      for `mb.Projection()` (its projections hold the constraints at round-off).
+    - `adjoint`: diffrax adjoint for reverse-mode gradients (default recursive checkpointing);
+      for forward mode (jax.jacfwd, jax.jvp) pass `diffrax.ForwardMode()`.
+    - `throw`: raise on failure, naming the cause (a singular configuration and the pair
+      involved, a non-finite force element, step-size collapse, max_steps; see
+      `jaxmb._formulations.failures`); with False, inspect `Trajectory.result`, `t_stop` and `singular`
+      (per item under vmap); an initial state that would raise (non-finite, off the
+      constraints, non-finite forces) is then refused per item instead: `start_error` > 0
+      indexes `START_ERRORS`, and nothing is integrated for that item.
+    - `progress`: print a text progress meter.
+    - `stepsize_controller`: replaces the default `diffrax.PIDController(rtol, atol)` (with
+      dtmin = 1e-12 |t1 - t0|, so a collapsing step size stops the run), e.g.
+      `diffrax.ConstantStepSize()` with `dt0` for a fixed step sequence.
+    - `formulation`: an `mb.AbstractFormulation` or its spelling: "null_space" /
+      `mb.NullSpace()` (seed 001 eq. 13, default), or `mb.Eliminate(rows)` / "auto":
+      the augmented system (eq. 11) with those redundant rows removed (section 3.1); all give
+      the same motion, which the tests check; "independent" or `mb.IndependentCoordinates()`:
+      seed 002's minimal-order equations in independent coordinates with automatic
+      re-partitioning (holonomic models; no stabilization needed: the dependent coordinates
+      are solved by Newton, so Phi stays at round-off); "projection" or `mb.Projection()`: the
+      null-space formulation with mass-orthogonal projections of q and qd after every step,
+      which passes singular configurations (bifurcations) on the branch the velocity selects
+      (IFToMM A02). The null-space and eliminated formulations may switch branch there: they
+      record the first such passage (`Trajectory.t_passage`) and warn
+      (`mb.SingularPassageWarning`).
+    - `method`: for a model with friction elements, the reaction method their normal loads
+      come from (default: the formulation's, i.e. the minimum-norm multipliers for
+      "null_space"). Where the reactions of a pair with friction are not unique (an
+      overconstrained mechanism) only `mb.Compliance(stiffness, default)` is accepted, and
+      another method raises naming the pair (`jaxmb._analyses.friction`). Each right-hand side solves
+      the friction forces by Newton's method; where it does not converge the step is
+      rejected, and a run stopped by that raises saying so.
+
+    **Returns:** `Trajectory(ts, q, qd, result, num_steps, t_stop=..., singular=...,
+    start_error=...)`.
+
+    ```python
+    traj = mb.simulate(model, q0, qd0, t1=20.0, ts=jnp.linspace(0, 20, 401))
+    ```
+    """
+    q0 = jnp.asarray(q0, jnp.float64)
+    qd0 = jnp.asarray(qd0, jnp.float64)
+    check_shapes(model, "simulate", q0=q0, qd0=qd0)
+    t0, t1, ts = checked_times(t0, t1, ts)
+    rtol, atol = checked_tolerances(rtol, atol)  # arrays: a new value reuses the program
+    dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
+    formulation = as_formulation(formulation, model, method)
+    problem = Problem(q0, qd0, t0, t1, ts, rtol, atol, dt0, solver, stepsize_controller,
+                      stabilization, adjoint, max_steps, throw, progress)
+    with _forward_mode_hint(adjoint), suggesting_rows(model, q0, t0, "at q0"):
+        return formulation.integrate(model, problem)
+
+
+FORMULATIONS = {"null_space": NullSpace, "auto": Auto, "projection": Projection,
+                "independent": IndependentCoordinates,
+                "augmented_lagrangian": AugmentedLagrangian}
+"""The string spellings of `simulate(formulation=...)`."""
+
+
+def as_formulation(
+    formulation: AbstractFormulation | Literal["null_space", "auto", "projection", "independent"],
+    model: Model | None = None,
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] | None = None,
+) -> AbstractFormulation:
+    """The formulation `simulate` runs: `formulation` (an instance, or one of
+    `FORMULATIONS`); for a `model` with friction elements, the coupled friction solve over the
+    reaction `method` (`jaxmb._analyses.friction.WithFriction`) around it."""
+    formulation = _spelled(formulation)
+    if model is None or not model.friction:
+        return formulation
+    if not isinstance(formulation, AbstractStateFormulation):
+        raise ValueError("simulate: the independent-coordinate formulation does not "
+                         "support friction elements; use formulation='null_space'")
+    bound = _friction.default_method(method, formulation).bind(model, "simulate")
+    return _friction.WithFriction(formulation, bound)
+
+
+def _spelled(formulation):
+    """The formulation object of an instance or one of `FORMULATIONS`."""
+    if isinstance(formulation, str) and formulation in FORMULATIONS:
+        return FORMULATIONS[formulation]()
+    if not isinstance(formulation, AbstractFormulation):
+        raise ValueError(
+            "simulate: formulation must be 'null_space', 'auto', 'independent', 'projection', "
+            "mb.NullSpace(), mb.Eliminate(rows), mb.Auto(), mb.Projection(), "
+            f"mb.IndependentCoordinates() or another mb.AbstractFormulation, got {formulation!r}"
+        )
+    return formulation
+
+
+@contextlib.contextmanager
+def _forward_mode_hint(adjoint):
+    """jax.jacfwd / jax.jvp through diffrax's default adjoint (a custom_vjp) fails with a
+    message that does not say what to do: say it."""
+    try:
+        yield
+    except TypeError as err:
+        if "custom_vjp" not in str(err) or adjoint is not None:
+            raise
+        raise TypeError(
+            "simulate: forward-mode differentiation (jax.jacfwd, jax.jvp, jax.hessian) through "
+            "simulate needs simulate(..., adjoint=diffrax.ForwardMode()); the default adjoint "
+            "(diffrax.RecursiveCheckpointAdjoint) supports reverse mode (jax.grad, jax.jacrev) "
+            "only."
+        ) from None
+

@@ -1,0 +1,133 @@
+"""The abstract formulation: how `simulate` turns the equations of motion into motion.
+
+    M qdd + C^T lambda = F,    C qdd = gamma                 (seed 001, eq. 11)
+
+With redundant constraints the augmented matrix is singular; a formulation is one way of
+getting the unique qdd regardless (seed 001, section 3; seed 002): the null space of C
+(`NullSpace`), eliminating removable rows (`Eliminate`, `Auto`), the null space with
+projections after every step (`Projection`), independent coordinates
+(`IndependentCoordinates`) or the augmented Lagrangian (`AugmentedLagrangian`).
+
+Every formulation has one hook, `integrate(model, problem) -> Trajectory`: `simulate` checks
+its arguments, picks the formulation and calls it. Formulations whose ODE is
+y = (q, qd), y' = (qd, qdd(q, qd, t)) derive from `AbstractStateFormulation`, whose
+`integrate` is simulate's diffrax program (`jaxmb._formulations.state_ode`); they supply the
+pieces it calls. Equinox's abstract-or-final rule holds: a method is abstract or never
+overridden.
+"""
+
+import abc
+from typing import ClassVar
+
+import diffrax
+import equinox as eqx
+from jaxtyping import Array, Float
+
+from .._model.model import Model
+from .._model.terms import StateTerms
+from .passages import PassageMonitor, ratios_of
+from .problem import Problem
+from .state_ode import integrate_state
+from .trajectory import Trajectory
+
+
+class AbstractFormulation(eqx.Module):
+    """A formulation of the equations of motion for `simulate` (module docstring)."""
+
+    @abc.abstractmethod
+    def integrate(self, model: Model, problem: Problem) -> Trajectory:
+        """The motion of `model` from `problem`'s initial state over its times."""
+
+
+class AbstractStateFormulation(AbstractFormulation):
+    """A formulation whose ODE is y = (q, qd), y' = (qd, qdd(q, qd, t)), integrated by
+    simulate's diffrax program. It supplies
+
+    - `accelerations(model, terms, label)`: qdd from the `jaxmb._model.terms.StateTerms` at a
+      state (runtime errors start with `label`);
+    - `accelerations_and_ratios(model, terms, label)`: qdd and the pivot ratios the passage
+      monitor follows (`with_ratios` forms them apart);
+    - `wrap_solver(solver, model, from_rhs)`: the diffrax solver as this formulation runs it
+      (`monitored_solver` for the passage monitor of `jaxmb._formulations.passages`);
+    - `check_start(model, q0, t0, label)`: trace-time checks of the formulation against the
+      model, and q0 with runtime checks of the initial state;
+    - `diagnose_stop(model, failed, stop)`: eagerly, after a run that stopped early, raise
+      with this formulation's own reason (or return, and the generic diagnosis speaks);
+    - `baumgarte`: whether simulate's default stabilization is Baumgarte's (else none);
+    - `monitored`: whether the solver state carries the passage monitor (`t_passage`).
+    """
+
+    baumgarte: eqx.AbstractVar[bool]
+    monitored: eqx.AbstractVar[bool]
+
+    @abc.abstractmethod
+    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
+        """qdd at the state whose terms are `terms`."""
+
+    @abc.abstractmethod
+    def accelerations_and_ratios(
+        self, model: Model, terms: StateTerms, label: str
+    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+        """(qdd, the pivot ratios of the mass-scaled C that the passage monitor follows)."""
+
+    @abc.abstractmethod
+    def wrap_solver(
+        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
+    ) -> diffrax.AbstractSolver:
+        """The diffrax solver as this formulation runs it."""
+
+    @abc.abstractmethod
+    def check_start(
+        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
+    ) -> Float[Array, " n"]:
+        """q0, with this formulation's checks of the initial configuration."""
+
+    @abc.abstractmethod
+    def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
+        """Eagerly, after a failed run (`stop` = (t, q, qd) reached): raise with this
+        formulation's own reason, or return."""
+
+    def integrate(self, model: Model, problem: Problem) -> Trajectory:
+        return integrate_state(self, model, problem)
+
+
+class AbstractAccelerationFormulation(AbstractStateFormulation):
+    """A state formulation given by its accelerations alone: subclass it and write
+    `accelerations(model, terms, label)` (qdd from the `StateTerms` at a state). Baumgarte
+    stabilization by default, the singular-passage monitor on, no checks of its own at the
+    start or after a stop."""
+
+    baumgarte: ClassVar[bool] = True
+    monitored: ClassVar[bool] = True
+
+    def accelerations_and_ratios(
+        self, model: Model, terms: StateTerms, label: str
+    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+        return with_ratios(self, model, terms, label)
+
+    def wrap_solver(
+        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
+    ) -> diffrax.AbstractSolver:
+        return monitored_solver(solver, model, from_rhs)
+
+    def check_start(
+        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
+    ) -> Float[Array, " n"]:
+        return q0
+
+    def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
+        return None
+
+
+def with_ratios(
+    formulation: AbstractStateFormulation, model: Model, terms: StateTerms, label: str
+) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+    """`accelerations` and, apart, the pivoted QR ratios of the mass-scaled C."""
+    return formulation.accelerations(model, terms, label), ratios_of(terms.M, terms.C)
+
+
+def monitored_solver(
+    solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
+) -> diffrax.AbstractSolver:
+    """`solver` inside the singular-passage monitor (`PassageMonitor`) when the model has rows."""
+    return PassageMonitor(solver, model, from_rhs) if model.num_rows else solver

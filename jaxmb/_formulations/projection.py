@@ -1,0 +1,181 @@
+"""The projection formulation: the null-space ODE (seed 001, eq. 13) whose every accepted step
+ends with mass-orthogonal projections of the positions and velocities onto the constraints.
+
+After each Runge-Kutta step (q*, qd*) is replaced by the nearest consistent state in the
+kinetic-energy metric (Hairer & Wanner, Solving ODEs II, section VII.2, "projection methods";
+Bayo & Ledesma, Nonlinear Dyn. 9 (1996) 113-130: the mass-orthogonal projections of the ALI3-P
+formulation used by the reference solutions of the IFToMM benchmark A02):
+
+    q   = argmin (q - q*)^T M (q - q*)      subject to  Phi(q, t) = 0,
+    qd  = argmin (qd - qd*)^T M (qd - qd*)  subject to  C(q, t) qd + b(q, t) = 0.
+
+The position projection is a simplified Gauss-Newton iteration with minimum-M-norm corrections,
+
+    dq = argmin dq^T M dq  subject to  Phi_q(q*) dq = -Phi(q),
+
+i.e. `null_space_solve(M, 0, Phi_q, -Phi)` (the pivoted QR of the mass-scaled rows that the
+accelerations use; redundant rows are dropped); the velocity projection is exact in one solve,
+`null_space_solve(M, M qd*, C, -b)`. Both have a fixed number of operations, so derivatives
+flow through them (jax.grad, jacfwd) and vmap works.
+
+Why it follows the physical branch at a bifurcation (e.g. the N-four-bar with its cranks
+horizontal, IFToMM A02). Near such a configuration the rows of C that separate the two branches
+nearly vanish, so the velocity constraints hardly see a velocity component along the other
+branch: without projection, the integration error in that direction is never corrected and,
+amplified by Baumgarte's position feedback through the ill-conditioned rows, grows until the
+motion turns onto the other branch or the step size collapses. Projected after every step, the
+state is put back onto the branch it is nearest to -- the one the motion is on, as long as the
+step ends farther from the crossing than the local error -- and the velocity loses every
+component off that branch, which is what the real linkage's velocity selects. No Baumgarte
+feedback is needed (the constraints hold at round-off after each step); `simulate` leaves it
+off for this formulation unless a `stabilization` is passed explicitly.
+"""
+
+from typing import ClassVar
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from .._model.model import Model
+from .._model.terms import StateTerms
+from .base import AbstractStateFormulation, with_ratios
+from .null_space import _gauss_factor, _gauss_solve, null_space_solve
+from .wrapped_solver import TransparentSolver
+
+
+class Projection(AbstractStateFormulation):
+    """`simulate(..., formulation=mb.Projection())` (or "projection"): the null-space
+    formulation with mass-orthogonal projections of q and qd onto the constraints after every
+    accepted step (see `jaxmb._formulations.projection`); it passes singular configurations on the branch
+    that the velocity selects (the IFToMM A02 N-four-bar, `benchmarks/bench_a02.py`).
+
+    **Arguments:** `iterations`: Gauss-Newton iterations of the position projection (fixed,
+    so derivatives flow through it); `tol`: largest max |Phi| they may leave -- a step whose
+    projection does not get there is rejected and retried with a smaller step."""
+
+    iterations: int = eqx.field(static=True, default=3)
+    tol: float = eqx.field(static=True, default=1e-10)
+    baumgarte: ClassVar[bool] = False  # the projections hold the constraints at round-off
+    monitored: ClassVar[bool] = False  # it passes singular configurations on its branch
+
+    def __check_init__(self):
+        if not (isinstance(self.iterations, int) and self.iterations >= 1):
+            raise ValueError(f"Projection: iterations must be an integer >= 1, got "
+                             f"{self.iterations!r}")
+        if not (isinstance(self.tol, float | int) and np.isfinite(self.tol) and self.tol > 0):
+            raise ValueError(f"Projection: tol must be a positive finite number, got "
+                             f"{self.tol!r}")
+
+    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
+        return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
+
+    def wrap_solver(
+        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
+    ) -> diffrax.AbstractSolver:
+        return ProjectedSolver(solver, model, self)
+
+    def project_state(
+        self, model: Model, q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
+    ) -> tuple[Float[Array, " n"], Float[Array, " n"], Float[Array, ""]]:
+        """(q, qd, max |Phi| left): the projections of `project_state`."""
+        return project_state(model, self, q, qd, t)
+
+    @property
+    def projection_limit(self) -> float:
+        return self.tol
+
+    def accelerations_and_ratios(
+        self, model: Model, terms: StateTerms, label: str
+    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+        return with_ratios(self, model, terms, label)
+
+    def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
+        return None
+
+    def check_start(
+        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
+    ) -> Float[Array, " n"]:
+        return q0
+
+
+def project_position(model, q, t, iterations):
+    """Simplified Gauss-Newton on Phi(q, t) = 0 with minimum-M-norm corrections and one
+    factorization of Phi_q at the starting point (the step ends within the local error of the
+    manifold, so each iteration contracts the residual by about that factor); returns
+    (q, max |Phi|)."""
+    hol = np.flatnonzero(model.holonomic_rows)
+    if hol.size == 0:
+        return q, jnp.zeros((), q.dtype)
+    factor = _gauss_factor(model.mass_matrix(), model.C(q, t)[hol])
+    zero = jnp.zeros_like(q)
+
+    def newton(_, q):
+        return q + _gauss_solve(factor, zero, -model.phi(q, t))
+
+    q = jax.lax.fori_loop(0, iterations, newton, q)
+    return q, jnp.max(jnp.abs(model.phi(q, t)))
+
+
+def project_velocity(model, q, qd, t):
+    """The M-orthogonal projection of qd onto C(q, t) qd + b(q, t) = 0 (every row: Pfaffian
+    ones too)."""
+    M = model.mass_matrix()
+    return null_space_solve(M, M @ qd, model.C(q, t), -model.b(q, t))
+
+
+def project_state(model, option, q, qd, t):
+    """(q, qd, max |Phi| left by the position projection)."""
+    q, residual = project_position(model, q, t, option.iterations)
+    return q, project_velocity(model, q, qd, t), residual
+
+
+JUMP_FACTOR = 100.0
+"""A projection may move the state by at most this multiple of the step's local error
+estimate (plus a round-off floor); a larger move reached another branch, see `_jumped`."""
+
+
+def _jumped(projected, y1, y_error):
+    """Whether the projection moved q or qd by more than JUMP_FACTOR times the local error
+    estimate of the step (each part in its own max norm, with a floor of 1e-12 of its size).
+    The step ends within its local error of the branch the motion is on, so the projection
+    back onto it is of that size; near a bifurcation the nearest consistent state can lie on
+    another branch crossing there, a move of the size of the distance between the branches:
+    such a step is rejected and retried shorter, so the state never changes branch silently
+    (if no step short enough is found, the run stops with the step-size collapse message)."""
+    moved = []
+    for p, y, e in zip(projected, y1, y_error):
+        size = jnp.max(jnp.abs(p - y))
+        allowed = JUMP_FACTOR * jnp.max(jnp.abs(e)) + 1e-12 * (1.0 + jnp.max(jnp.abs(y)))
+        moved.append(size > allowed)
+    return moved[0] | moved[1]
+
+
+def _model_time(terms, t):
+    """The model time of diffrax's internal time t: for t1 < t0 diffrax integrates in -t and
+    hands the solver its terms wrapped with `direction` = -1."""
+    return t * getattr(terms, "direction", 1)
+
+
+class ProjectedSolver(TransparentSolver):
+    """A diffrax Runge-Kutta solver whose every step ends with the projections of its
+    formulation (`option.project_state(model, q, qd, t) -> (q, qd, max |Phi| left)`; a step
+    leaving more than `option.projection_limit` is rejected). A step is
+    evaluated as after a jump (`made_jump=True`): first-same-as-last solvers re-evaluate their
+    first stage, since the last one was taken before the projection."""
+
+    solver: diffrax.AbstractSolver
+    model: Model
+    option: eqx.Module  # Projection or AugmentedLagrangian
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        y1, y_error, dense_info, solver_state, result = self.solver.step(
+            terms, t0, t1, y0, args, solver_state, True
+        )
+        q, qd, residual = self.option.project_state(self.model, *y1, _model_time(terms, t1))
+        rejected = ~(residual <= self.option.projection_limit) | _jumped((q, qd), y1, y_error)
+        y_error = jax.tree.map(lambda e: jnp.where(rejected, jnp.inf, e), y_error)
+        return (q, qd), y_error, dense_info, solver_state, result

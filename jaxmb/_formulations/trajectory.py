@@ -1,0 +1,37 @@
+"""`Trajectory`: the saved states of a simulation (what `simulate` returns and `reactions`
+accepts)."""
+
+import diffrax
+import equinox as eqx
+from jaxtyping import Array, Bool, Float, Int
+
+
+class Trajectory(eqx.Module):
+    """Saved states of a simulation: `ts` (T,), `q` and `qd` (T, n); `result` is diffrax's
+    result code (`success` True when the integration reached t1); `repartitioned` (T,) marks
+    the saved instants where the independent-coordinate formulation changed its partition
+    (None for the other formulations). `t_stop` is the time the integration reached (t1 on
+    success; saved states after it are inf) and `singular` says whether it stopped at a
+    singular configuration (see `jaxmb._formulations.failures`); both None where not integrated.
+    `start_error` is 0, or with throw=False the index in `START_ERRORS` of the reason the
+    initial state was refused. `t_passage` is the time of the first singular passage of the
+    null-space and eliminated formulations (inf if none; see `jaxmb._formulations.passages`), where they
+    may switch branch; None for the projection and independent formulations.
+
+    Shapes: `T` saved times, `n` coordinates; `*batch` is empty for one simulation and the
+    leading axes of a vmapped one (`mb.batch.map`, `jax.vmap(mb.simulate)`)."""
+
+    ts: Float[Array, "*batch T"]
+    q: Float[Array, "*batch T n"]
+    qd: Float[Array, "*batch T n"]
+    result: diffrax.RESULTS
+    num_steps: Int[Array, " *batch"]
+    repartitioned: Bool[Array, "*batch T"] | None = None
+    t_stop: Float[Array, " *batch"] | None = None
+    singular: Bool[Array, " *batch"] | None = None
+    start_error: Int[Array, " *batch"] | None = None
+    t_passage: Float[Array, " *batch"] | None = None
+
+    @property
+    def success(self) -> Bool[Array, " *batch"]:
+        return self.result == diffrax.RESULTS.successful

@@ -1,0 +1,94 @@
+"""C as per-pair blocks: the constraint matrix in the form its sparsity gives.
+
+Each pair's rows of C depend on the coordinates of its own bodies only (seed 001, eq. 5), so C
+is stored as one (k, r, 3 b) block array per group of pairs (`jaxmb._model.groups`: k pairs
+of r rows on b bodies) and never as a dense (rows, n) matrix. The products
+
+    C x,      C^T y,      C^T W C = sum over pairs  B_k^T W_k B_k   (3 b x 3 b, bodies of k)
+
+cost the number of nonzeros, so analyses of large mechanisms (the sparse augmented-Lagrangian
+formulation) scale with the number of pairs instead of rows x n.
+"""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from .groups import PairGroup, evaluate, scatter_rows
+
+
+class ConstraintBlocks(NamedTuple):
+    """C as blocks (`blocks[j]`: (k, r, 3 b) of group j) with the row vectors of
+    `Model.kinematic_terms`: g = C qd + b, gamma (C qdd = gamma), phi (Phi in the holonomic
+    rows, 0 in the Pfaffian ones)."""
+
+    blocks: tuple[Float[Array, "k r c"], ...]
+    g: Float[Array, " rows"]
+    gamma: Float[Array, " rows"]
+    phi: Float[Array, " rows"]
+
+
+def pair_terms(pair, q, qd, t):
+    """(g, C block, gamma, Phi or 0) of one pair on its local coordinates (seed 001, eq. 4-9):
+    one batch of forward-mode tangents of g(q, qd, t) gives the columns of C (tangents e_k
+    along qd) and -gamma (tangent (qd, 0, 1) along (q, qd, t))."""
+    n = q.shape[0]
+    tangent_q = jnp.concatenate([jnp.zeros((n, n), q.dtype), qd[None]])
+    tangent_qd = jnp.concatenate([jnp.eye(n, dtype=q.dtype), jnp.zeros((1, n), q.dtype)])
+    tangent_t = jnp.zeros(n + 1, q.dtype).at[n].set(1.0)
+    g, dg = jax.vmap(
+        lambda a, b, c: jax.jvp(pair.velocity_residual, (q, qd, t), (a, b, c))
+    )(tangent_q, tangent_qd, tangent_t)
+    phi = pair.residual(q, t) if pair.holonomic else jnp.zeros_like(g[0])
+    return g[0], dg[:n].T, -dg[n], phi
+
+
+def constraint_blocks(pairs, groups: list[PairGroup], num_rows, q, qd, t) -> ConstraintBlocks:
+    """`ConstraintBlocks` of `pairs` (grouped as `groups`) at (q, qd, t)."""
+    values = evaluate(pairs, groups, lambda p, ql, vl: pair_terms(p, ql, vl, t), q, qd)
+    if not groups:
+        zero = jnp.zeros(0, q.dtype)
+        return ConstraintBlocks((), zero, zero, zero)
+    g, gamma, phi = (scatter_rows(groups, [v[k] for v in values], num_rows, q.dtype)
+                     for k in (0, 2, 3))
+    return ConstraintBlocks(tuple(v[1] for v in values), g, gamma, phi)
+
+
+def multiply(groups, blocks, x, num_rows):
+    """C x (rows,) from the blocks."""
+    if not groups:
+        return jnp.zeros(0, x.dtype)
+    return scatter_rows(groups, [jnp.einsum("krc,kc->kr", B, x[g.coords])
+                                 for g, B in zip(groups, blocks)], num_rows, x.dtype)
+
+
+def multiply_transposed(groups, blocks, y, n):
+    """C^T y (n,) from the blocks."""
+    out = jnp.zeros(n, y.dtype)
+    for g, B in zip(groups, blocks):
+        out = out.at[g.coords].add(jnp.einsum("krc,kr->kc", B, y[g.rows]))
+    return out
+
+
+def weighted_normal_blocks(groups, blocks, w):
+    """B_k^T diag(w_k) B_k per pair, (k, 3 b, 3 b) per group: the terms of C^T W C."""
+    return [jnp.einsum("kri,kr,krj->kij", B, w[g.rows], B) for g, B in zip(groups, blocks)]
+
+
+def mass_row_norms(groups, blocks, inverse_mass, num_rows):
+    """C_i M^-1 C_i^T per row (M diagonal, `inverse_mass` its inverse): the squared norm of
+    each row in the metric of the inverse mass (units row^2 / mass)."""
+    if not groups:
+        return jnp.zeros(0, inverse_mass.dtype)
+    return scatter_rows(groups, [jnp.einsum("krc,kc->kr", B * B, inverse_mass[g.coords])
+                                 for g, B in zip(groups, blocks)], num_rows,
+                        inverse_mass.dtype)
+
+
+def body_cliques(groups) -> list[np.ndarray]:
+    """Per group, the (k, b) body indices of its pairs' blocks (slot s: coordinates
+    3 s .. 3 s + 2 of the pair's local vector)."""
+    return [g.coords[:, ::3] // 3 for g in groups]

@@ -1,0 +1,123 @@
+"""Pairs of one type evaluated together: one vmapped kernel per group instead of a Python loop.
+
+Two pairs fall in the same group when they are the same element type with the same static
+layout once their bodies are renamed to local slots (body 0, body 1, ...; ground stays ground)
+and their names dropped: e.g. all body-to-body revolutes of a model form one group, all
+revolutes to ground another. A group stacks the array leaves of its pairs along a new leading
+axis and evaluates the pair's own residual on the local coordinates
+
+    q_local[k] = q[coords[k]]    (coords[k]: the 3 coordinates of each non-ground body of pair k)
+
+under `jax.vmap`. The traced program then has one copy of each pair type's residual instead of
+one per pair, so compile time stops growing with the number of pairs (../shared/STYLE.md,
+MuJoCo XLA). Rows keep the declaration order of the pairs: `rows[k]` are the rows of C of the
+k-th pair of the group.
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..elements.geometry import Body
+
+
+@dataclasses.dataclass(frozen=True)
+class PairGroup:
+    """Static description of one group.
+
+    **Fields:** `members` (indices of the pairs in `model.pairs`), `coords` (k, 3 b) int array of
+    global coordinate indices per pair, `rows` (k, r) int array of rows of C per pair.
+    """
+
+    members: tuple[int, ...]
+    coords: np.ndarray
+    rows: np.ndarray
+
+
+def _local_bodies(pair) -> tuple[Body, ...]:
+    return tuple(b for b in dict.fromkeys(pair.bodies()) if not b.is_ground)
+
+
+def canonical(pair):
+    """`pair` with its bodies renamed to local slots and its name dropped (same leaves)."""
+    slots = {b: Body("", k, 0) for k, b in enumerate(_local_bodies(pair))}
+
+    def relabel(value):
+        if isinstance(value, Body):
+            return slots.get(value, value)
+        if isinstance(value, tuple) and value and all(isinstance(v, Body) for v in value):
+            return tuple(slots.get(v, v) for v in value)
+        return value
+
+    new = object.__new__(type(pair))
+    for field in dataclasses.fields(pair):
+        value = "" if field.name == "name" else relabel(getattr(pair, field.name))
+        object.__setattr__(new, field.name, value)
+    return new
+
+
+def _is_array_like(x) -> bool:
+    return isinstance(x, (jax.Array, np.ndarray, np.generic, bool, int, float, complex))
+
+
+def _key(template, k):
+    """Grouping key: tree structure plus leaf shapes and dtypes. A pair with a leaf that is not
+    an array (say a Python function held by a custom drive) cannot be stacked: it gets a key of
+    its own and is evaluated alone."""
+    leaves, treedef = jax.tree_util.tree_flatten(template)
+    if not all(_is_array_like(x) for x in leaves):
+        return ("alone", k)
+    return treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves)
+
+
+def group_pairs(pairs, row_starts) -> list[PairGroup]:
+    """Partition `pairs` into groups of identical canonical structure (first-seen order)."""
+    found: dict = {}
+    for k, pair in enumerate(pairs):
+        found.setdefault(_key(canonical(pair), k), []).append(k)
+    groups = []
+    for members in found.values():
+        coords = np.array(
+            [[c for b in _local_bodies(pairs[k]) for c in b.coordinates()] for k in members],
+            dtype=np.int64,
+        ).reshape(len(members), -1)
+        rows = np.array(
+            [np.arange(row_starts[k], row_starts[k] + pairs[k].num_rows) for k in members],
+            dtype=np.int64,
+        ).reshape(len(members), -1)
+        groups.append(PairGroup(tuple(members), coords, rows))
+    return groups
+
+
+def stacked(pairs, group: PairGroup):
+    """The canonical pairs of `group` with their array leaves stacked along axis 0."""
+    templates = [canonical(pairs[k]) for k in group.members]
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *templates)
+
+
+def evaluate(pairs, groups, fn, *vectors):
+    """Stack fn(pair, *local vectors) over all pairs, grouped; returns a list per group.
+
+    `fn(pair, *locals)` is called on one canonical pair with each of `vectors` gathered to its
+    local coordinates; the result has a leading axis over the members of each group.
+    """
+    outs = []
+    for group in groups:
+        local = [v[group.coords] for v in vectors]
+        if len(group.members) == 1:  # no stacking (the pair may hold non-array leaves)
+            out = fn(canonical(pairs[group.members[0]]), *(x[0] for x in local))
+            outs.append(jax.tree_util.tree_map(lambda x: x[None], out))
+        else:
+            outs.append(jax.vmap(fn)(stacked(pairs, group), *local))
+    return outs
+
+
+def scatter_rows(groups, values, num_rows, dtype):
+    """Assemble per-group (k, r, ...) row blocks into the (num_rows, ...) array in row order."""
+    if not groups:
+        return jnp.zeros((num_rows,), dtype)
+    order = np.concatenate([g.rows.reshape(-1) for g in groups])
+    flat = jnp.concatenate([v.reshape((-1,) + v.shape[2:]) for v in values])
+    return flat[np.argsort(order)]

@@ -1,0 +1,30 @@
+"""Checks of the state vectors handed to jaxmb's functions: their shape (at trace time) and
+finite entries (at run time, eagerly or inside jit through `jaxmb._runtime.errors`), each error naming
+the function, the argument and the coordinate by body and component."""
+
+import jax.numpy as jnp
+
+from .._runtime import errors as _errors
+
+
+def check_shapes(model, where: str, **vectors):
+    """Trace-time check that each state vector (q, qd, ...) has shape (n,); the error names the
+    function, the argument and the expected layout."""
+    for label, x in vectors.items():
+        if jnp.shape(x) != (model.n,):
+            raise ValueError(
+                f"{where}: {label} must have shape (n,) = ({model.n},): x, y, phi of each of the "
+                f"{model.num_bodies} bodies {list(model.body_names)}; got shape {jnp.shape(x)}"
+            )
+
+
+def checked_finite(model, x, where: str, label: str):
+    """x with a runtime check (eager or inside jit) that all entries are finite; the error
+    names the first bad coordinate by body and component."""
+    messages = tuple(
+        f"{where}: {label}[{3 * k + c}] ({comp} of body {body!r}) is not finite"
+        for k, body in enumerate(model.body_names)
+        for c, comp in enumerate(("x", "y", "phi"))
+    )
+    bad = ~jnp.isfinite(x)
+    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)

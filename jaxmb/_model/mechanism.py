@@ -1,0 +1,172 @@
+"""The `Mechanism` builder: bodies, pairs, drivers and forces, then `build()` -> `Model`."""
+
+import itertools
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import ArrayLike, Real
+
+from .._runtime import errors as _errors
+from ..elements import AbstractElement, AbstractForceElement, AbstractPair
+from ..elements.friction import AbstractFriction, check_friction
+from ..elements.geometry import GROUND_INDEX, Body, is_concrete
+from .model import Model
+
+_tokens = itertools.count(1)
+
+
+class Mechanism:
+    """Builder of a planar mechanism.
+
+    ```python
+    m = Mechanism()
+    crank = m.body("crank", mass=1.0, inertia=0.01, q=(0.1, 0.0, 0.0))
+    m.add(Revolute("O", m.ground, crank, s_i=(0.0, 0.0), s_j=(-0.1, 0.0)))
+    model = m.build()
+    ```
+    Building is traceable: masses, inertias, q and element parameters may be JAX tracers.
+    """
+
+    def __init__(self) -> None:
+        self._token = next(_tokens)
+        self.ground = Body("ground", GROUND_INDEX, self._token)
+        self._bodies: list[tuple[Body, object, object, tuple]] = []
+        self._elements: list[AbstractElement] = []
+
+    def body(
+        self,
+        name: str,
+        mass: Real[ArrayLike, ""],
+        inertia: Real[ArrayLike, ""],
+        q: Real[ArrayLike, "3"] | Sequence[float] = (0.0, 0.0, 0.0),
+    ) -> Body:
+        """Add a rigid body with centroidal frame at q = (x, y, phi); returns its handle."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"body name must be a non-empty string, got {name!r}")
+        if name == "ground" or any(b.name == name for b, *_ in self._bodies):
+            raise ValueError(f"body name {name!r} is already used")
+        for label, value in (("mass", mass), ("inertia", inertia), ("q", q)):
+            if not _is_real(value):
+                raise ValueError(f"body {name!r}: {label} must be a real number (or numbers), got "
+                                 f"{value!r} of type {type(value).__name__}")
+        for label, value in (("mass", mass), ("inertia", inertia)):
+            if jnp.shape(value) != ():
+                raise ValueError(f"body {name!r}: {label} must be a scalar")
+            if is_concrete(value):
+                v = float(np.asarray(value))
+                if not np.isfinite(v) or v <= 0.0:
+                    raise ValueError(f"body {name!r}: {label} = {v} must be positive and finite")
+        q = jnp.asarray(q, dtype=jnp.float64)
+        if q.shape != (3,):
+            raise ValueError(f"body {name!r}: q must be (x, y, phi), got shape {q.shape}")
+        if is_concrete(q) and not np.all(np.isfinite(np.asarray(q))):
+            raise ValueError(f"body {name!r}: q = {np.asarray(q).tolist()} is not finite")
+        handle = Body(name, len(self._bodies), self._token)
+        self._bodies.append((handle, mass, inertia, q))
+        return handle
+
+    def add(self, element: AbstractElement) -> AbstractElement:
+        """Add a constraint pair, driver or force element; names must be unique."""
+        if not isinstance(element, AbstractElement):
+            raise TypeError(f"can only add jaxmb elements, got {type(element).__name__}")
+        if any(e.name == element.name for e in self._elements):
+            raise ValueError(f"an element named {element.name!r} was already added")
+        for body in element.bodies():
+            if not isinstance(body, Body):
+                element.fail(f"{body!r} is not a body handle; use the handle returned by "
+                             "Mechanism.body (or Mechanism.ground)")
+            if body.owner != self._token:
+                element.fail(f"body {body.name!r} belongs to another Mechanism")
+            if not body.is_ground and body not in self.bodies:
+                element.fail(f"body {body.name!r} is unknown to this Mechanism; its bodies are "
+                             f"{[b.name for b in self.bodies]}")
+        self._elements.append(element)
+        return element
+
+    @property
+    def bodies(self) -> tuple[Body, ...]:
+        return tuple(b for b, *_ in self._bodies)
+
+    def build(self) -> Model:
+        """Freeze into a `Model` (an equinox Module whose numbers are array leaves)."""
+        if not self._bodies:
+            raise ValueError("the mechanism has no bodies")
+        names = tuple(b.name for b, *_ in self._bodies)
+        masses = jnp.stack([jnp.asarray(m, jnp.float64) for _, m, _, _ in self._bodies])
+        inertias = jnp.stack([jnp.asarray(j, jnp.float64) for _, _, j, _ in self._bodies])
+        q0 = jnp.concatenate([q for *_, q in self._bodies])
+        elements = tuple(_checked_element(e) for e in self._elements)
+        coordinates = [f"body {nm!r}: {c}" for nm in names for c in ("x", "y", "phi")]
+        model = Model(
+            body_names=names,
+            masses=_checked_positive(masses, [f"body {nm!r}: mass" for nm in names]),
+            inertias=_checked_positive(inertias, [f"body {nm!r}: inertia" for nm in names]),
+            q0=_checked_finite(q0, coordinates),
+            pairs=tuple(e for e in elements if isinstance(e, AbstractPair)),
+            force_elements=tuple(e for e in elements if isinstance(e, AbstractForceElement)),
+            friction=tuple(e for e in elements if isinstance(e, AbstractFriction)),
+        )
+        check_friction(model)
+        return model
+
+
+def _is_real(value) -> bool:
+    """True for real numbers, arrays (traced ones included) and (nested) sequences of them;
+    False for text, booleans and complex numbers (which jnp.asarray would take silently)."""
+    leaves = jax.tree.leaves(value)
+    for leaf in leaves:
+        if isinstance(leaf, (str, bytes, bool, np.bool_)):
+            return False
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is None:
+            try:
+                dtype = np.asarray(leaf).dtype
+            except (TypeError, ValueError):
+                return False
+        if np.dtype(dtype).kind not in "iuf":
+            return False
+    return bool(leaves)
+
+
+def _checked_finite(x, labels):
+    """Runtime check (inside jit, where the values are traced) that every entry of x is finite;
+    the error names the first bad entry by its label. Concrete values were checked at once."""
+    if is_concrete(x):
+        return x
+    bad = ~jnp.isfinite(x)
+    messages = tuple(f"{label} is not finite (traced value)" for label in labels)
+    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
+
+
+def _checked_positive(x, labels):
+    """As `_checked_finite`, also requiring every entry to be positive (masses, inertias)."""
+    if is_concrete(x):
+        return x
+    bad = ~(x > 0.0) | ~jnp.isfinite(x)
+    messages = tuple(f"{label} must be positive and finite (traced value)" for label in labels)
+    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
+
+
+def _checked_element(element):
+    """`element` with a runtime finiteness check on each traced array leaf (its concrete leaves
+    were checked when it was constructed); the error names the element and the field."""
+    def check(path, leaf):
+        if not eqx.is_inexact_array(leaf) or is_concrete(leaf):
+            return leaf
+        field = jax.tree_util.keystr(path).lstrip(".")
+        message = f"{type(element).__name__} {element.name!r}: {field} is not finite (traced value)"
+        leaf = _errors.error_if(leaf, ~jnp.all(jnp.isfinite(leaf)), message)
+        if field in element.nonnegative:
+            message = (f"{type(element).__name__} {element.name!r}: {field} must be non-negative "
+                       "(traced value)")
+            leaf = _errors.error_if(leaf, ~jnp.all(leaf >= 0.0), message)
+        if field in element.positive:
+            message = (f"{type(element).__name__} {element.name!r}: {field} must be positive "
+                       "(traced value)")
+            leaf = _errors.error_if(leaf, ~jnp.all(leaf > 0.0), message)
+        return leaf
+
+    return jax.tree_util.tree_map_with_path(check, element)

@@ -1,0 +1,250 @@
+"""The built mechanism: an equinox Module with the constraint rows derived by autodiff.
+
+C, b and gamma come from one rule for every pair (seed 001, eq. 4-9): with the velocity-level
+residual g(q, qd, t) = C(q, t) qd + b(q, t) of each pair,
+
+    C = dg/dqd,   b = g(q, 0, t),   gamma = -(dg/dq qd + dg/dt)   (so that C qdd = gamma).
+
+Each pair is differentiated with respect to the coordinates of its own bodies only, and pairs of
+one type are evaluated together by one vmapped kernel (`jaxmb._model.groups`), so the traced program
+does not grow with the number of pairs of a type.
+"""
+
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
+
+from ..elements import AbstractForceElement, AbstractFriction, AbstractPair
+from .blocks import constraint_blocks
+from .groups import evaluate, group_pairs, scatter_rows
+from .input_checks import check_shapes
+from .rows import RowTable, row_table
+
+
+class KinematicTerms(NamedTuple):
+    """Constraint terms at one state: `C` (m + h, n), `g` = C qd + b, `gamma` (C qdd = gamma)
+    and `phi` (m + h,): Phi(q, t) in the holonomic rows, 0 in the Pfaffian ones."""
+
+    C: Float[Array, "rows n"]
+    g: Float[Array, " rows"]
+    gamma: Float[Array, " rows"]
+    phi: Float[Array, " rows"]
+
+
+@eqx.filter_jit  # traced once per model structure: the integrator calls it from several places
+def _kinematic_terms(model, q, qd, t):
+    pairs, groups = model._groups()
+    terms = constraint_blocks(pairs, groups, model.num_rows, q, qd, t)
+    if not groups:
+        return KinematicTerms(jnp.zeros((model.num_rows, model.n), q.dtype), *terms[1:])
+    C = _place_blocks(groups, list(terms.blocks), model.num_rows, model.n)
+    return KinematicTerms(C, terms.g, terms.gamma, terms.phi)
+
+
+def _place_blocks(groups, blocks, num_rows, n):
+    """C (num_rows, n) from the per-pair blocks (group by group, (k, r, 3 b) each: b bodies).
+
+    C is built as (rows, bodies, 3): for each body slot s of a pair, the slot's (rows, 3) values
+    are put where the row's body-s index equals the body (static masks: one elementwise select
+    per slot). Under vmap this is one vectorized loop; a gather with static indices cost the
+    robot's C 4.5-5 us per member, a scatter into zeros more, this 2-2.5 (of which the pair
+    blocks themselves are 1)."""
+    bodies = n // 3
+    slots = max(b.shape[-1] // 3 for b in blocks)
+    in_row_order = np.argsort(np.concatenate([g.rows.reshape(-1) for g in groups]))
+    C = jnp.zeros((num_rows, bodies, 3), blocks[0].dtype)
+    for s in range(slots):
+        values, body = [], []
+        for g, b in zip(groups, blocks):
+            k, r = g.rows.shape
+            if b.shape[-1] > 3 * s:
+                values.append(b[:, :, 3 * s : 3 * s + 3].reshape(k * r, 3))
+                body.append(np.repeat(g.coords[:, 3 * s] // 3, r))
+            else:  # a pair of this group has fewer bodies
+                values.append(jnp.zeros((k * r, 3), b.dtype))
+                body.append(np.full(k * r, -1))
+        values = jnp.concatenate(values)[in_row_order]
+        hit = np.concatenate(body)[in_row_order][:, None] == np.arange(bodies)[None, :]
+        C = C + jnp.where(hit[:, :, None], values[:, None, :], 0.0)
+    return C.reshape(num_rows, n)
+
+
+class Model(eqx.Module):
+    """A planar multibody model in absolute coordinates q = (x_k, y_k, phi_k) per body.
+
+    Rows of C are ordered pair by pair, in the order the pairs were added (seed 001 stacks
+    C = [Phi_q; Psi], which is this order when holonomic pairs come first).
+
+    Shapes in the annotations: `n` coordinates (3 per body), `rows` = m + h rows of C, `m`
+    holonomic rows, `bodies`; they are those of one model (a model built under `jax.vmap`
+    carries a leading batch axis on its array fields).
+    """
+
+    body_names: tuple[str, ...] = eqx.field(static=True)
+    masses: Float[Array, " bodies"]
+    inertias: Float[Array, " bodies"]
+    q0: Float[Array, " n"]
+    pairs: tuple[AbstractPair, ...]
+    force_elements: tuple[AbstractForceElement, ...]
+    friction: tuple[AbstractFriction, ...] = ()  # friction elements, in the order added
+
+    # ----- static layout --------------------------------------------------------------------
+    @property
+    def num_bodies(self) -> int:
+        return len(self.body_names)
+
+    @property
+    def n(self) -> int:
+        """Number of coordinates, 3 per body."""
+        return 3 * len(self.body_names)
+
+    @property
+    def pair_names(self) -> tuple[str, ...]:
+        """Names of the constraint pairs (drivers and knife edges included), in row order."""
+        return tuple(p.name for p in self.pairs)
+
+    @property
+    def num_rows(self) -> int:
+        """m + h, the number of rows of C."""
+        return self.row_table.size
+
+    @property
+    def m(self) -> int:
+        """Number of holonomic constraint equations."""
+        return int(np.sum(self.row_table.holonomic))
+
+    @property
+    def h(self) -> int:
+        """Number of Pfaffian (nonholonomic) constraint equations."""
+        return self.num_rows - self.m
+
+    @property
+    def row_table(self) -> RowTable:
+        """Which rows of C belong to which pair (`jaxmb._model.rows.RowTable`)."""
+        return row_table(self.pairs)
+
+    def rows(self, name: str) -> slice:
+        """Rows of C (0-based) belonging to pair `name`."""
+        if name not in self.pair_names:
+            raise KeyError(f"no pair named {name!r}; pairs are {list(self.pair_names)}")
+        return self.row_table.slices[self.pair_names.index(name)]
+
+    def pair(self, name: str) -> AbstractPair:
+        """The pair called `name`."""
+        for p in self.pairs:
+            if p.name == name:
+                return p
+        raise KeyError(f"no pair named {name!r}; pairs are {list(self.pair_names)}")
+
+    @property
+    def holonomic_rows(self) -> Bool[np.ndarray, " rows"]:
+        """Boolean mask over the rows of C: True for holonomic rows."""
+        return self.row_table.holonomic
+
+    @property
+    def row_pair_index(self) -> Int[np.ndarray, " rows"]:
+        """For each row of C, the index of its pair in `pairs`."""
+        return self.row_table.owner
+
+    # ----- constraints ----------------------------------------------------------------------
+    def _groups(self, holonomic_only=False):
+        pairs = tuple(p for p in self.pairs if p.holonomic or not holonomic_only)
+        return pairs, group_pairs(pairs, row_table(pairs).starts)
+
+    def phi(self, q: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0) -> Float[Array, " m"]:
+        """Holonomic residuals Phi(q, t) (m rows, in pair order)."""
+        check_shapes(self, "Model.phi", q=q)
+        t = jnp.asarray(t, dtype=q.dtype)
+        pairs, groups = self._groups(holonomic_only=True)
+        values = evaluate(pairs, groups, lambda p, ql: p.residual(ql, t), q)
+        return scatter_rows(groups, values, self.m, q.dtype)
+
+    def velocity_residual(
+        self, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
+    ) -> Float[Array, " rows"]:
+        """g(q, qd, t) = C qd + b for all rows (seed 001, eq. 4)."""
+        check_shapes(self, "Model.velocity_residual", q=q, qd=qd)
+        t = jnp.asarray(t, dtype=q.dtype)
+        pairs, groups = self._groups()
+        values = evaluate(pairs, groups, lambda p, ql, vl: p.velocity_residual(ql, vl, t), q, qd)
+        return scatter_rows(groups, values, self.num_rows, q.dtype)
+
+    def C(self, q: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0) -> Float[Array, "rows n"]:
+        """Constraint matrix C(q, t) = dg/dqd, shape (m + h, n) (seed 001, eq. 5).
+
+        Each pair is differentiated with respect to its own bodies' coordinates only (a block of
+        num_rows x 3 bodies), pairs of one type together (`jaxmb._model.groups`)."""
+        check_shapes(self, "Model.C", q=q)
+        t = jnp.asarray(t, dtype=q.dtype)
+        pairs, groups = self._groups()
+
+        def block(p, ql):
+            return jax.jacfwd(lambda v: p.velocity_residual(ql, v, t))(jnp.zeros_like(ql))
+
+        blocks = evaluate(pairs, groups, block, q)
+        if not groups:
+            return jnp.zeros((self.num_rows, self.n), q.dtype)
+        return _place_blocks(groups, blocks, self.num_rows, self.n)
+
+    def holonomic_C(
+        self, q: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
+    ) -> Float[Array, "m n"]:
+        """Phi_q(q, t): the holonomic rows of C (m x n), the Jacobian of `phi`."""
+        return self.C(q, t)[self.holonomic_rows]
+
+    def kinematic_terms(
+        self, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
+    ) -> KinematicTerms:
+        """C, g = C qd + b, gamma and Phi (in the holonomic rows, 0 elsewhere) in one pass.
+
+        Per pair, one batch of forward-mode tangents of g(q, qd, t) gives the columns of C
+        (tangents e_k along qd) and -gamma (tangent (qd, 0, 1) along (q, qd, t)), seed 001
+        eq. 5-9; this is what the integrator needs at every step."""
+        check_shapes(self, "Model.kinematic_terms", q=q, qd=qd)
+        return _kinematic_terms(self, q, qd, jnp.asarray(t, dtype=q.dtype))
+
+    def b(self, q: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0) -> Float[Array, " rows"]:
+        """Velocity term b(q, t) = g(q, 0, t); -Phi_t for holonomic rows is b's negative."""
+        return self.velocity_residual(q, jnp.zeros_like(q), t)
+
+    def gamma(
+        self, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
+    ) -> Float[Array, " rows"]:
+        """Acceleration right-hand side: C qdd = gamma = -(dg/dq qd + dg/dt) (seed 001, eq. 8-9)."""
+        check_shapes(self, "Model.gamma", q=q, qd=qd)
+        t = jnp.asarray(t, dtype=q.dtype)
+        _, dg = jax.jvp(
+            lambda q_, t_: self.velocity_residual(q_, qd, t_), (q, t), (qd, jnp.ones_like(t))
+        )
+        return -dg
+
+    # ----- dynamics terms -------------------------------------------------------------------
+    def mass_matrix(self) -> Float[Array, "n n"]:
+        """M = diag(m_1, m_1, J_1, ..., m_N, m_N, J_N) (centroidal frames, seed 003)."""
+        diag = jnp.stack([self.masses, self.masses, self.inertias], axis=1).reshape(-1)
+        return jnp.diag(diag)
+
+    def mass_diagonal(self) -> Float[Array, " n"]:
+        """Diagonal of M."""
+        return jnp.stack([self.masses, self.masses, self.inertias], axis=1).reshape(-1)
+
+    def forces(
+        self, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
+    ) -> Float[Array, " n"]:
+        """Applied generalized forces F(q, qd, t) (no velocity-dependent inertia terms arise in
+        planar absolute coordinates with centroidal frames)."""
+        check_shapes(self, "Model.forces", q=q, qd=qd)
+        t = jnp.asarray(t, dtype=q.dtype)
+        F = jnp.zeros(self.n, q.dtype)
+        for f in self.force_elements:
+            F = F + f.generalized_force(self, q, qd, t)
+        return F
+
+    def pose(self, q: Float[Array, " n"], body_name: str) -> Float[Array, "3"]:
+        """(x, y, phi) of the named body."""
+        k = self.body_names.index(body_name)
+        return q[3 * k : 3 * k + 3]

@@ -1,0 +1,46 @@
+"""Runtime checks of a state (q, qd) handed to an analysis: finite entries, position constraints
+Phi(q, t) = 0 and velocity constraints C qd + b = 0 (seed 001, eq. 1-4) within a tolerance.
+
+The errors work eagerly and inside jit / vmap (jaxmb._runtime.errors.branched_error_if) and name the pair owning
+the largest residual. Under vmap equinox reports the largest message index over the batch, so
+members that pass contribute index 0 and the message names a pair of a member that fails.
+"""
+
+import jax.numpy as jnp
+
+from .._runtime import errors as _errors
+from .input_checks import checked_finite
+from .rows import row_table
+
+
+def worst_pair_error(model, x, residual, tol, text, holonomic_only):
+    """x, raising unless max |residual| <= tol (nan fails); the message `text.format(name)`
+    names the pair owning the largest entry."""
+    pairs = [p for p in model.pairs if p.holonomic or not holonomic_only]
+    worst = jnp.asarray(row_table(pairs).owner)[jnp.argmax(jnp.abs(residual))]
+    bad = ~(jnp.max(jnp.abs(residual)) <= tol)
+    return _errors.branched_error_if(x, bad, jnp.where(bad, worst, 0),
+                                 tuple(text.format(p.name) for p in pairs))
+
+
+def checked_state(model, q, qd, t, where, tol):
+    """(q, qd) with runtime checks: every entry finite, |Phi(q, t)| <= tol (1 + max |q|) and
+    |C qd + b| <= tol (1 + max |qd|); the messages name `where`, the entry or the pair, and the
+    opt-out `check=False`."""
+    q = checked_finite(model, q, where, "q")
+    qd = checked_finite(model, qd, where, "qd")
+    if model.m:
+        q = worst_pair_error(
+            model, q, model.phi(q, t), tol * (1.0 + jnp.max(jnp.abs(q))),
+            f"{where}: q violates the position constraints of pair {{!r}} (|Phi| above "
+            f"{tol:g} (1 + max |q|)); assemble it with mb.assemble(model, q, t), or pass "
+            "check=False to compute at this state anyway.", True,
+        )
+    if model.num_rows:
+        qd = worst_pair_error(
+            model, qd, model.velocity_residual(q, qd, t), tol * (1.0 + jnp.max(jnp.abs(qd))),
+            f"{where}: qd violates the velocity constraints C qd + b = 0 of pair {{!r}} (above "
+            f"{tol:g} (1 + max |qd|)); project it with mb.consistent_velocity(model, q, qd, t), "
+            "or pass check=False to compute at this state anyway.", False,
+        )
+    return q, qd

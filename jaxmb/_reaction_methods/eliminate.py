@@ -1,0 +1,111 @@
+"""Elimination of a given set of redundant rows (seed 001, section 3.1), as a reaction method
+and a `simulate` formulation."""
+
+from typing import ClassVar
+
+import diffrax
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from .._formulations.base import AbstractStateFormulation, monitored_solver, with_ratios
+from .._formulations.eliminated import check_removable, eliminated_solve
+from .._model.model import Model
+from .._model.terms import StateTerms
+from ._base import (
+    AbstractReactionMethod,
+    ConstraintMatrix,
+    Forces,
+    MassMatrix,
+    RowValues,
+    Solution,
+)
+
+
+class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
+    """Redundant-constraint elimination (seed 001, section 3.1): drop the rows `rows` (0-based
+    rows of C), solve the reduced, nonsingular augmented system (eq. 11) and give the dropped
+    rows zero multipliers. The rows must be a removable set of exactly p = redundancy rows,
+    e.g. `mb.solvability(...).redundant_rows` or the paper's (5, 20). A reaction method and a
+    `simulate` formulation."""
+
+    rows: tuple[int, ...] = eqx.field(static=True, converter=lambda r: tuple(int(k) for k in r))
+    physical: ClassVar[bool] = False
+    baumgarte: ClassVar[bool] = True
+    monitored: ClassVar[bool] = True
+
+    def __check_init__(self):
+        repeated = sorted({k for k in self.rows if self.rows.count(k) > 1})
+        if repeated:
+            raise ValueError(f"Eliminate: row(s) {repeated} listed more than once in {self.rows}")
+
+    @property
+    def name(self) -> str:
+        return f"Eliminate(rows={self.rows})"
+
+    def bind(self, model: Model, where: str) -> AbstractReactionMethod:
+        """The kept rows as a mask array: every elimination shares one compiled program."""
+        return KeptRows(keep_mask(model, self))
+
+    def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
+                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
+        return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd, label)
+
+    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
+        keep = keep_mask(model, self)
+        return eliminated_solve(terms.M, terms.F, terms.C, terms.gamma, keep, label=label)[0]
+
+    def check_start(
+        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
+    ) -> Float[Array, " n"]:
+        """The rows in range (trace time) and removable at (q0, t0) (run time)."""
+        keep = keep_mask(model, self)
+        return check_removable(q0, model.C(q0, t0), keep, label)
+
+    def accelerations_and_ratios(
+        self, model: Model, terms: StateTerms, label: str
+    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+        return with_ratios(self, model, terms, label)
+
+    def wrap_solver(
+        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
+    ) -> diffrax.AbstractSolver:
+        return monitored_solver(solver, model, from_rhs)
+
+    def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
+        return None
+
+
+class KeptRows(AbstractReactionMethod):
+    """`Eliminate` with its kept rows as data (a boolean mask over the rows of C)."""
+
+    keep: Bool[Array, " rows"]
+    name: ClassVar[str] = "mb.Eliminate(rows)"
+    physical: ClassVar[bool] = False
+
+    def bind(self, model: Model, where: str) -> AbstractReactionMethod:
+        if self.keep.shape != (model.num_rows,):
+            raise ValueError(f"{where}: the kept-row mask has shape {self.keep.shape}; C has "
+                             f"{model.num_rows} rows")
+        return self
+
+    def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
+                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
+        C = check_removable(C, C, self.keep, label)
+        qdd_e, lam = eliminated_solve(M, F, C, gamma, self.keep, label=label)
+        return (qdd_e if qdd is None else qdd), lam
+
+
+def keep_mask(model: Model, method: Eliminate) -> Bool[Array, " rows"]:
+    """The rows of C that `Eliminate(rows)` keeps, as a boolean mask (trace time: the rows
+    must be in range)."""
+    rows = model.num_rows
+    for k in method.rows:
+        if not 0 <= k < rows:
+            raise ValueError(
+                f"Eliminate: row {k} is out of range; C has {rows} rows (0..{rows - 1})"
+            )
+    keep = np.ones(rows, bool)
+    keep[list(method.rows)] = False
+    return jnp.asarray(keep)

@@ -1,0 +1,178 @@
+"""Runtime checks that keep host callbacks out of the programs jaxmb compiles for eager calls.
+
+JAX's persistent compilation cache does not store programs that contain host callbacks, and
+`eqx.error_if` is one (a `pure_callback` that raises). jaxmb therefore writes every runtime
+check with the two functions below instead of equinox's:
+
+    x = error_if(x, pred, "message")                      # like eqx.error_if
+    x = branched_error_if(x, pred, index, ("m0", "m1"))   # like eqx.branched_error_if
+
+Outside a `checked_jit` program (inside the user's own jit, vmap or grad) they are
+`eqx.error_if` / `eqx.branched_error_if` (raise on the `EQX_ON_ERROR` policy, also inside jit).
+While a `checked_jit` function is traced they *collect* the check instead: x comes back
+unchanged, the flag and index become extra outputs of the compiled program (the message tuples
+are static outputs, returned also on cache hits), and the Python wrapper raises
+`eqx.EquinoxRuntimeError` with the first failed check's message after the call. So the
+program holds no callback and the persistent cache keeps it. When the wrapper's outputs are
+traced (an outer jit or vmap), the collected checks are re-issued through `branched_error_if`
+at that level, i.e. they behave as before.
+
+Checks traced inside a loop or branch body (lax.while_loop, scan, cond: diffrax's vector
+field, Newton loops) cannot leave that body as data; there these functions delegate to equinox
+(a callback stays in such programs). Prefer returning a status from the loop and checking it
+after the loop.
+
+`quiet_third_party_checks()` switches equinox's *default* policy off while a library call is
+traced (diffrax's own `SaveAt(ts)` checks, which jaxmb performs itself before the call); jaxmb's
+own delegated checks pass the process policy explicitly and are not affected.
+
+    @checked_jit          # instead of eqx.filter_jit, for a compiled entry-point core
+    def _core(model, q):
+        q = error_if(q, ~jnp.all(jnp.isfinite(q)), "q is not finite")
+        return q
+"""
+
+import contextlib
+import functools
+import threading
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from equinox import _errors as _eqx_errors  # the module holding equinox's default policy
+from equinox.internal import unvmap_any, unvmap_max
+from jax.extend.core import concrete_or_error
+
+from . import program_store as _program_store
+
+_ON_ERROR = _eqx_errors.EQX_ON_ERROR  # the process policy (environment EQX_ON_ERROR)
+_state = threading.local()
+
+
+class _Collector:
+    """Checks recorded while one checked_jit function is traced (at the trace `trace`)."""
+
+    def __init__(self):
+        self.trace = _current_trace()
+        self.preds, self.indices, self.msgs = [], [], []
+
+
+def _current_trace():
+    """The trace that new values are recorded at (JAX has no public accessor)."""
+    from jax._src import core
+
+    return core.trace_ctx.trace
+
+
+def _stack():
+    if not hasattr(_state, "stack"):
+        _state.stack = []
+    return _state.stack
+
+
+def _delegate(x, pred, index, msgs):
+    return eqx.branched_error_if(x, pred, index, tuple(msgs), on_error=_ON_ERROR)
+
+
+def concrete(x):
+    """x as a NumPy value when it is known now (a plain array, or a tracer of an eager
+    jax.grad / jvp, whose primal values are known), else None (jit, vmap)."""
+    if isinstance(x, jax.core.Tracer) and hasattr(x, "to_concrete_value"):
+        # asked first: raising ConcretizationTypeError builds a message that prints the whole
+        # traced program, which made every check cost time proportional to the trace
+        value = x.to_concrete_value()
+        return None if value is None else np.asarray(value)
+    try:
+        return np.asarray(concrete_or_error(None, x))
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return None
+
+
+def branched_error_if(x, pred, index, msgs):
+    """x unchanged; fails with msgs[index] where any(pred) (see the module docstring)."""
+    msgs = tuple(msgs)
+    stack = _stack()
+    known, where = concrete(pred), concrete(index)
+    if known is not None and where is not None:  # values known now (eager, also under an
+        if np.any(known):                          # eager jax.grad): decided here, no program
+            raise eqx.EquinoxRuntimeError(msgs[int(np.max(where))])
+        return x
+    if not stack:
+        return _delegate(x, pred, index, msgs)
+    collector = stack[-1]
+    flag = unvmap_any(jnp.asarray(pred))  # vmap inside the program: any batch member fails
+    where = unvmap_max(jnp.asarray(index, jnp.int32))
+    if getattr(flag, "_trace", None) is not collector.trace or (
+        isinstance(where, jax.core.Tracer) and where._trace is not collector.trace
+    ):
+        return _delegate(x, pred, index, msgs)  # inside a loop or branch body
+    collector.preds.append(flag)
+    collector.indices.append(jnp.broadcast_to(where, ()).astype(jnp.int32))
+    collector.msgs.append(msgs)
+    return x
+
+
+def error_if(x, pred, msg):
+    """x unchanged; fails with msg where any(pred) (see the module docstring)."""
+    return branched_error_if(x, pred, 0, (msg,))
+
+
+def raise_collected(out, flags, indices, msgs):
+    """out, after raising the first failed check (eagerly), or with the checks re-issued
+    at the caller's trace level (inside an outer jit or vmap)."""
+    if not msgs:
+        return out
+    failed, where = concrete(flags), concrete(indices)  # also under an eager jax.grad
+    if failed is None or where is None:
+        for k, texts in enumerate(msgs):
+            out = branched_error_if(out, flags[k], indices[k], texts)
+        return out
+    for k, texts in enumerate(msgs):
+        if failed[k]:
+            raise eqx.EquinoxRuntimeError(texts[int(where[k])])
+    return out
+
+
+def checked_jit(fn=None, *, analysis=None):
+    """`eqx.filter_jit(fn)` whose runtime checks (`error_if`, `branched_error_if`) are returned
+    as data and raised in Python after the call: no host callback in the compiled program.
+    `analysis`: the name a first compile is announced under (default: fn's module)."""
+    if fn is None:
+        return functools.partial(checked_jit, analysis=analysis)
+    name = analysis or fn.__module__.rsplit(".", 1)[-1].lstrip("_")
+
+    def collect(*args, **kwargs):
+        collector = _Collector()
+        _stack().append(collector)
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            _stack().pop()
+        flags = jnp.stack(collector.preds) if collector.preds else jnp.zeros(0, bool)
+        indices = jnp.stack(collector.indices) if collector.indices else jnp.zeros(0, jnp.int32)
+        return out, flags, indices, tuple(collector.msgs)
+
+    program = eqx.filter_jit(collect)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        # an eager call with the compilation cache on: the traced program from disk
+        stored = _program_store.call(fn, collect, args, kwargs, name)
+        out, flags, indices, msgs = program(*args, **kwargs) if stored is None else stored
+        return raise_collected(out, flags, indices, msgs)
+
+    wrapper.program = program
+    return wrapper
+
+
+@contextlib.contextmanager
+def quiet_third_party_checks():
+    """equinox's default error policy "off" while the body traces a library call (see the
+    module docstring); jaxmb's own delegated checks keep the process policy."""
+    saved = _eqx_errors.EQX_ON_ERROR
+    _eqx_errors.EQX_ON_ERROR = "off"
+    try:
+        yield
+    finally:
+        _eqx_errors.EQX_ON_ERROR = saved

@@ -1,0 +1,172 @@
+"""The augmented-Lagrangian formulation (`mb.AugmentedLagrangian`) and its sparse core.
+
+References, each independent of the code under test:
+- the sparse matrix S = M + alpha C'^T C' against a dense numpy assembly from the dense C of
+  `Model.C` (1e-12 relative: one sum of the same products in another order);
+- its solves: backward error |S x - b| <= 1e-12 |S| |x|, and against numpy's dense solve within
+  the forward bound 100 eps cond(S) |x| (cond(S) reaches 2e8 for the four-bar's light rods);
+- the AL accelerations against the null-space ones (`mb.accelerations`, seed 001 eq. 13,
+  one pivoted QR): 1e-9 relative to |qdd| (the iteration stops at tol 1e-12 relative; the
+  factorization's round-off, about eps cond(S), is the floor);
+- the integrated motion against the null-space formulation at rtol 1e-10 (1e-8: two step
+  sequences, each within its local errors);
+- derivatives against central differences (relative 1e-6, h = 1e-6: truncation h^2 ~ 1e-12,
+  round-off eps / h ~ 1e-10 times the accelerations' size).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxmb as mb
+from jaxmb._formulations import augmented_lagrangian as al
+from jaxmb._linalg import sparse_cholesky as sc
+from jaxmb.models import (
+    composed_pendulum,
+    four_bar,
+    mobile_robot,
+    n_four_bar,
+    parallelogram,
+    slider_crank,
+)
+
+MODELS = {
+    "slider_crank": slider_crank.build,
+    "four_bar": four_bar.build,
+    "n_four_bar": lambda: n_four_bar.build(4),
+    "mobile_robot": mobile_robot.build,
+    "parallelogram": parallelogram.build,
+    "composed_pendulum": composed_pendulum.build,
+}
+FORMULATION = mb.AugmentedLagrangian()
+
+
+def _state(model, seed=0):
+    """A consistent state near q0 with a random velocity."""
+    rng = np.random.default_rng(seed)
+    qd = mb.consistent_velocity(model, model.q0, jnp.asarray(rng.normal(size=model.n)))
+    return model.q0, qd
+
+
+def _system(model, q, qd, t=0.0):
+    pairs, groups, _, _ = al.pattern(model)
+    terms = al.constraint_blocks(pairs, groups, model.num_rows, q, qd, jnp.asarray(t))
+    return al.system(model, model.mass_diagonal(), terms.blocks, FORMULATION.penalty), terms
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_sparse_matrix_and_solve_match_dense_numpy(name):
+    model = MODELS[name]()
+    q, qd = _state(model)
+    s, _ = _system(model, q, qd)
+    C = np.asarray(model.C(q, 0.0))
+    mass = np.asarray(model.mass_diagonal())
+    D = np.asarray(s.scale)
+    np.testing.assert_allclose(D, 1.0 / np.sqrt(np.einsum("ij,j,ij->i", C, 1.0 / mass, C)),
+                               rtol=1e-12)
+    S = np.diag(mass) + float(FORMULATION.penalty) * (C * D[:, None]).T @ (C * D[:, None])
+    dense = sc.to_dense(s.symbolic, sc.assemble(s.symbolic, diag_blocks=al._diagonal_blocks(
+        jnp.asarray(mass))) + sum(
+        sc.assemble_cliques(s.symbolic, b, c) for b, c in zip(
+            al.weighted_normal_blocks(s.groups, s.blocks, s.penalty * s.scale**2),
+            al.body_cliques(s.groups))))
+    np.testing.assert_allclose(np.asarray(dense), S, rtol=0, atol=1e-12 * np.max(np.abs(S)))
+    b = np.random.default_rng(1).normal(size=model.n)
+    x = np.asarray(sc.solve(s.symbolic, s.factor, jnp.asarray(b)))
+    # backward error of the solve (what a Cholesky guarantees whatever cond(S)): 1e-12 relative
+    residual = np.max(np.abs(S @ x - b))
+    assert residual <= 1e-12 * np.max(np.abs(S)) * np.max(np.abs(x))
+    # and the forward error within the bound cond(S) eps allows, against numpy's dense solve
+    reference = np.linalg.solve(S, b)
+    bound = 100 * np.finfo(float).eps * np.linalg.cond(S) * np.max(np.abs(reference))
+    np.testing.assert_allclose(x, reference, rtol=0, atol=bound)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_accelerations_match_the_null_space_solve(name):
+    model = MODELS[name]()
+    q, qd = _state(model, 2)
+    reference = np.asarray(mb.accelerations(model, q, qd, 0.0))
+    F = model.forces(q, qd, 0.0)
+    qdd = np.asarray(al.accelerations(model, FORMULATION, q, qd, jnp.asarray(0.0), F))
+    np.testing.assert_allclose(qdd, reference, rtol=0,
+                               atol=1e-9 * max(1.0, np.max(np.abs(reference))))
+
+
+def test_vmap_equals_a_loop():
+    model = mobile_robot.build()
+    q, _ = _state(model)
+    qds = jnp.stack([_state(model, k)[1] for k in range(4)])
+    F = model.forces(q, qds[0], 0.0)
+    one = lambda qd: al.accelerations(model, FORMULATION, q, qd, jnp.asarray(0.0), F)  # noqa: E731
+    batched = jax.jit(jax.vmap(one))(qds)
+    looped = jnp.stack([jax.jit(one)(qd) for qd in qds])
+    np.testing.assert_allclose(np.asarray(batched), np.asarray(looped), rtol=0, atol=1e-12)
+
+
+def test_gradient_on_a_redundant_parallelogram_matches_central_differences():
+    """d/d(theta, L) of a scalar of the AL accelerations of the parallelogram (a redundant
+    coupler: C is rank-deficient everywhere) against central differences."""
+
+    def loss(params):
+        theta, L = params
+        model = parallelogram.build(L=L, theta=theta, motor=False)
+        q = model.q0
+        qd = mb.consistent_velocity(model, q, jnp.ones(model.n))
+        F = model.forces(q, qd, 0.0)
+        qdd = al.accelerations(model, FORMULATION, q, qd, jnp.asarray(0.0), F)
+        return jnp.sum(jnp.sin(qdd))
+
+    p = jnp.asarray([0.7, 0.2])
+    grad = np.asarray(jax.jit(jax.grad(loss))(p))
+    h = 1e-6
+    fd = np.array([(loss(p.at[k].add(h)) - loss(p.at[k].add(-h))) / (2 * h) for k in range(2)])
+    np.testing.assert_allclose(grad, fd, rtol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def crank_runs():
+    model = slider_crank.build()
+    q0, qd0 = model.q0, mb.consistent_velocity(model, model.q0, jnp.zeros(model.n).at[2].set(3.0))
+    ts = jnp.linspace(0.0, 1.0, 11)
+    opts = dict(ts=ts, rtol=1e-10, atol=1e-12)
+    return (mb.simulate(model, q0, qd0, 1.0, **opts),
+            mb.simulate(model, q0, qd0, 1.0, formulation="augmented_lagrangian", **opts), model)
+
+
+def test_motion_matches_the_null_space_formulation(crank_runs):
+    reference, run, model = crank_runs
+    assert bool(run.success)
+    np.testing.assert_allclose(run.q, reference.q, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(run.qd, reference.qd, rtol=0, atol=1e-7)
+    # the projections hold the constraints at round-off at every saved instant
+    phi = jax.vmap(lambda q, t: model.phi(q, t))(run.q, run.ts)
+    assert float(jnp.max(jnp.abs(phi))) < 1e-10
+
+
+def test_robot_motion_matches_the_null_space_formulation():
+    """The overconstrained mobile robot of seed 001 (knife edges: Pfaffian rows)."""
+    model = mobile_robot.build()
+    q0, qd0 = model.q0, jnp.zeros(model.n)
+    ts = jnp.linspace(0.0, 2.0, 5)
+    opts = dict(ts=ts, rtol=1e-10, atol=1e-12)
+    reference = mb.simulate(model, q0, qd0, 2.0, **opts)
+    run = mb.simulate(model, q0, qd0, 2.0, formulation=mb.AugmentedLagrangian(), **opts)
+    np.testing.assert_allclose(run.q, reference.q, rtol=0, atol=1e-8)
+
+
+def test_inconsistent_constraints_stop_with_the_cause():
+    """Two drivers that contradict each other (the crank driven at two speeds): C qdd = gamma
+    has no solution, the iteration cannot converge, and the run says so instead of going on."""
+    qd0 = jnp.asarray([0.0, 0.05, 1.0])
+    # consistent at t = 0 (both drivers agree on angle and speed), not in acceleration
+    m2 = mb.Mechanism()
+    crank = m2.body("crank", mass=1.0, inertia=1e-3, q=(0.05, 0.0, 0.0))
+    m2.add(mb.Revolute("O", m2.ground, crank, s_i=(0.0, 0.0), s_j=(-0.05, 0.0)))
+    m2.add(mb.RelativeAngleDriver("motor", m2.ground, crank, f=mb.drive.Linear(1.0)))
+    m2.add(mb.RelativeAngleDriver("brake", m2.ground, crank,
+                                  f=mb.drive.Polynomial((0.0, 1.0, 5.0))))
+    model = m2.build()
+    with pytest.raises(RuntimeError, match="augmented-Lagrangian iteration"):
+        mb.simulate(model, model.q0, qd0, 0.5, formulation=mb.AugmentedLagrangian())
