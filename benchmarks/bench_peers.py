@@ -41,11 +41,12 @@ PEERS = (  # engine, script, the import that must work, what to install
 DEFAULT_PEERS_PYTHON = os.environ.get("JAXMB_PEERS_PYTHON", "/tmp/peers/bin/python")
 
 
-def peer_json(engine, quick):
-    return os.path.join(RESULTS, f"peer_{engine}{'_quick' if quick else ''}.json")
+def peer_json(engine, quick, scaling=False):
+    suffix = "_scaling" if scaling else "_quick" if quick else ""
+    return os.path.join(RESULTS, f"peer_{engine}{suffix}.json")
 
 
-def run_peer(python, engine, script, probe, package, quick, repeats):
+def run_peer(python, engine, script, probe, package, quick, repeats, scaling=False):
     """Run one peer script; returns its JSON path, or None (reason printed) when skipped."""
     if not os.path.exists(python):
         print(
@@ -61,8 +62,9 @@ def run_peer(python, engine, script, probe, package, quick, repeats):
             "(benchmarks/peers/README.md)"
         )
         return None
-    path = peer_json(engine, quick)
+    path = peer_json(engine, quick, scaling)
     cmd = [python, os.path.join(HERE, "peers", script), "--repeats", str(repeats), "--out", path]
+    cmd += ["--scaling"] if scaling else []
     print(f"$ {' '.join(cmd + (['--quick'] if quick else []))}", flush=True)
     done = subprocess.run(cmd + (["--quick"] if quick else []))
     if done.returncode:
@@ -126,20 +128,30 @@ def main(argv=None):
     parser.add_argument(
         "--only", choices=[p[0] for p in PEERS], action="append", help="this peer only"
     )
+    parser.add_argument(
+        "--formulation", default="null_space",
+        help="simulate's formulation for jaxmb's runs (a spelling, e.g. augmented_lagrangian)")
+    parser.add_argument(
+        "--scaling", action="store_true",
+        help="Exudyn only: the N-four-bar from N = 10 to 400 with its dense and sparse LU")
     args = parser.parse_args(argv)
+    compare_jaxmb.FORMULATION = args.formulation
+    if args.scaling:
+        args.only = ["exudyn"]
     paths = []
     for engine, script, probe, package in PEERS:
         if args.only and engine not in args.only:
             continue
         if args.reuse:
-            path = peer_json(engine, args.quick)
+            path = peer_json(engine, args.quick, args.scaling)
             paths.append(path if os.path.exists(path) else None)
             if paths[-1] is None:
                 print(f"skipping {engine}: no {path} to reuse")
         else:
             paths.append(
                 run_peer(
-                    args.peers_python, engine, script, probe, package, args.quick, args.repeats
+                    args.peers_python, engine, script, probe, package, args.quick, args.repeats,
+                    args.scaling,
                 )
             )
     rows, cache, loads = [], {}, {}
@@ -162,10 +174,12 @@ def main(argv=None):
         "load average (1 min) at start -> end of each phase (2 cores; other processes skew times): "
         + ", ".join(f"{k} {v[0][0]:.1f} -> {v[1][0]:.1f}" for k, v in loads.items() if v)
     )
-    out = os.path.join(RESULTS, f"peers{'_quick' if args.quick else ''}.json")
+    suffix = "_scaling" if args.scaling else "_quick" if args.quick else ""
+    out = os.path.join(RESULTS, f"peers{suffix}.json")
     with open(out, "w") as f:
         json.dump(
             dict(rows=rows, loadavg=loads, repeats=args.repeats, quick=args.quick,
+                 formulation=args.formulation,
                  written=time.strftime("%Y-%m-%d %H:%M:%S")), f, indent=1
         )
     print(f"wrote {out}")

@@ -137,8 +137,13 @@ def errors(q, q_ref):
     return dict(pos=float(d[..., :2].max()), ang=float(d[..., 2].max()))
 
 
+FORMULATION = "null_space"
+"""simulate's formulation for every jaxmb run (bench_peers.py --formulation)."""
+
+
 def _sim(model, q0, qd0, ts, rtol, atol):
-    return mb.simulate(model, q0, qd0, ts[-1], ts=ts, t0=ts[0], rtol=rtol, atol=atol)
+    return mb.simulate(model, q0, qd0, ts[-1], ts=ts, t0=ts[0], rtol=rtol, atol=atol,
+                       formulation=FORMULATION)
 
 
 _single = jax.jit(_sim)  # tolerances traced: one compile per model structure
@@ -190,7 +195,8 @@ def compare_case(case, repeats, cache, tolerances=TOLERANCES):
     check_state(case, Qj, Jj, q0, qd0, theta0, omega0, "")
     if np.max(np.abs(np.asarray(model.q0) - q0)) > STATE_TOL:
         raise ValueError(f"{case['name']}: recorded q0 differs from the jaxmb model's q0")
-    key = json.dumps([case["model"], case["params"], case["q0"], case["qd0"], _rounded(ts)])
+    key = json.dumps([case["model"], case["params"], case["q0"], case["qd0"], _rounded(ts),
+                      FORMULATION])
     if key not in cache:
         q_ref = reference(case, rhs, Qj, ts, theta0, omega0)
         cache[key] = [

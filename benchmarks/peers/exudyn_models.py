@@ -309,7 +309,19 @@ def cases(quick):
     return out
 
 
-def run(quick=False, repeats=REPEATS):
+SCALING_SIZES = (10, 50, 100, 200, 400)
+DENSE_LIMIT = 100  # Exudyn's dense LU above this N takes minutes per run
+
+
+def scaling_cases():
+    """The N-four-bar from N = 10 to 400, 1 s, generalized-alpha h = 1e-3, with Exudyn's sparse
+    LU (EigenSparse) and, up to N = 100, its dense one (bench_peers.py --scaling)."""
+    return [n_four_bar_case(N, 1.0, linear_solver=solver) for N in SCALING_SIZES
+            for solver in ("EXUdense", "EigenSparse") if solver == "EigenSparse" or
+            N <= DENSE_LIMIT]
+
+
+def run(quick=False, repeats=REPEATS, scaling=False):
     """Simulate every case; returns the JSON dict documented at the top of this file."""
     load_start = os.getloadavg()  # 1, 5, 15 min: other processes on the machine skew times
     module = "exudynCPPfast" if getattr(sys, "exudynFast", False) else "exudynCPP"
@@ -321,7 +333,8 @@ def run(quick=False, repeats=REPEATS):
         machine=f"{platform.machine()} {platform.processor()} {os.cpu_count()} cpus",
         python=platform.python_version(),
         repeats=repeats,
-        cases=[simulate(c, repeats) for c in cases(quick)],
+        scaling=scaling,
+        cases=[simulate(c, repeats) for c in (scaling_cases() if scaling else cases(quick))],
         loadavg=[load_start, os.getloadavg()],
     )
 
@@ -353,8 +366,10 @@ def main():
         default=None,
         help="JSON path (default benchmarks/results/peer_exudyn[_quick].json)",
     )
+    parser.add_argument("--scaling", action="store_true",
+                        help="the N-four-bar from N = 10 to 400, dense and sparse LU")
     args = parser.parse_args()
-    result = run(args.quick, args.repeats)
+    result = run(args.quick, args.repeats, args.scaling)
     print(f"Exudyn {result['version']} ({result['module']}), {result['machine']}")
     print(table(result))
     for c in result["cases"]:

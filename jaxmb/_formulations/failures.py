@@ -116,7 +116,11 @@ def diagnose(model, result, t0, q0, t, q, qd, probe_dt):
     cause = jnp.where(failed & (result == diffrax.RESULTS.dt_min_reached), collapse, cause)
     ratio, share, singular = jnp.asarray(1.0), jnp.zeros(P), jnp.asarray(False)
     if P:
-        ratio, share = _singular_share(model, q0, t0, q, t)
+        # only on failure: the SVDs of the dense C cost O(n^3) (seconds at n = 2400), and a
+        # traced successful run must not pay them (lax.cond runs one branch, except under vmap)
+        ratio, share = jax.lax.cond(
+            failed, lambda: _singular_share(model, q0, t0, q, t),
+            lambda: (jnp.ones((), q.dtype), jnp.zeros(P, q.dtype)))
         singular = failed & (ratio < SINGULAR_RTOL)
         cause = jnp.where(singular, 1 + E + jnp.argmax(share), cause)
     if E:

@@ -61,6 +61,7 @@ class Projection(AbstractStateFormulation):
     tol: float = eqx.field(static=True, default=1e-10)
     baumgarte: ClassVar[bool] = False  # the projections hold the constraints at round-off
     monitored: ClassVar[bool] = False  # it passes singular configurations on its branch
+    detects_jumps: ClassVar[bool] = True  # a projection onto another branch is rejected
 
     def __check_init__(self):
         if not (isinstance(self.iterations, int) and self.iterations >= 1):
@@ -176,6 +177,8 @@ class ProjectedSolver(TransparentSolver):
             terms, t0, t1, y0, args, solver_state, True
         )
         q, qd, residual = self.option.project_state(self.model, *y1, _model_time(terms, t1))
-        rejected = ~(residual <= self.option.projection_limit) | _jumped((q, qd), y1, y_error)
+        rejected = ~(residual <= self.option.projection_limit)
+        if self.option.detects_jumps:
+            rejected = rejected | _jumped((q, qd), y1, y_error)
         y_error = jax.tree.map(lambda e: jnp.where(rejected, jnp.inf, e), y_error)
         return (q, qd), y_error, dense_info, solver_state, result

@@ -25,12 +25,16 @@ Storage.  Block ``s`` of ``values`` / of the factor sits at block position
 ``(rows[s], cols[s])`` (``rows >= cols``, permuted numbering) of ``P A P^T`` /
 of L.  Slots ``0..nb-1`` are the diagonal blocks (slot j = block (j, j)),
 slots ``nb..num_a_blocks-1`` the off-diagonal blocks of A, the remaining slots
-of the factor are fill-in.
+of the factor are fill-in.  The factor's diagonal slots hold ``L_jj^{-1}``
+(lower triangular), so that the solves are block products only.  ``values``
+must be symmetric (its diagonal blocks are used whole by :func:`matvec`, by
+their lower triangle in :func:`cholesky`).
 
-Non-positive pivots.  The 3x3 Cholesky takes ``sqrt(where(d > 0, d, nan))``, so
-a pivot ``d <= 0`` (A not SPD, to working precision) turns that block of L, the
-blocks that depend on it and the solution into NaN.  Check with
-:func:`factor_ok` (or ``Factorization.ok``) and raise at the caller.
+Non-positive pivots.  The 3x3 Cholesky takes ``1 / sqrt(where(d > 0, d, nan))``,
+so a pivot ``d <= 0`` (A not SPD to working precision) or a NaN input makes
+that block of the factor, the blocks that depend on it and the solution NaN;
+nothing is raised inside jit.  Check with :func:`factor_ok` (or
+``Factorization.ok``: all factor entries finite) and raise at the caller.
 """
 
 from __future__ import annotations
@@ -320,7 +324,7 @@ class SymbolicCholesky:
 # of one padded block entry (column, off-diagonal block or Schur update) of the
 # level schedule; least-squares fit of jitted factor+solve times on CPU
 # (bench_sparse_cholesky.py).  Used by ordering="auto".
-LEVEL_COST = 60.0
+LEVEL_COST = 75.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -407,7 +411,10 @@ def analyse(num_blocks: int, edges, ordering: str = "auto", max_segments: int = 
         c = 1 + max(len(lv["diag"]) for lv in run)  # +1: a padding column exists
         o = 1 + max(len(lv["off"]) for lv in run)  # +1: a padding entry exists
         p = max(1, max(len(lv["pair_a"]) for lv in run))
-        stack = lambda name, width, fill: _pad_stack([lv[name] for lv in run], width, fill)
+
+        def stack(name, width, fill, run=run):
+            return _pad_stack([lv[name] for lv in run], width, fill)
+
         segments.append(_Segment(
             diag=stack("diag", c, identity_slot), node=stack("node", c, num_blocks),
             off=stack("off", o, zero_slot), col=stack("col", o, c - 1), row=stack("row", o, num_blocks),
@@ -444,37 +451,25 @@ def _t(x: jax.Array) -> jax.Array:
     return jnp.swapaxes(x, -1, -2)
 
 
-def _sqrt_pivot(d: jax.Array) -> jax.Array:
-    return jnp.sqrt(jnp.where(d > 0, d, jnp.nan))
+def _inverse_cholesky3(a: jax.Array) -> jax.Array:
+    """``L^{-1}`` for the lower Cholesky factor L of symmetric 3x3 blocks
+    (``a = L L^T``, lower triangle read), element by element:
+    ``l_kk = sqrt(a_kk - sum_{m<k} l_km^2)``, ``l_ik = (a_ik - sum_{m<k} l_im l_km) / l_kk``,
+    then the triangular inverse.  A pivot ``<= 0`` (or NaN) gives NaN."""
 
+    def inv_sqrt(d):
+        return 1.0 / jnp.sqrt(jnp.where(d > 0, d, jnp.nan))
 
-def _chol3(a: jax.Array) -> jax.Array:
-    """Lower Cholesky factor of symmetric 3x3 blocks (reads the lower triangle);
-    NaN where a pivot is not positive."""
-    l00 = _sqrt_pivot(a[..., 0, 0])
-    l10 = a[..., 1, 0] / l00
-    l20 = a[..., 2, 0] / l00
-    l11 = _sqrt_pivot(a[..., 1, 1] - l10 * l10)
-    l21 = (a[..., 2, 1] - l20 * l10) / l11
-    l22 = _sqrt_pivot(a[..., 2, 2] - l20 * l20 - l21 * l21)
-    z = jnp.zeros_like(l00)
-    return jnp.stack([jnp.stack([l00, z, z], -1), jnp.stack([l10, l11, z], -1), jnp.stack([l20, l21, l22], -1)], -2)
-
-
-def _solve_lower3(l: jax.Array, b: jax.Array) -> jax.Array:
-    """X with ``L X = B`` for lower-triangular 3x3 L and B (..., 3, m)."""
-    x0 = b[..., 0, :] / l[..., 0, 0, None]
-    x1 = (b[..., 1, :] - l[..., 1, 0, None] * x0) / l[..., 1, 1, None]
-    x2 = (b[..., 2, :] - l[..., 2, 0, None] * x0 - l[..., 2, 1, None] * x1) / l[..., 2, 2, None]
-    return jnp.stack([x0, x1, x2], -2)
-
-
-def _solve_upper3(l: jax.Array, b: jax.Array) -> jax.Array:
-    """X with ``L^T X = B`` for lower-triangular 3x3 L and B (..., 3, m)."""
-    x2 = b[..., 2, :] / l[..., 2, 2, None]
-    x1 = (b[..., 1, :] - l[..., 2, 1, None] * x2) / l[..., 1, 1, None]
-    x0 = (b[..., 0, :] - l[..., 1, 0, None] * x1 - l[..., 2, 0, None] * x2) / l[..., 0, 0, None]
-    return jnp.stack([x0, x1, x2], -2)
+    i00 = inv_sqrt(a[..., 0, 0])
+    l10, l20 = a[..., 1, 0] * i00, a[..., 2, 0] * i00
+    i11 = inv_sqrt(a[..., 1, 1] - l10 * l10)
+    l21 = (a[..., 2, 1] - l20 * l10) * i11
+    i22 = inv_sqrt(a[..., 2, 2] - l20 * l20 - l21 * l21)
+    i10 = -l10 * i00 * i11
+    i21 = -l21 * i11 * i22
+    i20 = -(l20 * i00 + l21 * i10) * i22
+    z = jnp.zeros_like(i00)
+    return jnp.stack([jnp.stack([i00, z, z], -1), jnp.stack([i10, i11, z], -1), jnp.stack([i20, i21, i22], -1)], -2)
 
 
 # --------------------------------------------------------------------------
@@ -523,31 +518,35 @@ def assemble_cliques(symbolic: SymbolicCholesky, blocks, bodies) -> jax.Array:
     return values.at[symbolic.slot(p[keep], q[keep])].add(sub)
 
 
-def _factor_level(l: jax.Array, lv: dict[str, jax.Array]):
-    """One level of right-looking block Cholesky on the slot array ``l``.
+def _factor_level(blocks: jax.Array, lv: dict[str, jax.Array]):
+    """One level of right-looking block Cholesky on the slot array ``blocks``.
 
     For every column j of the level (all its updates already applied):
-      ``L_jj = chol(A_jj)``, ``L_ij = A_ij L_jj^{-T}`` (i in struct j),
-      ``A_ik -= L_ij L_kj^T`` for i >= k in struct j (ancestors of j).
+      ``L_jj = chol(A_jj)`` (stored as ``L_jj^{-1}``), ``L_ij = A_ij L_jj^{-T}``
+      (i in struct j), ``A_ik -= L_ij L_kj^T`` for i >= k in struct j.
     Together: ``L_jj L_jj^T = A_jj - sum_k L_jk L_jk^T`` and
     ``L_ij = (A_ij - sum_k L_ik L_jk^T) L_jj^{-T}``.
     """
-    d = _chol3(l[lv["diag"]])
-    l = l.at[lv["diag"]].set(d)
-    off = _t(_solve_lower3(d[lv["col"]], _t(l[lv["off"]])))
-    l = l.at[lv["off"]].set(off)
+    inv = _inverse_cholesky3(blocks[lv["diag"]])
+    blocks = blocks.at[lv["diag"]].set(inv)
+    off = blocks[lv["off"]] @ _t(inv[lv["col"]])
+    blocks = blocks.at[lv["off"]].set(off)
     update = off[lv["pair_a"]] @ _t(off[lv["pair_b"]])
-    return l.at[lv["target"]].add(-update), None
+    return blocks.at[lv["target"]].add(-update), None
 
 
 def cholesky(symbolic: SymbolicCholesky, values: jax.Array) -> jax.Array:
-    """Block Cholesky ``P A P^T = L L^T``; returns L's blocks (num_l_blocks, 3, 3)
-    in slot order (``symbolic.rows/cols``).  NaN if A is not SPD."""
+    """Block Cholesky ``P A P^T = L L^T`` of symmetric ``values``.
+
+    Returns the factor (num_l_blocks, 3, 3) in slot order (``symbolic.rows``,
+    ``symbolic.cols``): off-diagonal slots hold ``L_ij``, diagonal slots hold
+    ``L_jj^{-1}`` (so that the solves are products only).  NaN if A is not SPD.
+    """
     n_fill = symbolic.num_l_blocks - symbolic.num_a_blocks
-    l = jnp.concatenate([values, jnp.zeros((n_fill, 3, 3)), jnp.eye(3)[None], jnp.zeros((1, 3, 3))])
+    blocks = jnp.concatenate([values, jnp.zeros((n_fill, 3, 3)), jnp.eye(3)[None], jnp.zeros((1, 3, 3))])
     for seg in symbolic.segments:
-        l, _ = lax.scan(_factor_level, l, seg.xs("diag", "off", "col", "pair_a", "pair_b", "target"))
-    return l[: symbolic.num_l_blocks]
+        blocks, _ = lax.scan(_factor_level, blocks, seg.xs("diag", "off", "col", "pair_a", "pair_b", "target"))
+    return blocks[: symbolic.num_l_blocks]
 
 
 def factor_ok(factor: jax.Array) -> jax.Array:
@@ -564,30 +563,33 @@ def _original_vector(symbolic: SymbolicCholesky, y: jax.Array, shape) -> jax.Arr
     return y[symbolic.iperm].reshape(shape)
 
 
-def _forward_level(l, y, lv):
+def _forward_level(blocks, y, lv):
     """``y_j = L_jj^{-1} y_j`` for the level's columns, then ``y_i -= L_ij y_j``."""
-    yj = _solve_lower3(l[lv["diag"]], y[lv["node"]])
+    yj = blocks[lv["diag"]] @ y[lv["node"]]
     y = y.at[lv["node"]].set(yj)
-    return y.at[lv["row"]].add(-(l[lv["off"]] @ yj[lv["col"]])), None
+    return y.at[lv["row"]].add(-(blocks[lv["off"]] @ yj[lv["col"]])), None
 
 
-def _backward_level(l, x, lv):
+def _backward_level(blocks, x, lv):
     """``x_j = L_jj^{-T} (x_j - sum_i L_ij^T x_i)`` for the level's columns."""
     ncol = lv["node"].shape[0]
-    rhs = x[lv["node"]] - jax.ops.segment_sum(_t(l[lv["off"]]) @ x[lv["row"]], lv["col"], ncol)
-    return x.at[lv["node"]].set(_solve_upper3(l[lv["diag"]], rhs)), None
+    rhs = x[lv["node"]] - jax.ops.segment_sum(_t(blocks[lv["off"]]) @ x[lv["row"]], lv["col"], ncol)
+    return x.at[lv["node"]].set(_t(blocks[lv["diag"]]) @ rhs), None
 
 
 def solve(symbolic: SymbolicCholesky, factor: jax.Array, b: jax.Array) -> jax.Array:
-    """``A^{-1} b`` from the factor: ``L y = P b`` by levels, ``L^T z = y`` in
-    reverse level order, ``x = P^T z``.  b is (3 nb,) or (3 nb, k), original numbering."""
-    l = jnp.concatenate([factor, jnp.eye(3)[None], jnp.zeros((1, 3, 3))])
+    """``A^{-1} b`` from the factor: ``L y = P b`` by levels (forward),
+    ``L^T z = y`` in reverse level order (backward), ``x = P^T z``.
+    b is (3 nb,) or (3 nb, k), original numbering.  For gradients use
+    :func:`spd_solve` / :class:`Factorization` (implicit differentiation)
+    rather than differentiating through :func:`cholesky` and this function."""
+    blocks = jnp.concatenate([factor, jnp.eye(3)[None], jnp.zeros((1, 3, 3))])
     y = _permuted_blocks(symbolic, b)
     y = jnp.concatenate([y, jnp.zeros((1,) + y.shape[1:], y.dtype)])  # trash row for padding
     for seg in symbolic.segments:
-        y, _ = lax.scan(partial(_forward_level, l), y, seg.xs("diag", "node", "off", "col", "row"))
+        y, _ = lax.scan(partial(_forward_level, blocks), y, seg.xs("diag", "node", "off", "col", "row"))
     for seg in reversed(symbolic.segments):
-        y, _ = lax.scan(partial(_backward_level, l), y, seg.xs("diag", "node", "off", "col", "row"), reverse=True)
+        y, _ = lax.scan(partial(_backward_level, blocks), y, seg.xs("diag", "node", "off", "col", "row"), reverse=True)
     return _original_vector(symbolic, y[:-1], b.shape)
 
 

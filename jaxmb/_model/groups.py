@@ -14,6 +14,7 @@ MuJoCo XLA). Rows keep the declaration order of the pairs: `rows[k]` are the row
 k-th pair of the group.
 """
 
+import collections
 import dataclasses
 
 import jax
@@ -72,8 +73,27 @@ def _key(template, k):
     return treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves)
 
 
+_GROUPINGS: collections.OrderedDict = collections.OrderedDict()
+_GROUPINGS_KEPT = 128
+
+
 def group_pairs(pairs, row_starts) -> list[PairGroup]:
-    """Partition `pairs` into groups of identical canonical structure (first-seen order)."""
+    """Partition `pairs` into groups of identical canonical structure (first-seen order).
+
+    The grouping depends on the pairs' static structure only (their tree structures, which
+    hold the element types, body handles and static options, and the row layout), so it is
+    kept per structure: a model traced again, or read in several places of one trace, is
+    grouped once (grouping costs a canonical copy of every pair)."""
+    signature = (tuple(jax.tree_util.tree_structure(p) for p in pairs), tuple(row_starts))
+    groups = _GROUPINGS.get(signature)
+    if groups is None:
+        groups = _GROUPINGS[signature] = _group(pairs, row_starts)
+        while len(_GROUPINGS) > _GROUPINGS_KEPT:
+            _GROUPINGS.popitem(last=False)
+    return groups
+
+
+def _group(pairs, row_starts) -> list[PairGroup]:
     found: dict = {}
     for k, pair in enumerate(pairs):
         found.setdefault(_key(canonical(pair), k), []).append(k)
@@ -92,9 +112,12 @@ def group_pairs(pairs, row_starts) -> list[PairGroup]:
 
 
 def stacked(pairs, group: PairGroup):
-    """The canonical pairs of `group` with their array leaves stacked along axis 0."""
-    templates = [canonical(pairs[k]) for k in group.members]
-    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *templates)
+    """The canonical pairs of `group` with their array leaves stacked along axis 0: the tree
+    structure of the first member's canonical copy (a canonical copy has the same leaves, in
+    the same order, as its pair: only static fields change), every member's leaves stacked."""
+    template = jax.tree_util.tree_structure(canonical(pairs[group.members[0]]))
+    leaves = [jax.tree_util.tree_leaves(pairs[k]) for k in group.members]
+    return jax.tree_util.tree_unflatten(template, [jnp.stack(column) for column in zip(*leaves)])
 
 
 def evaluate(pairs, groups, fn, *vectors):

@@ -9,7 +9,8 @@ everywhere. With a stabilization (e.g. `mb.Baumgarte`) its `gamma` is the stabil
 right-hand side and `gamma_exact` the one of the constraints themselves.
 """
 
-from typing import NamedTuple, Protocol
+import functools
+from typing import Protocol
 
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Real
@@ -17,22 +18,54 @@ from jaxtyping import Array, ArrayLike, Float, Real
 from .model import KinematicTerms, Model
 
 
-class StateTerms(NamedTuple):
-    """M (n, n), F (n,) (applied forces), C (m + h, n), gamma (m + h,) (stabilized when
-    asked), and the kinematic residuals g = C qd + b and phi (Phi in the holonomic rows, 0 in
-    the Pfaffian ones) that stabilizations and checks use; gamma_exact: gamma unstabilized; and
-    the state (q, qd, t) itself, for terms that need more than these (friction's slip)."""
+class StateTerms:
+    """The terms at one state, each formed when first read (so a formulation that reads only
+    some of them, e.g. the sparse augmented Lagrangian, traces no dense C or M): M (n, n), F
+    (n,) (applied forces), C (m + h, n), gamma (m + h,) (stabilized when asked), the kinematic
+    residuals g = C qd + b and phi (Phi in the holonomic rows, 0 in the Pfaffian ones) that
+    stabilizations and checks use, gamma_exact (gamma unstabilized), and the state (q, qd, t)
+    itself. Read inside one trace (a jitted analysis); not a pytree."""
 
-    M: Float[Array, "n n"]
-    F: Float[Array, " n"]
-    C: Float[Array, "rows n"]
-    gamma: Float[Array, " rows"]
-    g: Float[Array, " rows"]
-    phi: Float[Array, " rows"]
-    gamma_exact: Float[Array, " rows"]
-    q: Float[Array, " n"]
-    qd: Float[Array, " n"]
-    t: Float[Array, ""]
+    def __init__(self, model, q, qd, t, stabilization=None, direction=1.0):
+        self.model, self.q, self.qd, self.t = model, q, qd, t
+        self._stabilization, self._direction = stabilization, direction
+
+    @functools.cached_property
+    def M(self) -> Float[Array, "n n"]:
+        return self.model.mass_matrix()
+
+    @functools.cached_property
+    def F(self) -> Float[Array, " n"]:
+        return self.model.forces(self.q, self.qd, self.t)
+
+    @functools.cached_property
+    def _kinematic(self) -> KinematicTerms:
+        if self.model.num_rows == 0:
+            empty = jnp.zeros(0, self.q.dtype)
+            return KinematicTerms(jnp.zeros((0, self.model.n), self.q.dtype), empty, empty, empty)
+        return self.model.kinematic_terms(self.q, self.qd, self.t)
+
+    @property
+    def C(self) -> Float[Array, "rows n"]:
+        return self._kinematic.C
+
+    @property
+    def g(self) -> Float[Array, " rows"]:
+        return self._kinematic.g
+
+    @property
+    def phi(self) -> Float[Array, " rows"]:
+        return self._kinematic.phi
+
+    @property
+    def gamma_exact(self) -> Float[Array, " rows"]:
+        return self._kinematic.gamma
+
+    @functools.cached_property
+    def gamma(self) -> Float[Array, " rows"]:
+        if self._stabilization is None or self.model.num_rows == 0:
+            return self._kinematic.gamma
+        return self._stabilization.stabilized(self._kinematic, self._direction)
 
 
 class Stabilization(Protocol):
@@ -51,16 +84,8 @@ def state_terms(
     stabilization: Stabilization | None = None,
     direction: Real[ArrayLike, ""] = 1.0,
 ) -> StateTerms:
-    """`StateTerms` of `model` at (q, qd, t): C, gamma, g and phi in one pass of
-    `Model.kinematic_terms` (seed 001, eq. 5-9); `stabilization`: None or an object with
-    `stabilized(kinematic_terms, direction)` giving the right-hand side that replaces gamma
-    (`direction` = sign(t1 - t0) of an integration)."""
-    M = model.mass_matrix()
-    F = model.forces(q, qd, t)
-    if model.num_rows == 0:
-        empty = jnp.zeros(0, q.dtype)
-        return StateTerms(M, F, jnp.zeros((0, model.n), q.dtype), empty, empty, empty, empty,
-                          q, qd, t)
-    kin = model.kinematic_terms(q, qd, t)
-    gamma = kin.gamma if stabilization is None else stabilization.stabilized(kin, direction)
-    return StateTerms(M, F, kin.C, gamma, kin.g, kin.phi, kin.gamma, q, qd, t)
+    """`StateTerms` of `model` at (q, qd, t): C, gamma, g and phi from one pass of
+    `Model.kinematic_terms` (seed 001, eq. 5-9), formed when first read; `stabilization`: None
+    or an object with `stabilized(kinematic_terms, direction)` giving the right-hand side that
+    replaces gamma (`direction` = sign(t1 - t0) of an integration)."""
+    return StateTerms(model, q, qd, t, stabilization, direction)
