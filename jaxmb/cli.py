@@ -90,7 +90,9 @@ def describe(model, q=None, t=0.0) -> str:
         span = f"{rows.start}" if rows.stop - rows.start == 1 else f"{rows.start}-{rows.stop - 1}"
         bodies = " - ".join(b.name for b in pair.bodies())
         kind = "holonomic" if pair.holonomic else "nonholonomic"
-        lines.append(f"  {pair.name:<8} {type(pair).__name__:<20} rows {span:<6} {kind:<13} {bodies}")
+        lines.append(
+            f"  {pair.name:<8} {type(pair).__name__:<20} rows {span:<6} {kind:<13} {bodies}"
+        )
     residual = float(jnp.max(jnp.abs(_phi(model, q, jnp.asarray(t))))) if model.m else 0.0
     lines.append(f"n = {model.n} coordinates, m = {model.m} holonomic rows, "
                  f"h = {model.h} nonholonomic rows")
@@ -246,7 +248,8 @@ _QUIET = [False]
 
 
 def announce_compiles(model_name):
-    """Say which analysis compiles on a first run (`jaxmb._runtime.program_store.compile_listeners`)."""
+    """Say which analysis compiles on a first run
+    (`jaxmb._runtime.program_store.compile_listeners`)."""
     from jaxmb._runtime import program_store as _program_store
 
     said = set()
@@ -486,10 +489,11 @@ def main(argv=None):
 
 
 def run(argv=None):
-    """The `jaxmb` console command (reached through `jaxmb_cli.run`, which parses first): `main`, then the exit handlers (`atexit`: JAX waits for
-    pending work, matplotlib removes its temporary folder), flushed output and the exit status,
-    without the interpreter's finalization (freeing the modules of JAX and matplotlib one by
-    one took 0.6 s of every command). In-process callers use `main`."""
+    """The `jaxmb` console command (reached through `jaxmb_cli.run`, which parses first): `main`,
+    then the exit handlers (`atexit`: JAX waits for pending work, matplotlib removes its temporary
+    folder), flushed output and the exit status, without the interpreter's finalization (freeing the
+    modules of JAX and matplotlib one by one took 0.6 s of every command). In-process callers use
+    `main`."""
     try:
         status = main(argv)
     except SystemExit as exc:

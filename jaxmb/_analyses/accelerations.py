@@ -1,5 +1,6 @@
 """`accelerations`: the unique accelerations of a model at a state, by the null-space solve
-(`jaxmb._formulations.null_space`), or with friction by the coupled solve of `jaxmb._analyses.friction`."""
+(`jaxmb._formulations.null_space`), or with friction by the coupled solve of
+`jaxmb._analyses.friction`."""
 
 from typing import Literal
 

@@ -323,7 +323,9 @@ def check_stop(model, method, failed, stop):
         return
     solution = _friction_forces(model, q, qd, t, method, None, check=False)
     if not bool(solution.converged):
-        raise RuntimeError(not_converged_message(model, f"simulate (stopped at t = {float(t):.10g})"))
+        raise RuntimeError(
+            not_converged_message(model, f"simulate (stopped at t = {float(t):.10g})")
+        )
 
 
 class WithFriction(AbstractStateFormulation):

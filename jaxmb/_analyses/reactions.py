@@ -35,13 +35,11 @@ from .._reaction_methods.spellings import as_method
 from .._runtime import errors as _errors
 from . import friction as _friction
 from .solvability import solvability, suggesting_rows
+from .velocity import kinematics
 
 STATE_TOL = 1e-6
 """`reactions` refuses |Phi| > STATE_TOL (1 + max |q|) or |C qd + b| > STATE_TOL (1 + max |qd|)
 (looser than simulate's check of q0: saved states carry the integrator's drift)."""
-from .velocity import kinematics
-
-"""The string spellings of reaction methods, still accepted wherever a method is."""
 
 
 class NonUniqueReactionWarning(UserWarning):
@@ -233,8 +231,8 @@ def _naming(method, bound, where="reactions"):
 
 # Compiled once per model structure and bound-method structure (an Eliminate's rows and a
 # Compliance's numbers are data), so eager calls reuse the program; inside an outer jit they
-# are inlined. The checks are returned as data (jaxmb._runtime.errors), so the persistent cache stores
-# the programs.
+# are inlined. The checks are returned as data (jaxmb._runtime.errors), so the persistent cache
+# stores the programs.
 _reactions_one = _errors.checked_jit(_reactions_at)
 
 

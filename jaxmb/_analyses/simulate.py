@@ -70,8 +70,8 @@ def simulate(
       for forward mode (jax.jacfwd, jax.jvp) pass `diffrax.ForwardMode()`.
     - `throw`: raise on failure, naming the cause (a singular configuration and the pair
       involved, a non-finite force element, step-size collapse, max_steps; see
-      `jaxmb._formulations.failures`); with False, inspect `Trajectory.result`, `t_stop` and `singular`
-      (per item under vmap); an initial state that would raise (non-finite, off the
+      `jaxmb._formulations.failures`); with False, inspect `Trajectory.result`, `t_stop` and
+      `singular` (per item under vmap); an initial state that would raise (non-finite, off the
       constraints, non-finite forces) is then refused per item instead: `start_error` > 0
       indexes `START_ERRORS`, and nothing is integrated for that item.
     - `progress`: print a text progress meter.
@@ -94,8 +94,8 @@ def simulate(
       come from (default: the formulation's, i.e. the minimum-norm multipliers for
       "null_space"). Where the reactions of a pair with friction are not unique (an
       overconstrained mechanism) only `mb.Compliance(stiffness, default)` is accepted, and
-      another method raises naming the pair (`jaxmb._analyses.friction`). Each right-hand side solves
-      the friction forces by Newton's method; where it does not converge the step is
+      another method raises naming the pair (`jaxmb._analyses.friction`). Each right-hand side
+      solves the friction forces by Newton's method; where it does not converge the step is
       rejected, and a run stopped by that raises saying so.
 
     **Returns:** `Trajectory(ts, q, qd, result, num_steps, t_stop=..., singular=...,

@@ -149,7 +149,8 @@ def _b_norms_of(row_sets):
 
 def _b_norms(C, Qt, row_sets):
     """|B_X|_F = |C_X^T Q~_X|_F per row set (seed 001, eq. 27); under vmap one compiled call
-    for the batch (`jaxmb._linalg.native.set_norms`: only Q~'s nonzero columns, p of m + h, count)."""
+    for the batch (`jaxmb._linalg.native.set_norms`: only Q~'s nonzero columns, p of m + h,
+    count)."""
     return _b_norms_of(tuple(tuple(int(r) for r in idx) for idx in row_sets))(C, Qt)
 
 
@@ -342,7 +343,8 @@ def solvability(
 
 
 # eager calls run compiled (robot: 12.5 s op by op, 2.6 s), inlined in an outer jit; the check is
-# returned as data (jaxmb._runtime.errors): no host callback, so the persistent cache stores the program
+# returned as data (jaxmb._runtime.errors): no host callback, so the persistent cache stores the
+# program
 @_errors.checked_jit
 def _solvability_compiled(model, q, t, method, groups, rtol, btol):
     groups = dict(groups)  # (name, members) pairs: a dict argument would come back key-sorted

@@ -20,8 +20,8 @@ Re-partitioning (seed 002, remark 5): after every step a diffrax event compares 
 the current partition with the best-conditioned one (column-pivoted QR of the constraint rows);
 when it exceeds `switch_ratio` times the best, the integration stops there, the partition is
 replaced and the integration resumes. The state (q, qd) is continuous across a switch;
-`Trajectory.repartitioned` marks the save intervals in which it happened. Knife edges (Pfaffian rows) have no position-level y_c(z): the
-formulation accepts holonomic models only.
+`Trajectory.repartitioned` marks the save intervals in which it happened. Knife edges (Pfaffian
+rows) have no position-level y_c(z): the formulation accepts holonomic models only.
 """
 
 import diffrax
@@ -199,7 +199,8 @@ def simulate_independent(model, q0, qd0, ts, *, option, solver, rtol, atol, max_
     return _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, throw)
 
 
-@_errors.checked_jit(analysis="simulate")  # reused by eager calls (the closures below are new each call); no callback
+# reused by eager calls (the closures below are new each call); no callback
+@_errors.checked_jit(analysis="simulate")
 def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, throw):
     Phi0 = model.holonomic_C(q0, ts[0])
     rows = spanning_rows(Phi0, r)

@@ -76,8 +76,8 @@ class PassageMonitor(TransparentSolver):
     inf) of the accepted steps (diffrax keeps a rejected step's solver state out).
 
     With `from_rhs` the state is y = (q, qd, r) and the right-hand side returns the ratios of
-    its own factorization as r' (`jaxmb._formulations.null_space.null_space_solve_with_ratios`): the step's
-    stages hold them times dt, the first stage at the start of the step and, for a
+    its own factorization as r' (`jaxmb._formulations.null_space.null_space_solve_with_ratios`): the
+    step's stages hold them times dt, the first stage at the start of the step and, for a
     first-same-as-last solver, the last stage at its end, so C is not formed and factorized
     a second time per step (that second C was a quarter of the robot's compile time). r
     itself is reset to 0 and kept out of the error estimate (`state_norm`). Otherwise the

@@ -15,8 +15,8 @@ class Trajectory(eqx.Module):
     singular configuration (see `jaxmb._formulations.failures`); both None where not integrated.
     `start_error` is 0, or with throw=False the index in `START_ERRORS` of the reason the
     initial state was refused. `t_passage` is the time of the first singular passage of the
-    null-space and eliminated formulations (inf if none; see `jaxmb._formulations.passages`), where they
-    may switch branch; None for the projection and independent formulations.
+    null-space and eliminated formulations (inf if none; see `jaxmb._formulations.passages`), where
+    they may switch branch; None for the projection and independent formulations.
 
     Shapes: `T` saved times, `n` coordinates; `*batch` is empty for one simulation and the
     leading axes of a vmapped one (`mb.batch.map`, `jax.vmap(mb.simulate)`)."""

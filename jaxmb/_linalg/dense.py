@@ -9,8 +9,8 @@ runs). So jaxmb hands LAPACK one matrix at a time:
 
 - one matrix (no vmap): LAPACK, as jax.numpy would;
 - under vmap (`jax.custom_batching.custom_vmap`), for the hot paths (pivoted QR and triangular
-  solves): jaxmb's compiled kernels (`jaxmb._linalg.native`, one custom call looping over the batch on
-  the calling thread) where they were built, else a pure-jnp algorithm vectorized over the
+  solves): jaxmb's compiled kernels (`jaxmb._linalg.native`, one custom call looping over the batch
+  on the calling thread) where they were built, else a pure-jnp algorithm vectorized over the
   batch (`householder_pivoted_qr`, `_substitution`); for the rest, a sequential `lax.map` of
   single-matrix LAPACK calls (`per_member`). Nested vmaps reach the same rules again, so no
   depth of vmap produces a batched LAPACK call.

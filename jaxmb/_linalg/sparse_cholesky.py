@@ -142,7 +142,10 @@ def _bisect(adj: list[set[int]], comp: list[int]):
     k = int(np.argmin(np.where(balanced, sizes, len(comp) + 1)))
     nxt = set(levels[k + 1])
     separator = [v for v in levels[k] if not adj[v].isdisjoint(nxt)]
-    part_a = [v for level in levels[:k] for v in level] + [v for v in levels[k] if adj[v].isdisjoint(nxt)]
+    part_a = (
+        [v for level in levels[:k] for v in level]
+        + [v for v in levels[k] if adj[v].isdisjoint(nxt)]
+    )
     part_b = [v for level in levels[k + 1:] for v in level]
     return separator, part_a, part_b
 
@@ -346,13 +349,21 @@ def _plan(num_blocks: int, edges: np.ndarray, ordering: str, max_segments: int) 
     iperm[perm] = np.arange(num_blocks)
     struct, level = _elimination(_adjacency(num_blocks, iperm[edges]))
     size = np.array([len(s) for s in struct], float)
-    widths = np.stack([np.bincount(level, weights=w) for w in (np.ones_like(size), size, size * (size + 1) / 2)], 1)
+    widths = np.stack(
+        [
+            np.bincount(level, weights=w)
+            for w in (np.ones_like(size), size, size * (size + 1) / 2)
+        ],
+        1,
+    )
     runs = _partition(widths, max_segments)
     padded = sum((e - s) * (widths[s:e].max(axis=0) + [1, 1, 0]).sum() for s, e in runs)
     return _Plan(ordering, perm, iperm, struct, level, runs, LEVEL_COST * len(widths) + padded)
 
 
-def analyse(num_blocks: int, edges, ordering: str = "auto", max_segments: int = 4) -> SymbolicCholesky:
+def analyse(
+    num_blocks: int, edges, ordering: str = "auto", max_segments: int = 4
+) -> SymbolicCholesky:
     """Build-time analysis of the symmetric block pattern (numpy only).
 
     Args:
@@ -372,7 +383,9 @@ def analyse(num_blocks: int, edges, ordering: str = "auto", max_segments: int = 
     if np.any(edges[:, 0] == edges[:, 1]):
         raise ValueError("edges must be off-diagonal (i != j)")
     candidates = ("min_degree", "nested_dissection") if ordering == "auto" else (ordering,)
-    plan = min((_plan(num_blocks, edges, o, max_segments) for o in candidates), key=lambda p: p.cost)
+    plan = min(
+        (_plan(num_blocks, edges, o, max_segments) for o in candidates), key=lambda p: p.cost
+    )
     struct, level = plan.struct, plan.level
 
     # Slots: diagonal, then A's off-diagonal blocks, then fill (permuted numbering).
@@ -392,12 +405,18 @@ def analyse(num_blocks: int, edges, ordering: str = "auto", max_segments: int = 
     levels = []
     for columns in np.split(np.argsort(level, kind="stable"), np.cumsum(np.bincount(level))[:-1]):
         sizes = [len(struct[j]) for j in columns]
-        row = np.concatenate([np.asarray(struct[j], np.int64) for j in columns] + [np.zeros(0, np.int64)])
+        row = np.concatenate(
+            [np.asarray(struct[j], np.int64) for j in columns] + [np.zeros(0, np.int64)]
+        )
         col = np.repeat(np.arange(len(columns)), sizes)
         starts = np.cumsum([0] + sizes)
         tril = [np.tril_indices(m) for m in sizes]
-        pa = np.concatenate([start + a for start, (a, _) in zip(starts, tril)] + [np.zeros(0, np.int64)])
-        pb = np.concatenate([start + b for start, (_, b) in zip(starts, tril)] + [np.zeros(0, np.int64)])
+        pa = np.concatenate(
+            [start + a for start, (a, _) in zip(starts, tril)] + [np.zeros(0, np.int64)]
+        )
+        pb = np.concatenate(
+            [start + b for start, (_, b) in zip(starts, tril)] + [np.zeros(0, np.int64)]
+        )
         levels.append(dict(
             diag=columns, node=columns, off=slot_of(row, columns[col]), col=col, row=row,
             pair_a=pa, pair_b=pb, target=slot_of(row[pa], row[pb]),
@@ -417,8 +436,10 @@ def analyse(num_blocks: int, edges, ordering: str = "auto", max_segments: int = 
 
         segments.append(_Segment(
             diag=stack("diag", c, identity_slot), node=stack("node", c, num_blocks),
-            off=stack("off", o, zero_slot), col=stack("col", o, c - 1), row=stack("row", o, num_blocks),
-            pair_a=stack("pair_a", p, o - 1), pair_b=stack("pair_b", p, o - 1), target=stack("target", p, zero_slot),
+            off=stack("off", o, zero_slot), col=stack("col", o, c - 1),
+            row=stack("row", o, num_blocks),
+            pair_a=stack("pair_a", p, o - 1), pair_b=stack("pair_b", p, o - 1),
+            target=stack("target", p, zero_slot),
         ))
 
     digest = hashlib.sha1()
@@ -469,7 +490,14 @@ def _inverse_cholesky3(a: jax.Array) -> jax.Array:
     i21 = -l21 * i11 * i22
     i20 = -(l20 * i00 + l21 * i10) * i22
     z = jnp.zeros_like(i00)
-    return jnp.stack([jnp.stack([i00, z, z], -1), jnp.stack([i10, i11, z], -1), jnp.stack([i20, i21, i22], -1)], -2)
+    return jnp.stack(
+        [
+            jnp.stack([i00, z, z], -1),
+            jnp.stack([i10, i11, z], -1),
+            jnp.stack([i20, i21, i22], -1),
+        ],
+        -2,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -508,12 +536,16 @@ def assemble_cliques(symbolic: SymbolicCholesky, blocks, bodies) -> jax.Array:
     """
     bodies = np.asarray(bodies, np.int64)
     k, b = bodies.shape
-    c, r, s = (x.ravel() for x in np.meshgrid(np.arange(k), np.arange(b), np.arange(b), indexing="ij"))
+    c, r, s = (
+        x.ravel() for x in np.meshgrid(np.arange(k), np.arange(b), np.arange(b), indexing="ij")
+    )
     u, v = bodies[c, r], bodies[c, s]
     keep = (u >= 0) & (v >= 0)
     p, q = symbolic.iperm[np.maximum(u, 0)], symbolic.iperm[np.maximum(v, 0)]
     keep &= p >= q  # block (p, q) with p < q is the transpose of the kept (q, p)
-    sub = jnp.asarray(blocks).reshape(k, b, 3, b, 3).transpose(0, 1, 3, 2, 4)[c[keep], r[keep], s[keep]]
+    sub = jnp.asarray(blocks).reshape(k, b, 3, b, 3).transpose(0, 1, 3, 2, 4)[
+        c[keep], r[keep], s[keep]
+    ]
     values = jnp.zeros((symbolic.num_a_blocks, 3, 3))
     return values.at[symbolic.slot(p[keep], q[keep])].add(sub)
 
@@ -543,9 +575,13 @@ def cholesky(symbolic: SymbolicCholesky, values: jax.Array) -> jax.Array:
     ``L_jj^{-1}`` (so that the solves are products only).  NaN if A is not SPD.
     """
     n_fill = symbolic.num_l_blocks - symbolic.num_a_blocks
-    blocks = jnp.concatenate([values, jnp.zeros((n_fill, 3, 3)), jnp.eye(3)[None], jnp.zeros((1, 3, 3))])
+    blocks = jnp.concatenate(
+        [values, jnp.zeros((n_fill, 3, 3)), jnp.eye(3)[None], jnp.zeros((1, 3, 3))]
+    )
     for seg in symbolic.segments:
-        blocks, _ = lax.scan(_factor_level, blocks, seg.xs("diag", "off", "col", "pair_a", "pair_b", "target"))
+        blocks, _ = lax.scan(
+            _factor_level, blocks, seg.xs("diag", "off", "col", "pair_a", "pair_b", "target")
+        )
     return blocks[: symbolic.num_l_blocks]
 
 
@@ -587,9 +623,14 @@ def solve(symbolic: SymbolicCholesky, factor: jax.Array, b: jax.Array) -> jax.Ar
     y = _permuted_blocks(symbolic, b)
     y = jnp.concatenate([y, jnp.zeros((1,) + y.shape[1:], y.dtype)])  # trash row for padding
     for seg in symbolic.segments:
-        y, _ = lax.scan(partial(_forward_level, blocks), y, seg.xs("diag", "node", "off", "col", "row"))
+        y, _ = lax.scan(
+            partial(_forward_level, blocks), y, seg.xs("diag", "node", "off", "col", "row")
+        )
     for seg in reversed(symbolic.segments):
-        y, _ = lax.scan(partial(_backward_level, blocks), y, seg.xs("diag", "node", "off", "col", "row"), reverse=True)
+        y, _ = lax.scan(
+            partial(_backward_level, blocks), y, seg.xs("diag", "node", "off", "col", "row"),
+            reverse=True,
+        )
     return _original_vector(symbolic, y[:-1], b.shape)
 
 

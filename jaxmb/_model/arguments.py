@@ -1,9 +1,9 @@
 """Checks of simulate's time and tolerance arguments, before diffrax sees them.
 
 Concrete values are checked at once (ValueError naming the argument and the value); traced ones
-(inside jit or vmap) by jaxmb._runtime.errors.error_if when the program runs. Rules: t0 and t1 finite scalars
-(t1 < t0 integrates backwards); `ts` a non-empty 1-D array of finite times within [t0, t1],
-ordered from t0 towards t1 (diffrax's SaveAt(ts) requirement); rtol and atol positive and
+(inside jit or vmap) by jaxmb._runtime.errors.error_if when the program runs. Rules: t0 and t1
+finite scalars (t1 < t0 integrates backwards); `ts` a non-empty 1-D array of finite times within
+[t0, t1], ordered from t0 towards t1 (diffrax's SaveAt(ts) requirement); rtol and atol positive and
 finite (they scale the error estimate of the step-size controller: 0 or nan make every step
 fail, which used to surface only as a late, misleading step-size collapse).
 """

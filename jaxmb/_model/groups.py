@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._runtime.tracing import PerTraceMemo
 from ..elements.geometry import Body
 
 
@@ -111,13 +112,23 @@ def _group(pairs, row_starts) -> list[PairGroup]:
     return groups
 
 
+_STACKED = PerTraceMemo()
+
+
 def stacked(pairs, group: PairGroup):
     """The canonical pairs of `group` with their array leaves stacked along axis 0: the tree
     structure of the first member's canonical copy (a canonical copy has the same leaves, in
-    the same order, as its pair: only static fields change), every member's leaves stacked."""
-    template = jax.tree_util.tree_structure(canonical(pairs[group.members[0]]))
+    the same order, as its pair: only static fields change), every member's leaves stacked;
+    once per trace for the same leaves (`jaxmb._runtime.tracing`)."""
     leaves = [jax.tree_util.tree_leaves(pairs[k]) for k in group.members]
-    return jax.tree_util.tree_unflatten(template, [jnp.stack(column) for column in zip(*leaves)])
+    flat = tuple(x for member in leaves for x in member)
+
+    def make():
+        template = jax.tree_util.tree_structure(canonical(pairs[group.members[0]]))
+        columns = [jnp.stack(column) for column in zip(*leaves)]
+        return jax.tree_util.tree_unflatten(template, columns)
+
+    return _STACKED.get(group.members, flat, make)
 
 
 def evaluate(pairs, groups, fn, *vectors):

@@ -1,6 +1,6 @@
 """Checks of the state vectors handed to jaxmb's functions: their shape (at trace time) and
-finite entries (at run time, eagerly or inside jit through `jaxmb._runtime.errors`), each error naming
-the function, the argument and the coordinate by body and component."""
+finite entries (at run time, eagerly or inside jit through `jaxmb._runtime.errors`), each error
+naming the function, the argument and the coordinate by body and component."""
 
 import jax.numpy as jnp
 

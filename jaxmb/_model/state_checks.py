@@ -1,9 +1,9 @@
 """Runtime checks of a state (q, qd) handed to an analysis: finite entries, position constraints
 Phi(q, t) = 0 and velocity constraints C qd + b = 0 (seed 001, eq. 1-4) within a tolerance.
 
-The errors work eagerly and inside jit / vmap (jaxmb._runtime.errors.branched_error_if) and name the pair owning
-the largest residual. Under vmap equinox reports the largest message index over the batch, so
-members that pass contribute index 0 and the message names a pair of a member that fails.
+The errors work eagerly and inside jit / vmap (jaxmb._runtime.errors.branched_error_if) and name the
+pair owning the largest residual. Under vmap equinox reports the largest message index over the
+batch, so members that pass contribute index 0 and the message names a pair of a member that fails.
 """
 
 import jax.numpy as jnp

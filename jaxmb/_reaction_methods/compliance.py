@@ -20,9 +20,9 @@ alike), whereas the minimum-norm multipliers (K = I) add newtons to newton metre
 of solvable pairs are the same for every K, since every solution of C^T lambda = f has them.
 
 It is computed in the scaled multipliers mu = K^(-1/2) lambda: C^ = K^(1/2) C,
-mu = (C^^T)^+ f (the minimum-norm solution of C^^T mu = f), lambda* = K^(1/2) mu; jaxmb._linalg.dense.pinv
-is differentiable where the rank is locally constant, so jit, vmap and grad (geometry and
-stiffness) work.
+mu = (C^^T)^+ f (the minimum-norm solution of C^^T mu = f), lambda* = K^(1/2) mu;
+jaxmb._linalg.dense.pinv is differentiable where the rank is locally constant, so jit, vmap and grad
+(geometry and stiffness) work.
 
 Knife edges (Pfaffian rows, seed 001 eq. 30). A knife edge forbids a lateral velocity, not a
 position, so its compliance is no stiffness: a rolling tyre carries a lateral force
@@ -76,8 +76,8 @@ from ._common import unique_accelerations
 
 def _pinv(A, floor=None):
     """Pseudo-inverse with singular values below RANK_RTOL max(s_max, floor) treated as zero
-    (the one pseudo-inverse of this module; jaxmb._linalg.dense.pinv's derivative rule holds where the
-    rank is locally constant). `floor` puts the cut-off on an absolute scale: a matrix of
+    (the one pseudo-inverse of this module; jaxmb._linalg.dense.pinv's derivative rule holds where
+    the rank is locally constant). `floor` puts the cut-off on an absolute scale: a matrix of
     round-off entries is then treated as zero instead of inverted."""
     if floor is None:
         return pinv(A, RANK_RTOL)

@@ -52,7 +52,8 @@ class AbstractElement(eqx.Module):
 
     def __check_init__(self):
         """Every element: a non-empty string name (model files and messages key on it), and no
-        text where numbers belong (fields annotated `str` hold names) (a string would otherwise be parsed as a number silently)."""
+        text where numbers belong (fields annotated `str` hold names) (a string would otherwise be
+        parsed as a number silently)."""
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"{type(self).__name__}: name must be a non-empty string, got "
                              f"{self.name!r} of type {type(self.name).__name__}")

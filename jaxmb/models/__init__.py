@@ -1,3 +1,10 @@
 """Ready-made models used by the demo, examples, tests and benchmarks."""
 
-from . import composed_pendulum, four_bar, mobile_robot, n_four_bar, parallelogram, slider_crank
+from . import (
+    composed_pendulum as composed_pendulum,
+    four_bar as four_bar,
+    mobile_robot as mobile_robot,
+    n_four_bar as n_four_bar,
+    parallelogram as parallelogram,
+    slider_crank as slider_crank,
+)

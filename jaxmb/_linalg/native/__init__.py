@@ -46,7 +46,8 @@ def library_path():
 
 def _register():
     """Load the library and register its targets with XLA (at import: a program stored by
-    `jaxmb._runtime.program_store` runs in a later process without being traced). Whether it is built."""
+    `jaxmb._runtime.program_store` runs in a later process without being traced). Whether it is
+    built."""
     path = library_path()
     if path is None:
         return False

@@ -1,0 +1,53 @@
+"""The process-wide settings jaxmb makes when it is imported: each in one function here, each
+with an opt-out. Nothing else in jaxmb changes a setting of the process.
+
+- `enable_float64()`: `jax_enable_x64` on (jaxmb's public promise: every number is float64).
+  Opt out: none; jaxmb's numerics assume float64.
+- `set_safe_xla_flags()`: adds to XLA_FLAGS, unless it already mentions them,
+  `--xla_cpu_multi_thread_eigen=false --xla_cpu_enable_concurrency_optimized_scheduler=false`
+  (a measured hazard: with the defaults, XLA's CPU runtime deadlocks on vmapped graphs that run
+  several LAPACK calls and equinox error checks concurrently; reproduced with vmapped reactions
+  along a trajectory, the same wedge is reported upstream) and
+  `--xla_cpu_experimental_ynn_fusion_type=` (speed: XLA's CPU compiler otherwise hands small
+  fusions to YNNPACK, whose per-call cost dominates jaxmb's small vmapped kernels; see
+  benchmarks/results/ for the batch figures). The flags take effect only before JAX starts its
+  CPU backend, so jaxmb sets them at import; our matrices are small, so the lost intra-op
+  parallelism costs little; GPU backends are unaffected. Opt out: JAXMB_KEEP_XLA_FLAGS=1 in the
+  environment before importing jaxmb.
+
+The other hazard of jaxlib 0.10's CPU runtime, batched LAPACK kernels splitting a batch over the
+thread pool and waiting for it, is removed at the source: jaxmb never hands LAPACK more than one
+matrix (`jaxmb._linalg.dense`), under any vmap.
+
+This module imports no JAX at import time: `set_safe_xla_flags` runs before JAX is imported.
+"""
+
+import os
+
+SAFE_CPU_FLAGS = (
+    "--xla_cpu_multi_thread_eigen=false",
+    "--xla_cpu_enable_concurrency_optimized_scheduler=false",
+    "--xla_cpu_experimental_ynn_fusion_type=",  # speed, not safety (module docstring)
+)
+KEEP_XLA_FLAGS = "JAXMB_KEEP_XLA_FLAGS"
+"""The environment variable that opts out of `set_safe_xla_flags` (value "1")."""
+
+
+def set_safe_xla_flags(environ=os.environ) -> str:
+    """Add SAFE_CPU_FLAGS to `environ["XLA_FLAGS"]` where it does not mention them already
+    (unless JAXMB_KEEP_XLA_FLAGS=1); returns the flags in force."""
+    flags = environ.get("XLA_FLAGS", "")
+    if environ.get(KEEP_XLA_FLAGS) == "1":
+        return flags
+    for flag in SAFE_CPU_FLAGS:
+        if flag.split("=")[0] not in flags:
+            flags = f"{flags} {flag}".strip()
+    environ["XLA_FLAGS"] = flags
+    return flags
+
+
+def enable_float64() -> None:
+    """`jax_enable_x64` on: jaxmb computes in float64 throughout."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
