@@ -1,6 +1,7 @@
 """Ready-made models used by the demo, examples, tests and benchmarks."""
 
 from . import (
+    auxetic as auxetic,
     composed_pendulum as composed_pendulum,
     four_bar as four_bar,
     mobile_robot as mobile_robot,
@@ -8,3 +9,4 @@ from . import (
     parallelogram as parallelogram,
     slider_crank as slider_crank,
 )
+from .auxetic import rotating_squares as rotating_squares

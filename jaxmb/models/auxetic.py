@@ -1,0 +1,107 @@
+"""The rotating-squares (auxetic) linkage: an n x m grid of square plates hinged at one shared
+corner per neighbouring pair (Grima & Evans 2000), the basis of kirigami metamaterials.
+
+Plate (i, j) (column i, row j) turns by -theta when i + j is even and by +theta when it is
+odd; with side a its centre is (i, j) L, L = a (cos theta + sin theta), and each pair of
+neighbours shares one corner (local corners (+-a/2, +-a/2)):
+
+    right neighbour (i + 1, j):  i + j even: top-right of (i, j) = top-left of (i + 1, j)
+                                 i + j odd:  bottom-right        = bottom-left
+    upper neighbour (i, j + 1):  i + j even: top-left            = bottom-left
+                                 i + j odd:  top-right           = bottom-right
+
+so every plate carries four hinges at four different corners (hand-checked in
+tests/test_auxetic.py by the closure of every hinge). One finite degree of freedom (theta,
+the auxetic mode: the grid expands equally in x and y, Poisson's ratio -1); with plate (0, 0)
+welded to the ground, 4 n m - 2 (n + m) + 3 rows (2 per hinge, 3 for the weld) of which
+(n - 2)(m - 2) are redundant (the square grid n = m: 4 n (n - 1) + 3 rows, p = (n - 2)^2).
+"""
+
+import jax.numpy as jnp
+
+from .._model.mechanism import Mechanism
+from ..elements import Gravity, Revolute, Weld
+
+CORNERS = {"tr": (1.0, 1.0), "tl": (-1.0, 1.0), "bl": (-1.0, -1.0), "br": (1.0, -1.0)}
+
+
+def rotation(i, j, theta):
+    """The angle of plate (i, j): -theta for i + j even, +theta for odd."""
+    return -theta if (i + j) % 2 == 0 else theta
+
+
+def hinges(n, m):
+    """The hinges as (name, plate a, plate b, corner of a, corner of b): horizontal pairs
+    ("H{i}_{j}" between (i, j) and (i + 1, j)) first, then vertical ones ("V{i}_{j}")."""
+    out = []
+    for j in range(m):
+        for i in range(n - 1):
+            even = (i + j) % 2 == 0
+            out.append((f"H{i}_{j}", (i, j), (i + 1, j), "tr" if even else "br",
+                        "tl" if even else "bl"))
+    for j in range(m - 1):
+        for i in range(n):
+            even = (i + j) % 2 == 0
+            out.append((f"V{i}_{j}", (i, j), (i, j + 1), "tl" if even else "tr",
+                        "bl" if even else "br"))
+    return out
+
+
+def configuration(n, m=None, theta=0.3, side=1.0):
+    """q of every plate (column-major: plate (i, j) is body i + n j) on the mode at `theta`
+    (traceable in theta and side)."""
+    m = n if m is None else m
+    theta = jnp.asarray(theta, jnp.float64)
+    L = side * (jnp.cos(theta) + jnp.sin(theta))
+    return jnp.concatenate([
+        jnp.stack([i * L, j * L, rotation(i, j, theta) + 0.0 * L])
+        for j in range(m) for i in range(n)])
+
+
+def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None):
+    """The n x m linkage on its mode at `theta`, plate (0, 0) welded to the ground ("hold").
+
+    **Arguments:** `n`, `m` (static; m = n by default, both >= 2) plates per row and column;
+    `theta` the mode angle (0 < theta < pi / 4 keeps neighbours apart), `side` the plates' side
+    a, `mass` each plate's mass (a uniform square: J = m a^2 / 6), `gravity` (None: none);
+    all but n, m traceable. Bodies "P{i}_{j}"; pairs: the weld "hold", then the hinges of
+    `hinges(n, m)`.
+    """
+    m = n if m is None else m
+    if not (isinstance(n, int) and isinstance(m, int) and n >= 2 and m >= 2):
+        raise ValueError(f"rotating_squares: n and m must be integers >= 2, got {n!r}, {m!r}")
+    side = jnp.asarray(side, jnp.float64)
+    mass = jnp.asarray(mass, jnp.float64)
+    q = configuration(n, m, theta, side).reshape(-1, 3)
+    mech = Mechanism()
+    plates = {(i, j): mech.body(f"P{i}_{j}", mass=mass, inertia=mass * side**2 / 6,
+                                q=q[i + n * j])
+              for j in range(m) for i in range(n)}
+    mech.add(Weld("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0),
+                  angle=q[0, 2]))
+    half = side / 2
+    for name, a, b, corner_a, corner_b in hinges(n, m):
+        mech.add(Revolute(name, plates[a], plates[b],
+                          s_i=half * jnp.asarray(CORNERS[corner_a]),
+                          s_j=half * jnp.asarray(CORNERS[corner_b])))
+    if gravity is not None:
+        mech.add(Gravity(gravity))
+    return mech.build()
+
+
+def counts(n, m=None):
+    """The hand-derived (n_coordinates, rows, rank, p, dof) of the module docstring."""
+    m = n if m is None else m
+    coords = 3 * n * m
+    rows = 2 * len(hinges(n, m)) + 3
+    dof = 1
+    rank = coords - dof
+    return coords, rows, rank, rows - rank, dof
+
+
+def rotating_squares(n, m=None, **options):
+    """`build(n, m, **options)`: the rotating-squares linkage (module docstring)."""
+    return build(n, m, **options)
+
+
+__all__ = ["build", "configuration", "counts", "hinges", "rotating_squares", "CORNERS"]
