@@ -2,10 +2,9 @@
 
 from typing import ClassVar
 
-import diffrax
 from jaxtyping import Array, Float
 
-from .._formulations.base import AbstractStateFormulation, monitored_solver, with_ratios
+from .._formulations.base import AbstractAccelerationFormulation
 from .._formulations.eliminated import eliminated_solve
 from .._linalg.dense import independent_rows
 from .._model.model import Model
@@ -13,16 +12,15 @@ from .._model.terms import StateTerms
 from ._base import AbstractReactionMethod, ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
 
 
-class Auto(AbstractReactionMethod, AbstractStateFormulation):
+class Auto(AbstractReactionMethod, AbstractAccelerationFormulation):
     """Eliminate the rows of C that column-pivoted QR of C^T ranks after the numerical rank
     (seed 001, sections 3.1 and 3.3), solve the reduced augmented system (eq. 11) and give
     them zero multipliers; spelled "auto". The rows chosen depend on the configuration. A
-    reaction method and a `simulate` formulation."""
+    reaction method and a `simulate` formulation (its accelerations are those of the reduced
+    system; stabilization and passage monitor as `AbstractAccelerationFormulation` gives)."""
 
     name: ClassVar[str] = "auto"
     physical: ClassVar[bool] = False
-    baumgarte: ClassVar[bool] = True
-    monitored: ClassVar[bool] = True
 
     def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
                     gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
@@ -31,21 +29,3 @@ class Auto(AbstractReactionMethod, AbstractStateFormulation):
 
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         return self.multipliers(model, terms.M, terms.F, terms.C, terms.gamma, None, label)[0]
-
-    def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms, label: str
-    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
-        return with_ratios(self, model, terms, label)
-
-    def wrap_solver(
-        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
-    ) -> diffrax.AbstractSolver:
-        return monitored_solver(solver, model, from_rhs)
-
-    def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
-        return None
-
-    def check_start(
-        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
-    ) -> Float[Array, " n"]:
-        return q0
