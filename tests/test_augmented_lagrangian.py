@@ -56,8 +56,16 @@ def _system(model, q, qd, t=0.0):
     return al.system(model, model.mass_diagonal(), terms.blocks, FORMULATION.penalty), terms
 
 
+@pytest.fixture(params=["sparse", "dense"])
+def path(request, monkeypatch):
+    """Both factorizations of S: the sparse level schedule (forced for every model) and the
+    dense Cholesky of small models (`al.DENSE_BODIES`)."""
+    monkeypatch.setattr(al, "DENSE_BODIES", 0 if request.param == "sparse" else 10**6)
+    return request.param
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_sparse_matrix_and_solve_match_dense_numpy(name):
+def test_sparse_matrix_and_solve_match_dense_numpy(name, path):
     model = MODELS[name]()
     q, qd = _state(model)
     s, _ = _system(model, q, qd)
@@ -67,7 +75,8 @@ def test_sparse_matrix_and_solve_match_dense_numpy(name):
     np.testing.assert_allclose(D, 1.0 / np.sqrt(np.einsum("ij,j,ij->i", C, 1.0 / mass, C)),
                                rtol=1e-12)
     S = np.diag(mass) + float(FORMULATION.penalty) * (C * D[:, None]).T @ (C * D[:, None])
-    dense = sc.to_dense(s.S.symbolic, s.S.values)
+    dense = (sc.to_dense(s.S.symbolic, s.S.values) if path == "sparse" else s.S.values)
+    assert (path == "sparse") == isinstance(s.S, sc.Factorization)
     np.testing.assert_allclose(np.asarray(dense), S, rtol=0, atol=1e-12 * np.max(np.abs(S)))
     b = np.random.default_rng(1).normal(size=model.n)
     x = np.asarray(s.S.solve(jnp.asarray(b)))
@@ -81,7 +90,7 @@ def test_sparse_matrix_and_solve_match_dense_numpy(name):
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_accelerations_match_the_null_space_solve(name):
+def test_accelerations_match_the_null_space_solve(name, path):
     model = MODELS[name]()
     q, qd = _state(model, 2)
     reference = np.asarray(mb.accelerations(model, q, qd, 0.0))
@@ -205,7 +214,7 @@ def test_gradient_through_simulate_of_the_redundant_parallelogram():
     _gradient_matches_central_differences(loss, jnp.asarray([0.7, 0.2]), 1e-6, 1e-6)
 
 
-def test_gradient_through_simulate_across_a_singular_position():
+def test_gradient_through_simulate_across_a_singular_position(path):
     """A02 N = 2 from the vertical cranks at 1 m/s for 0.9 s: the cranks pass the horizontal
     (singular) position at t = 0.71. d(B0 height at 0.9 s)/d(bar length, initial speed) of the
     fixed-step run against central differences: the derivative stays the true one of the
@@ -223,7 +232,7 @@ def test_gradient_through_simulate_across_a_singular_position():
     assert np.all(np.isfinite(grad))
 
 
-def test_vmapped_simulate_equals_single_runs():
+def test_vmapped_simulate_equals_single_runs(path):
     """jit(vmap(simulate)) over three initial crank speeds of A02 N = 2 through its first
     singular position (0.8 s) equals single runs: the batched sparse factorization and the
     batched adaptive steps give each member its own motion (to 1e-10 m: batched and single

@@ -56,7 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Real
 
-from .._linalg import sparse_cholesky as sc
+from .._linalg import dense, sparse_cholesky as sc
 from .._model.blocks import (
     body_cliques,
     constraint_blocks,
@@ -187,6 +187,12 @@ def pattern(model: Model):
     return pairs, groups, cliques, _symbolic(model.num_bodies, edges.tobytes())
 
 
+DENSE_BODIES = 24
+"""Up to this many bodies S is factorized dense (one Cholesky, `jaxmb._linalg.dense`), above
+it by the sparse level schedule: measured crossover (`benchmarks/bench_sparse_cholesky.py`,
+the dense/sparse factor-and-solve ratio; and the robot / slider-crank / A02 N = 2 runs)."""
+
+
 class System(eqx.Module):
     """The constrained problem at one configuration: M (diagonal), C as blocks, the row
     scaling D and S = M + alpha C'^T C' factorized (rows outside `active` left out)."""
@@ -197,12 +203,17 @@ class System(eqx.Module):
     blocks: tuple
     scale: Float[Array, " rows"]  # D, zero outside the active rows
     penalty: Float[Array, ""]
-    S: sc.Factorization
+    S: sc.Factorization | dense.SpdFactorization
+    C_dense: Array | None = None  # C' itself for small models: one product instead of blocks
 
     def C(self, x):
+        if self.C_dense is not None:
+            return self.C_dense @ x
         return self.scale * multiply(self.groups, self.blocks, x, self.num_rows)
 
     def CT(self, y):
+        if self.C_dense is not None:
+            return self.C_dense.T @ y
         return multiply_transposed(self.groups, self.blocks, self.scale * y, self.mass.shape[0])
 
 
@@ -217,9 +228,18 @@ def system(model: Model, mass, blocks, penalty, active=None) -> System:
     if active is not None:
         scale = jnp.where(active, scale, 0.0)
     penalty = jax.lax.stop_gradient(jnp.asarray(penalty, mass.dtype))
+    normal = weighted_normal_blocks(groups, blocks, penalty * scale**2)
+    if model.num_bodies <= DENSE_BODIES:  # small: one dense Cholesky beats the level schedule
+        values = jnp.diag(mass)
+        C = jnp.zeros((num_rows, mass.shape[0]), mass.dtype)
+        for g, block, B in zip(groups, normal, blocks):
+            values = values.at[g.coords[:, :, None], g.coords[:, None, :]].add(block)
+            C = C.at[g.rows[:, :, None], g.coords[:, None, :]].add(B)
+        return System(groups, num_rows, mass, tuple(blocks), scale, penalty,
+                      dense.factorize_spd(values), scale[:, None] * C)
     values = sc.assemble(symbolic, diag_blocks=_diagonal_blocks(mass))
-    for c, normal in zip(cliques, weighted_normal_blocks(groups, blocks, penalty * scale**2)):
-        values = values + sc.assemble_cliques(symbolic, normal, c)
+    for c, block in zip(cliques, normal):
+        values = values + sc.assemble_cliques(symbolic, block, c)
     return System(groups, num_rows, mass, tuple(blocks), scale, penalty,
                   sc.factorize(symbolic, values))
 

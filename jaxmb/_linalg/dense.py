@@ -177,6 +177,52 @@ def solve(A, b):
 
 
 # --------------------------------------------------------------------------------------------
+# Cholesky of a symmetric positive-definite matrix
+
+
+def _cholesky_by_columns(A):
+    """Lower L with L L^T = A, pure jnp, column by column: L_jj = sqrt(A_jj - sum_{k<j}
+    L_jk^2), L_ij = (A_ij - sum_{k<j} L_ik L_jk) / L_jj; a non-positive pivot gives nan."""
+    n = A.shape[0]
+    idx = jnp.arange(n)
+
+    def step(j, L):
+        row = jnp.where(idx < j, L[j], 0.0)
+        d = A[j, j] - row @ row
+        ljj = jnp.sqrt(jnp.where(d > 0, d, jnp.nan))
+        col = (A[:, j] - L @ row) / ljj
+        return L.at[:, j].set(jnp.where(idx > j, col, jnp.where(idx == j, ljj, 0.0)))
+
+    return jax.lax.fori_loop(0, n, step, jnp.zeros_like(A))
+
+
+cholesky = _vectorized(jnp.linalg.cholesky, _cholesky_by_columns)
+"""Lower L with A = L L^T (A symmetric positive definite): LAPACK potrf for one matrix, the
+column loop vectorized over the batch under vmap; nan where A is not positive definite. Not
+differentiated (factors are used under stop_gradient, solves differentiate implicitly)."""
+
+
+class SpdFactorization(eqx.Module):
+    """A = L L^T factorized once; `solve(b)` = A^-1 b by two triangular solves, differentiable
+    in A and b (lax.custom_linear_solve: dx = A^-1 (db - dA x), the factor reused)."""
+
+    values: jax.Array
+    factor: jax.Array
+
+    def solve(self, b: jax.Array) -> jax.Array:
+        def solve_factored(_, rhs):
+            return _tri[False](self.factor.T, _tri[True](self.factor, rhs))
+
+        return jax.lax.custom_linear_solve(lambda x: self.values @ x, b, solve_factored,
+                                           symmetric=True)
+
+
+def factorize_spd(values: jax.Array) -> SpdFactorization:
+    """`SpdFactorization` of the symmetric positive-definite `values` (n, n)."""
+    return SpdFactorization(values, cholesky(jax.lax.stop_gradient(values)))
+
+
+# --------------------------------------------------------------------------------------------
 # QR
 
 
