@@ -46,6 +46,7 @@ rows); each is the same constrained solve with other right-hand sides. Unlike
 vanishing direction is penalized, so no correction can jump to another branch.
 """
 
+import dataclasses
 import functools
 from typing import ClassVar
 
@@ -108,7 +109,7 @@ class AugmentedLagrangian(AbstractStateFormulation):
     penalty: Real[ArrayLike, ""] = 1e8
     iterations: int = eqx.field(static=True, default=4)
     tol: Real[ArrayLike, ""] = 1e-3
-    projection_iterations: int = eqx.field(static=True, default=3)
+    projection_iterations: int = eqx.field(static=True, default=2)
     projection_tol: Real[ArrayLike, ""] = 1e-10
     baumgarte: ClassVar[bool] = False  # the projections hold the constraints at round-off
     monitored: ClassVar[bool] = False  # no rank decision: nothing to monitor
@@ -231,17 +232,31 @@ def system(model: Model, mass, blocks, penalty, active=None) -> System:
     normal = weighted_normal_blocks(groups, blocks, penalty * scale**2)
     if model.num_bodies <= DENSE_BODIES:  # small: one dense Cholesky beats the level schedule
         values = jnp.diag(mass)
-        C = jnp.zeros((num_rows, mass.shape[0]), mass.dtype)
-        for g, block, B in zip(groups, normal, blocks):
+        for g, block in zip(groups, normal):
             values = values.at[g.coords[:, :, None], g.coords[:, None, :]].add(block)
-            C = C.at[g.rows[:, :, None], g.coords[:, None, :]].add(B)
         return System(groups, num_rows, mass, tuple(blocks), scale, penalty,
-                      dense.factorize_spd(values), scale[:, None] * C)
+                      dense.factorize_spd(values), _dense_C(groups, blocks, scale, mass))
     values = sc.assemble(symbolic, diag_blocks=_diagonal_blocks(mass))
     for c, block in zip(cliques, normal):
         values = values + sc.assemble_cliques(symbolic, block, c)
     return System(groups, num_rows, mass, tuple(blocks), scale, penalty,
                   sc.factorize(symbolic, values))
+
+
+def _dense_C(groups, blocks, scale, mass):
+    """C' = D C as a dense (rows, n) matrix from the blocks."""
+    C = jnp.zeros((scale.shape[0], mass.shape[0]), mass.dtype)
+    for g, B in zip(groups, blocks):
+        C = C.at[g.rows[:, :, None], g.coords[:, None, :]].add(B)
+    return scale[:, None] * C
+
+
+def with_blocks(s: System, blocks) -> System:
+    """`s` with C's blocks at another configuration, its factor of S kept: the iteration then
+    uses S at the old configuration as a preconditioner of the new one (they differ by the
+    step's local error, which slows the iteration by that factor only)."""
+    C_dense = None if s.C_dense is None else _dense_C(s.groups, blocks, s.scale, s.mass)
+    return dataclasses.replace(s, blocks=tuple(blocks), C_dense=C_dense)
 
 
 def _diagonal_blocks(mass):
@@ -293,27 +308,33 @@ def _converged_at(model, formulation, q, qd, t):
 def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
     """(q, qd, max |Phi| left by the position projection): Newton iterations of the
     minimum-M-norm correction Phi_q dq = -Phi with the factor at the step's end, then the
-    velocity projection C qd + b = 0 (module docstring)."""
+    velocity correction with C at the projected q (module docstring). Without Pfaffian rows
+    both use one factorization (S at the step's end, a preconditioner at the projected q)."""
     pairs, groups, _, _ = pattern(model)
     mass = model.mass_diagonal()
     zero = jnp.zeros_like(q)
     K, tol = formulation.iterations, formulation.tol
+    hol = np.flatnonzero(model.holonomic_rows)
+    s = None
     if model.m:
-        holonomic = jnp.asarray(model.holonomic_rows)
         blocks = constraint_blocks(pairs, groups, model.num_rows, q, zero, t).blocks
-        s = system(model, mass, blocks, formulation.penalty, active=holonomic)
+        s = system(model, mass, blocks, formulation.penalty,
+                   active=jnp.asarray(model.holonomic_rows))
 
         def newton(q, _):
-            phi = constraint_blocks(pairs, groups, model.num_rows, q, zero, t).phi
+            phi = jnp.zeros(model.num_rows, q.dtype).at[hol].set(model.phi(q, t))
             return q + constrained_solve(s, zero, -s.scale * phi, K, tol)[0], None
 
         q, _ = jax.lax.scan(newton, q, None, length=formulation.projection_iterations)
-    at_q = constraint_blocks(pairs, groups, model.num_rows, q, zero, t)
-    residual = jnp.max(jnp.abs(at_q.phi), initial=0.0)
-    s = system(model, mass, at_q.blocks, formulation.penalty)
+    residual = jnp.max(jnp.abs(model.phi(q, t)), initial=0.0)
+    blocks = constraint_blocks(pairs, groups, model.num_rows, q, zero, t).blocks
+    if s is not None and model.h == 0:
+        s = with_blocks(s, blocks)
+    else:
+        s = system(model, mass, blocks, formulation.penalty)
     # the correction dqd = argmin |dqd|_M subject to C dqd = -(C qd + b): near a singular
     # position the weakly enforced direction keeps its velocity (no round-off from a solve of
     # the whole velocity), so projecting twice changes nothing
-    at_qd = constraint_blocks(pairs, groups, model.num_rows, q, qd, t)
-    dqd = constrained_solve(s, zero, -s.scale * at_qd.g, K, tol)[0]
+    g = model.velocity_residual(q, qd, t)
+    dqd = constrained_solve(s, zero, -s.scale * g, K, tol)[0]
     return q, qd + dqd, residual
