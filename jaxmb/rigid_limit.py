@@ -1,7 +1,7 @@
 """The rigid limit of compliant joints: compliant variants of a model, and their statics.
 
 `mb.Compliance` gives the reactions of an overconstrained rigid model as the limit of a model
-whose joints are springs (issue 20; derivation in jaxmb/_reaction_methods/compliance.py). This
+whose joints are springs (derivation in jaxmb/_reaction_methods/compliance.py). This
 module builds that compliant model so the limit can be checked by simulation:
 
 - `with_bushings(model, stiffness, damping)`: named revolutes and welds become `mb.Bushing`s
@@ -13,7 +13,7 @@ module builds that compliant model so the limit can be checked by simulation:
   (Newton on F(q) - C^T lambda = 0, Phi(q) = 0 for the constraints it still has);
 - `pair_forces(model, q, qd, names)`: the force of each named bushing or lateral damper, in the
   layout of the rigid pair's multipliers;
-- the three studies of issue 20 (item 3): `parallelogram_statics`, `parallelogram_cycle` and
+- the three rigid-limit studies: `parallelogram_statics`, `parallelogram_cycle` and
   `robot_slip` return the relative difference between the compliant model's forces and the
   rigid model's `Compliance` reactions for each stiffness scale s, and the observed rate
   d log(error) / d log(s) (expected -1: the error is O(1/s)).
@@ -167,7 +167,7 @@ def static_equilibrium(model, q, t=0.0, *, max_steps=50):
     return x[:n], x[n:]
 
 
-# ----- the three rigid-limit studies of issue 20 (tests, benchmark, example, notebook) -------
+# ----- the three rigid-limit studies (tests, benchmark, example, notebook) ----------------
 PARALLELOGRAM_STIFFNESS = {"O1": 1e4, "O2": 2e4, "O3": 5e3, "A1": 1.5e4, "A2": 1e4, "A3": 3e4}
 """Base stiffness K (N/m, both rows) of the triple-crank parallelogram's revolutes."""
 

@@ -4,7 +4,7 @@ Every factorization and solve that jaxmb makes goes through this module, because
 in jaxlib 0.10's CPU kernels: a LAPACK custom call that receives a batch of matrices splits it
 over XLA's intra-op thread pool (jaxlib's ParallelBatchMap) and blocks until the pieces are
 done. When every pool thread is blocked in such a wait, nothing is left to run the pieces and
-the program hangs (issue 18: vmapped solvability of 1024 robot configurations hung in 7 of 18
+the program hangs (measured: vmapped solvability of 1024 robot configurations hung in 7 of 18
 runs). So jaxmb hands LAPACK one matrix at a time:
 
 - one matrix (no vmap): LAPACK, as jax.numpy would;

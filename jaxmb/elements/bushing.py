@@ -25,7 +25,7 @@ class Bushing(AbstractForceElement):
     (lambda_x, lambda_y) is the force on body j at the point (minus it on body i), -lambda_phi
     the torque on body j. Stiffness (k, k, 0) is a compliant revolute, (kx, ky, kphi) a
     compliant weld; as the stiffness grows, lambda tends to the `mb.Compliance` reactions of the
-    rigid pair (issue 20; tests/test_rigid_limit.py).
+    rigid pair (tests/test_rigid_limit.py).
 
     **Arguments:** `name`; bodies `i`, `j`; body-frame points `s_i`, `s_j`; `stiffness`
     (kx, ky, kphi) in N/m, N/m, N m/rad; `damping` (cx, cy, cphi) in N s/m, N s/m, N m s/rad

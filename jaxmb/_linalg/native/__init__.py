@@ -5,7 +5,8 @@ C++ compiler is found the install still succeeds and jaxmb uses its pure-jnp ker
 kernel loops over every leading (batch) dimension itself on the calling thread (the QR kernels
 eight members at a time, interleaved so that every step is one vector instruction for all of
 them), so a vmapped factorization is one custom call instead of dozens of XLA kernels per
-column, and no LAPACK routine ever receives a batch (the hang of issue 18 cannot occur).
+column, and no LAPACK routine ever receives a batch (the hang `jaxmb._linalg.dense` describes
+cannot occur).
 
 Kernels: `pivoted_qr` (with or without pivoting), `left_null` (the columns of Q past the rank
 only), `svd` (one-sided Jacobi, for small matrices), `set_norms` (|C_X^T Q~_X|_F per row set,
