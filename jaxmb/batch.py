@@ -139,8 +139,8 @@ def map(  # noqa: A001 (mb.batch.map reads well)
     it is lowered to a divisor of it down to half its value, else the share is padded with
     copies of a member and each device drops its padding itself. So the results stay where
     they were computed: moving rows between devices (a slice or gather of the sharded result)
-    cost 0.1 ms per robot configuration for the 50 kB of a full solvability report each, 3x
-    the analysis (`benchmarks/bench_solvability.py`). Only a batch that is not a multiple of
+    cost three times the analysis for a full solvability report (`benchmarks/
+    bench_solvability.py`, design measurement D8). Only a batch that is not a multiple of
     the device count, or a `cost` order, is put back in order across devices."""
     devices = jax.devices() if devices is None else list(devices)
     leaves = jax.tree.leaves(xs)

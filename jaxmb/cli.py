@@ -492,7 +492,7 @@ def run(argv=None):
     """The `jaxmb` console command (reached through `jaxmb_cli.run`, which parses first): `main`,
     then the exit handlers (`atexit`: JAX waits for pending work, matplotlib removes its temporary
     folder), flushed output and the exit status, without the interpreter's finalization (freeing the
-    modules of JAX and matplotlib one by one took 0.6 s of every command). In-process callers use
+    modules of JAX and matplotlib one by one: design measurement D1). In-process callers use
     `main`."""
     try:
         status = main(argv)

@@ -460,7 +460,7 @@ def _place_labels(ax, requests, obstacles, centre, scale):
         xy, ha, va, samples = _text_box(p, *options[best], text, scale)
         obstacles = np.concatenate([obstacles, samples])
         # patchA=None: the leader starts at the text's anchor (its edge facing the point)
-        # instead of being clipped to the text box, which took 2 ms a label per frame
+        # instead of being clipped to the text box (slow: design measurement D7)
         leader = dict(arrowstyle="-", color="0.55", lw=0.7, shrinkA=0, shrinkB=0, patchA=None)
         label = ax.annotate(
             text, xy=p, xytext=xy, textcoords="data", fontsize=9, ha=ha, va=va, zorder=7,
@@ -472,7 +472,7 @@ def _place_labels(ax, requests, obstacles, centre, scale):
 @functools.cache
 def _com_marker():
     """The centre-of-mass symbol, a mathtext marker typeset once (each typesetting costs
-    about 2 ms, seven times per animation frame of the robot)."""
+    milliseconds, seven times per animation frame of the robot: design measurement D7)."""
     return MarkerStyle("$\\oplus$")
 
 
@@ -646,7 +646,8 @@ def _animation_axes(ax, model, q, scale, xlim, ylim):
 @contextlib.contextmanager
 def _fixed_data_limits(ax):
     """Artists added to ax without growing its data limits (an animation frame, whose limits
-    are fixed): the extent of a curved patch costs about 1 ms, dozens of times per frame.
+    are fixed): the extent of a curved patch is costly, dozens of times per frame (design
+    measurement D7).
     (Shadows two private Axes methods on this instance; where a matplotlib release renamed
     them, nothing changes but the speed.)"""
     ax._update_patch_limits = lambda patch: None
@@ -694,8 +695,8 @@ def _blit(fig, ax, background, kept):
 
 def _write_gif(path, images, fps):
     """Save RGB images as a looping GIF: each frame quantized to its own 256 colours (fast
-    octree, no dithering: about 2 ms a frame, where PIL's default adaptive palette of an RGBA
-    frame costs 20 ms)."""
+    octree, no dithering: ten times faster than PIL's default adaptive palette of an RGBA
+    frame, design measurement D7)."""
     frames = [im.quantize(256, method=PIL.Image.Quantize.FASTOCTREE,
                           dither=PIL.Image.Dither.NONE) for im in images]
     frames[0].save(path, save_all=True, append_images=frames[1:], duration=int(1000 / fps),

@@ -342,7 +342,7 @@ def solvability(
     return _solvability_compiled(model, q, t, method, groups, rtol, btol)
 
 
-# eager calls run compiled (robot: 12.5 s op by op, 2.6 s), inlined in an outer jit; the check is
+# eager calls run compiled (design measurement D6), inlined in an outer jit; the check is
 # returned as data (jaxmb._runtime.errors): no host callback, so the persistent cache stores the
 # program
 @_errors.checked_jit

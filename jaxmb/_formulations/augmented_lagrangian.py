@@ -27,8 +27,8 @@ fixed count, not a tolerance, also keeps qdd a fixed smooth function of the stat
 The row scaling D makes every row of C' a unit vector in the metric of M^-1, so alpha is
 dimensionless (the same rule for rows in metres and radians). `penalty` = 1e8: the window
 around a singular position where the vanishing direction is only penalized shrinks as
-1 / sqrt(alpha), which sets the error of the crossing (IFToMM A02, N = 2, rtol 1e-10, 20 s:
-1.1e-6 m at alpha = 1e6, 1.2e-7 at 1e7, 7.7e-8 at 1e8, measured); cond(S) grows as alpha but
+1 / sqrt(alpha), which sets the error of the crossing (measured on IFToMM A02: D9 of
+benchmarks/results/design_measurements.md); cond(S) grows as alpha but
 the correction form keeps the accuracy. The non-unique part of lambda is never decided here:
 reactions stay with the reaction methods.
 
@@ -190,8 +190,8 @@ def pattern(model: Model):
 
 DENSE_BODIES = 24
 """Up to this many bodies S is factorized dense (one Cholesky, `jaxmb._linalg.dense`), above
-it by the sparse level schedule: measured crossover (`benchmarks/bench_sparse_cholesky.py`,
-the dense/sparse factor-and-solve ratio; and the robot / slider-crank / A02 N = 2 runs)."""
+it by the sparse level schedule (the measured crossover: D10 of
+benchmarks/results/design_measurements.md)."""
 
 
 class System(eqx.Module):

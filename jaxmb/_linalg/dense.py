@@ -109,8 +109,8 @@ def _vectorized(single, batched=None, worth_it=lambda *shapes: True, native=None
 def small_product(A, B):
     """A @ B for small matrices, as the elementwise products summed over the shared axis: one
     fused loop under vmap, where XLA:CPU makes a matrix-kernel call per batch member of a
-    batched dot (the robot's unique directions: 46 us per configuration with dots, see
-    `_solvability._unique_directions`)."""
+    batched dot (measured on the robot's unique directions, see
+    design measurement D2)."""
     return jnp.sum(A[:, :, None] * B[None, :, :], axis=1)
 
 
@@ -287,9 +287,8 @@ def _lapack_pivoted_qr(A, mode):
 VECTOR_QR_LIMIT = 2000
 """Largest m n min(m, n) (the flop count's shape factor) for which a vmapped pivoted QR runs
 `householder_pivoted_qr` vectorized over the batch; larger matrices go to LAPACK one member at
-a time. Measured on a 2-core AMD EPYC (`python benchmarks/bench_batch.py --qr`): per member,
-6 x 7: 0.95 us vectorized vs 2.6 us LAPACK; 12 x 13: 5.3 vs 6.2; 15 x 16: 10.4 vs 7.4; 21 x 22
-(the mobile robot): 22 vs 12 us. XLA:CPU runs each step of the vectorized loop as a few dozen
+a time: the measured crossover (`python benchmarks/bench_batch.py --qr`; the figures in
+design measurement D3). XLA:CPU runs each step of the vectorized loop as a few dozen
 small kernels whose cost grows with the matrix, while geqp3's stays nearly flat."""
 
 

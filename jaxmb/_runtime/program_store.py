@@ -2,8 +2,8 @@
 compiles them.
 
 JAX's persistent compilation cache (`enable_compilation_cache`) spares a second process XLA's
-compile, but every eager call still *traces* and lowers its program first: for the robot's
-simulate about 1 s of a 3.4 s command. While the cache is on, each `checked_jit` program
+compile, but every eager call still *traces* and lowers its program first (a third of a
+command, design measurement D5). While the cache is on, each `checked_jit` program
 (`jaxmb._runtime.errors`) called eagerly is therefore also exported (`jax.export`: the lowered
 StableHLO, serialized) to `<cache>/jaxmb-programs/<key>`, with what the caller needs besides
 the arrays (the output's structure and the check messages); a later call with the same key

@@ -45,7 +45,7 @@ def rot90(v):
 def dot2(a, b):
     """a . b of two planar vectors, written out: a_x b_x + a_y b_y. Under vmap (and jacfwd's
     tangents) a jnp dot of 2-vectors is a batched dot, which XLA:CPU runs as a matrix-kernel
-    call per member (the robot's C: 3 us per configuration); the written-out form fuses."""
+    call per member (design measurement D4); the written-out form fuses."""
     return a[0] * b[0] + a[1] * b[1]
 
 
