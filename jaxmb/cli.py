@@ -404,8 +404,19 @@ def cmd_animate(args):
     return 0
 
 
+def _installed_version():
+    """jaxmb's version from the installed distribution's metadata (no jaxmb import)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("jaxmb")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="jaxmb", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"jaxmb {_installed_version()}")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress lines on stderr (what compiles, what runs)")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -107,6 +107,21 @@ def test_help_and_usage_errors_answer_without_jax():
         assert "usage: jaxmb" in proc.stdout + proc.stderr
 
 
+def test_version_answers_without_jax():
+    """`jaxmb --version` prints the installed version (the distribution's metadata, which
+    pyproject.toml sets) and imports no JAX."""
+    from importlib import metadata
+
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c",
+                           "import jaxmb_cli; jaxmb_cli.run(['--version'])"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"jaxmb {metadata.version('jaxmb')}"
+    imported = [line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")]
+    assert imported and not [m for m in imported if m == "jax" or m.startswith("jax.")]
+
+
 def test_progress_lines_name_the_analysis_and_stay_off_stdout(capsys, monkeypatch):
     """The first-run lines (tests/test_compile_cache.py checks that the store announces each
     compiled program once, in the first process only) go to stderr, once per analysis, with
