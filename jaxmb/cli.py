@@ -115,6 +115,7 @@ def cmd_demo(args):
     from jaxmb.models import mobile_robot
     from jaxmb.studies import mobile_robot_study, variant_spread
 
+    _check_output_folder(args.out)  # before the run, not after it
     print("jaxmb demo: the mobile robot of seed 001 (Wojtyra & Fraczek), section 4\n")
     announce_compiles("mobile_robot")
     model = mobile_robot.build(t_end=args.t_end)
@@ -163,7 +164,9 @@ def cmd_report(args):
     compliance = _compliance(args, module, model)  # a bad --stiffness fails before the work
     q = mb.assemble(model, model.q0, args.t) if model.m else jnp.asarray(model.q0)
     print(describe(model, q, args.t))
-    report = mb.solvability(model, q, args.t, method=args.method, groups=_parse_groups(args.group))
+    groups = _parse_groups(args.group)
+    _check_groups(model, groups)
+    report = mb.solvability(model, q, args.t, method=args.method, groups=groups)
     print()
     print(report)
     if compliance is not None:
@@ -277,6 +280,7 @@ def _trajectory(spec, t1, num_saves, rtol=1e-8, progress=False):
     module = load_model_module(spec)
     announce_compiles(os.path.basename(spec))
     model = module.build()
+    _check_saved_size(model, num_saves)
     # eager calls: each runs one compiled program without host callbacks (cacheable)
     q0 = mb.assemble(model, model.q0, 0.0) if model.m else jnp.asarray(model.q0)
     init = getattr(module, "initial_velocity", None)
@@ -311,6 +315,49 @@ def _check_output_path(out):
         raise SystemExit(f"jaxmb: --out {out!r}: folder {folder!r} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise SystemExit(f"jaxmb: --out {out!r}: folder {folder!r} is not writable")
+
+
+def _check_output_folder(out):
+    """Refuse an --out folder that cannot be made or written, before the run: an existing
+    file, or a nearest existing ancestor that is a file or not writable (missing folders
+    are made)."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise SystemExit(f"jaxmb: --out {out!r} is a file; give a folder (made if missing)")
+    existing = os.path.abspath(out)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise SystemExit(f"jaxmb: --out {out!r}: {existing!r} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise SystemExit(f"jaxmb: --out {out!r}: folder {existing!r} is not writable")
+
+
+SAVED_BYTES_LIMIT = 2 << 30
+"""Largest memory the saved states of a command may take (q and qd, float64): 2 GiB."""
+
+
+def _check_saved_size(model, num_saves, flag="--num-saves"):
+    """Refuse a number of saved instants whose states (q and qd) would not fit in
+    SAVED_BYTES_LIMIT, before the run (the process would otherwise grow until it is killed)."""
+    need = 2 * 8 * model.n * int(num_saves)
+    if need > SAVED_BYTES_LIMIT:
+        most = SAVED_BYTES_LIMIT // (2 * 8 * model.n)
+        raise SystemExit(f"jaxmb: {flag} {num_saves}: the saved states would take "
+                         f"{need / 2**30:.1f} GiB (q and qd, {model.n} coordinates each); at "
+                         f"most {most} instants fit in {SAVED_BYTES_LIMIT / 2**30:g} GiB")
+
+
+def _check_groups(model, groups):
+    """Every pair named in --group exists (with the closest names when it does not)."""
+    import difflib
+
+    for name, members in groups.items():
+        for pair in members:
+            if pair not in model.pair_names:
+                close = difflib.get_close_matches(pair, model.pair_names, n=3, cutoff=0.5)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise SystemExit(f"jaxmb: --group {name!r}: the model has no pair {pair!r} "
+                                 f"(pairs: {', '.join(model.pair_names)}){hint}")
 
 
 def write_atomically(path, write):

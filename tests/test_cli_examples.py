@@ -93,6 +93,27 @@ def test_cli_errors_name_the_problem(tmp_path):
     assert proc.returncode != 0 and ".npz or .csv" in proc.stderr
 
 
+def test_cli_refuses_what_it_cannot_do_before_the_work(tmp_path):
+    """An existing file as the demo's --out folder, an unknown pair in --group and a number
+    of saved instants whose states would not fit in memory are refused at once, in one line
+    naming the option and the cause (before any simulation; status 1)."""
+    from jaxmb import cli
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    with pytest.raises(SystemExit, match=r"--out .*a_file' is a file; give a folder"):
+        cli.main(["demo", "--out", str(blocker)])
+    with pytest.raises(SystemExit, match=r"--out .*a_file.*deeper'.*a_file' is a file, not a"):
+        cli.main(["demo", "--out", str(blocker / "missing" / "deeper")])
+    with pytest.raises(SystemExit, match=r"--group 'rear': the model has no pair 'W9' "
+                                         r"\(pairs: .*\); did you mean W\d, W\d, W\d\?"):
+        cli.main(["report", "mobile_robot", "--group", "rear=W3,W9"])
+    with pytest.raises(SystemExit, match=r"--num-saves 1000000000: the saved states would take "
+                                         r"134\.1 GiB \(q and qd, 9 coordinates each\); at most"):
+        cli.main(["simulate", "slider_crank", "--t1", "1", "--num-saves", "1000000000",
+                  "--out", str(tmp_path / "x.npz")])
+
+
 def test_help_and_usage_errors_answer_without_jax():
     """`jaxmb` is `jaxmb_cli.run`: it parses before importing jaxmb (which imports JAX), so
     --help and a mistyped command answer at once. Reference: Python's own import log."""
