@@ -400,11 +400,9 @@ def test_analyse_orderings_and_inputs():
 
 
 @pytest.mark.parametrize("ordering", ["min_degree", "nested_dissection"])
-def test_orderings_are_fast_on_a_few_thousand_blocks(ordering):
-    import time
-
+def test_orderings_of_a_few_thousand_blocks_are_permutations(ordering):
+    """Both orderings handle 2500 (grid) and 3001 (chain) blocks and return a permutation
+    (their speed is measured in benchmarks/bench_sparse_cholesky.py, not timed here)."""
     for nb, edges, _ in (grid(50), chain(3000)):
-        t = time.perf_counter()
         perm = sc._ordering(sc._adjacency(nb, edges), ordering)
-        assert time.perf_counter() - t < 1.0
         assert np.array_equal(np.sort(perm), np.arange(nb))
