@@ -72,12 +72,6 @@ from .._runtime import errors as _errors
 from .base import AbstractStateFormulation, with_ratios
 from .projection import ProjectedSolver
 
-ROUND_OFF = 1e-7
-"""An iteration whose change stops shrinking below this fraction of qdd's size has reached the
-round-off floor of S's factorization (about eps cond(S)) and counts as converged; a constraint
-residual above it means C qdd = gamma has no solution (inconsistent constraints)."""
-
-
 ABSOLUTE_FLOOR = 1e-10
 """Accelerations below this size (1e-10 m/s^2 or rad/s^2) count as zero in the tests of
 convergence and consistency: a mechanism at rest has no other scale, and there gamma is
