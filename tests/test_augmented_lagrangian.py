@@ -249,3 +249,16 @@ def test_vmapped_simulate_equals_single_runs(path):
     single = jax.jit(run)
     for k in range(3):
         np.testing.assert_allclose(batched[k], single(qd0s[k]), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(iterations=0), "iterations must be an integer >= 1"),
+    (dict(projection_iterations=1.5), "projection_iterations must be an integer >= 1"),
+    (dict(penalty=-1.0), "penalty must be a positive finite number"),
+    (dict(penalty=float("nan")), "penalty must be a positive finite number"),
+    (dict(tol=0.0), "tol must be a positive finite number"),
+    (dict(projection_tol=float("inf")), "projection_tol must be a positive finite number"),
+])
+def test_bad_options_are_refused_naming_the_option(options, message):
+    with pytest.raises(ValueError, match=message):
+        mb.AugmentedLagrangian(**options)

@@ -117,6 +117,12 @@ class AugmentedLagrangian(AbstractStateFormulation):
             if not (isinstance(value, int) and value >= 1):
                 raise ValueError(f"AugmentedLagrangian: {name} must be an integer >= 1, got "
                                  f"{value!r}")
+        for name in ("penalty", "tol", "projection_tol"):  # data: checked where concrete
+            value = _errors.concrete(jnp.asarray(getattr(self, name)))
+            if value is not None and not (np.ndim(value) == 0 and np.isfinite(value)
+                                          and value > 0):
+                raise ValueError(f"AugmentedLagrangian: {name} must be a positive finite "
+                                 f"number, got {getattr(self, name)!r}")
 
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         return accelerations(model, self, terms.q, terms.qd, terms.t, terms.F)
