@@ -103,13 +103,13 @@ def test_string_spelling_and_bad_options(a02):
 
 
 def test_null_space_reports_the_passage(a02):
-    """The default formulation cannot tell the branches apart at the crossing: it records the
+    """The null-space formulation cannot tell the branches apart at the crossing: it records the
     first passage and warns with its time, which lies within 0.05 s after the reference's first
     crossing of theta = 0 (the monitor samples step ends)."""
     model, q0, qd0 = a02
     ts = np.linspace(0.0, 1.0, 101)
     with pytest.warns(mb.SingularPassageWarning, match=r"singular configuration.*at t = 0\.7"):
-        traj = mb.simulate(model, q0, qd0, 1.0, ts=jnp.asarray(ts))
+        traj = mb.simulate(model, q0, qd0, 1.0, ts=jnp.asarray(ts), formulation="null_space")
     theta = reference_theta(ts)
     fine = np.linspace(0.0, 1.0, 100001)
     crossing = fine[np.argmax(np.interp(fine, ts, theta) < 0.0)]
@@ -119,7 +119,7 @@ def test_null_space_reports_the_passage(a02):
     # with a user's controller it factorizes C at each step end. Same steps (both norms are
     # over q and qd), same passage time and motion to round-off.
     with pytest.warns(mb.SingularPassageWarning):
-        direct = mb.simulate(model, q0, qd0, 1.0, ts=jnp.asarray(ts),
+        direct = mb.simulate(model, q0, qd0, 1.0, ts=jnp.asarray(ts), formulation="null_space",
                              stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10))
     assert int(direct.num_steps) == int(traj.num_steps)
     assert float(direct.t_passage) == pytest.approx(float(traj.t_passage), abs=1e-12)
@@ -127,15 +127,15 @@ def test_null_space_reports_the_passage(a02):
 
 
 def test_regular_motion_has_no_passage():
-    """A slider-crank turning (no singular configuration for crank < rod): no passage, no
-    warning, t_passage inf."""
+    """A slider-crank turning (no singular configuration for crank < rod): the null-space
+    formulation's monitor records no passage, no warning, t_passage inf."""
     from jaxmb.models import slider_crank
 
     model = slider_crank.build()
     with warnings.catch_warnings():
         warnings.simplefilter("error", mb.SingularPassageWarning)
         traj = mb.simulate(model, model.q0, jnp.zeros(model.n), 1.0,
-                           ts=jnp.linspace(0.0, 1.0, 11))
+                           ts=jnp.linspace(0.0, 1.0, 11), formulation="null_space")
     assert np.isinf(float(traj.t_passage))
 
 

@@ -213,9 +213,10 @@ def robot():
 
 @pytest.fixture(scope="module")
 def motion(robot):
-    """100 configurations along the steering manoeuvre of seed 001 (Fig. 2), 0 to 20 s."""
+    """100 configurations along the steering manoeuvre of seed 001 (Fig. 2), 0 to 20 s,
+    integrated as seed 001 does (null space, Baumgarte)."""
     sim = jax.jit(lambda m, q, qd: mb.simulate(
-        m, q, qd, 20.0, ts=jnp.linspace(0.0, 20.0, N_CONF)))
+        m, q, qd, 20.0, ts=jnp.linspace(0.0, 20.0, N_CONF), formulation="null_space"))
     traj = sim(robot, robot.q0, mobile_robot.initial_velocity(robot))
     return np.asarray(traj.q), np.asarray(traj.ts)
 

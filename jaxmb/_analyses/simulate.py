@@ -49,11 +49,13 @@ def simulate(
     throw: bool = True,
     progress: bool = False,
     formulation: AbstractFormulation
-    | Literal["null_space", "auto", "projection", "independent"] = "null_space",
+    | Literal["default", "augmented_lagrangian", "null_space", "auto", "projection",
+              "independent"] = "default",
     stepsize_controller: diffrax.AbstractStepSizeController | None = None,
     method: AbstractReactionMethod | Literal["min_norm", "auto"] | None = None,
 ) -> Trajectory:
-    """Integrate M qdd + C^T lambda = F with the null-space formulation (seed 001, eq. 13).
+    """Integrate M qdd + C^T lambda = F (seed 001, eq. 11) by the formulation chosen: by
+    default one that passes singular positions (`default_formulation`).
 
     **Arguments:**
     - `model`, initial state `q0`, `qd0` (consistent: see `assemble`, `consistent_velocity`),
@@ -78,8 +80,12 @@ def simulate(
     - `stepsize_controller`: replaces the default `diffrax.PIDController(rtol, atol)` (with
       dtmin = 1e-12 |t1 - t0|, so a collapsing step size stops the run), e.g.
       `diffrax.ConstantStepSize()` with `dt0` for a fixed step sequence.
-    - `formulation`: an `mb.AbstractFormulation` or its spelling: "null_space" /
-      `mb.NullSpace()` (seed 001 eq. 13, default), or `mb.Eliminate(rows)` / "auto":
+    - `formulation`: an `mb.AbstractFormulation` or its spelling. "default":
+      `default_formulation(model)`, i.e. `mb.AugmentedLagrangian()` (no rank decision: it
+      passes redundant constraints and singular positions, and is the fastest from the
+      smallest models up, see the README's Performance table), or for a model with friction
+      elements `mb.NullSpace()`. "augmented_lagrangian" / `mb.AugmentedLagrangian()`;
+      "null_space" / `mb.NullSpace()` (seed 001 eq. 13), or `mb.Eliminate(rows)` / "auto":
       the augmented system (eq. 11) with those redundant rows removed (section 3.1); all give
       the same motion, which the tests check; "independent" or `mb.IndependentCoordinates()`:
       seed 002's minimal-order equations in independent coordinates with automatic
@@ -118,6 +124,18 @@ def simulate(
         return formulation.integrate(model, problem)
 
 
+def default_formulation(model: Model | None = None) -> AbstractFormulation:
+    """The formulation `simulate` runs when none is given: `AugmentedLagrangian()`, which
+    needs no rank decision (it passes redundant constraints and singular positions) and is
+    the fastest on every model measured, from the slider-crank (3 bodies) to the N-four-bar
+    with 801 bodies (README, Performance). A model with friction elements gets `NullSpace()`:
+    its accelerations come from the coupled friction solve over a reaction method either way,
+    and the null space's Baumgarte stabilization is what that solve was validated with."""
+    if model is not None and model.friction:
+        return NullSpace()
+    return AugmentedLagrangian()
+
+
 FORMULATIONS = {"null_space": NullSpace, "auto": Auto, "projection": Projection,
                 "independent": IndependentCoordinates,
                 "augmented_lagrangian": AugmentedLagrangian}
@@ -125,14 +143,15 @@ FORMULATIONS = {"null_space": NullSpace, "auto": Auto, "projection": Projection,
 
 
 def as_formulation(
-    formulation: AbstractFormulation | Literal["null_space", "auto", "projection", "independent"],
+    formulation: AbstractFormulation | str,
     model: Model | None = None,
     method: AbstractReactionMethod | Literal["min_norm", "auto"] | None = None,
 ) -> AbstractFormulation:
     """The formulation `simulate` runs: `formulation` (an instance, or one of
     `FORMULATIONS`); for a `model` with friction elements, the coupled friction solve over the
-    reaction `method` (`jaxmb._analyses.friction.WithFriction`) around it."""
-    formulation = _spelled(formulation)
+    reaction `method` (`jaxmb._analyses.friction.WithFriction`) around it; "default" is
+    `default_formulation(model)`."""
+    formulation = _spelled(formulation, model)
     if model is None or not model.friction:
         return formulation
     if not isinstance(formulation, AbstractStateFormulation):
@@ -142,15 +161,18 @@ def as_formulation(
     return _friction.WithFriction(formulation, bound)
 
 
-def _spelled(formulation):
-    """The formulation object of an instance or one of `FORMULATIONS`."""
+def _spelled(formulation, model=None):
+    """The formulation object of an instance, "default" or one of `FORMULATIONS`."""
+    if isinstance(formulation, str) and formulation == "default":
+        return default_formulation(model)
     if isinstance(formulation, str) and formulation in FORMULATIONS:
         return FORMULATIONS[formulation]()
     if not isinstance(formulation, AbstractFormulation):
         raise ValueError(
-            "simulate: formulation must be 'null_space', 'auto', 'independent', 'projection', "
-            "mb.NullSpace(), mb.Eliminate(rows), mb.Auto(), mb.Projection(), "
-            f"mb.IndependentCoordinates() or another mb.AbstractFormulation, got {formulation!r}"
+            "simulate: formulation must be 'default', 'augmented_lagrangian', 'null_space', "
+            "'auto', 'independent', 'projection', mb.AugmentedLagrangian(), mb.NullSpace(), "
+            "mb.Eliminate(rows), mb.Auto(), mb.Projection(), mb.IndependentCoordinates() or "
+            f"another mb.AbstractFormulation, got {formulation!r}"
         )
     return formulation
 

@@ -334,8 +334,7 @@ def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
             phi = jnp.zeros(model.num_rows, q.dtype).at[hol].set(model.phi(q, t))
             return q + constrained_solve(s, zero, -s.scale * phi, K, tol)[0], None
 
-        q, _ = jax.lax.scan(newton, q, None, length=formulation.projection_iterations,
-                            unroll=True)
+        q, _ = jax.lax.scan(newton, q, None, length=formulation.projection_iterations)
     residual = jnp.max(jnp.abs(model.phi(q, t)), initial=0.0)
     blocks = constraint_blocks(pairs, groups, model.num_rows, q, zero, t).blocks
     if s is not None and model.h == 0:
