@@ -41,6 +41,9 @@ import jaxmb as mb
 from jaxmb.models import slider_crank
 
 T1 = 1.0
+FORMULATION = os.environ.get("JAXMB_BENCH_FORMULATION", "default")
+"""`simulate(formulation=...)` of every member (`--formulation`; the worker processes inherit
+it through the environment)."""
 
 
 def initial_states(size, seed=0):
@@ -58,7 +61,8 @@ def make_run(model, t1=T1, num_saves=11, rtol=1e-8):
 
     def run(theta0, omega0):
         q0, dq = jax.jvp(pose, (theta0,), (jnp.ones_like(theta0),))
-        traj = mb.simulate(model, q0, omega0 * dq, t1, ts=ts, throw=False, rtol=rtol)
+        traj = mb.simulate(model, q0, omega0 * dq, t1, ts=ts, throw=False, rtol=rtol,
+                           formulation=FORMULATION)
         q = jnp.where(traj.success, traj.q, jnp.nan)
         return q, traj.num_steps
 
@@ -122,10 +126,11 @@ def run(quick=False, sizes=None, repeats=None, loop=None):
 def _rhs_costs(model, size, repeats, inner=100):
     """Seconds per member of one right-hand side, each timed inside one compiled loop of
     `inner` evaluations (t varies, so nothing is hoisted): single state vs vmapped over size."""
-    from jaxmb._formulations.baumgarte import Baumgarte
-    from jaxmb._formulations.state_ode import VectorField
+    from jaxmb._analyses.simulate import as_formulation
+    from jaxmb._formulations.state_ode import VectorField, stabilization_of
 
-    rhs = VectorField(model, Baumgarte(), mb.NullSpace())
+    formulation = as_formulation(FORMULATION, model)
+    rhs = VectorField(model, stabilization_of(formulation, "default"), formulation)
     q0 = model.q0
     qd0 = mb.consistent_velocity(model, q0, jnp.zeros(model.n))
 
@@ -163,7 +168,8 @@ def robot_case(size, t1=ROBOT_T1, num_saves=101, rtol=1e-8):
     def one(amplitude, speed):
         model = mobile_robot.build(amplitude=amplitude, t_end=t1)
         qd0 = mobile_robot.initial_velocity(model, speed)
-        traj = mb.simulate(model, model.q0, qd0, t1, ts=ts, throw=False, rtol=rtol)
+        traj = mb.simulate(model, model.q0, qd0, t1, ts=ts, throw=False, rtol=rtol,
+                           formulation=FORMULATION)
         return jnp.where(traj.success, traj.q[:, 0:2], jnp.nan), traj.num_steps
 
     rng = np.random.default_rng(0)
@@ -351,9 +357,14 @@ def main(argv=None):
                         help="only the vmapped pivoted-QR table (vectorized vs LAPACK per member)")
     parser.add_argument("--svd", action="store_true",
                         help="only the vmapped SVD table (Jacobi kernel vs LAPACK per member)")
+    parser.add_argument("--formulation", default=None,
+                        help="simulate's formulation for every member (default: simulate's)")
     parser.add_argument("--worker", nargs=3, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--case", default="slider_crank", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.formulation:
+        global FORMULATION
+        FORMULATION = os.environ["JAXMB_BENCH_FORMULATION"] = args.formulation
     if args.worker:
         import json
 
@@ -361,6 +372,7 @@ def main(argv=None):
                                      vmap=args.case == "slider_crank")))
         return None
     print(machine())
+    print(f"formulation: {FORMULATION}")
     from jaxmb._linalg import native as _native
 
     print("batched factorizations: " + ("jaxmb's compiled kernels (jaxmb._linalg.native)"

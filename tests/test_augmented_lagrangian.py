@@ -22,6 +22,7 @@ import pytest
 
 import jaxmb as mb
 from jaxmb._formulations import augmented_lagrangian as al
+from jaxmb._model.terms import state_terms
 from jaxmb._linalg import sparse_cholesky as sc
 from jaxmb.models import (
     composed_pendulum,
@@ -51,9 +52,16 @@ def _state(model, seed=0):
 
 
 def _system(model, q, qd, t=0.0):
+    """The system S at (q, t) on the path `al.is_dense` chooses."""
+    if al.is_dense(model):
+        return al.dense_system(model.mass_diagonal(), model.C(q, t), FORMULATION.penalty)
     pairs, groups, _, _ = al.pattern(model)
     terms = al.constraint_blocks(pairs, groups, model.num_rows, q, qd, jnp.asarray(t))
-    return al.system(model, model.mass_diagonal(), terms.blocks, FORMULATION.penalty), terms
+    return al.system(model, model.mass_diagonal(), terms.blocks, FORMULATION.penalty)
+
+
+def _accelerations(model, q, qd, t=0.0):
+    return al.accelerations(model, FORMULATION, state_terms(model, q, qd, jnp.asarray(t)))
 
 
 @pytest.fixture(params=["sparse", "dense"])
@@ -68,7 +76,7 @@ def path(request, monkeypatch):
 def test_sparse_matrix_and_solve_match_dense_numpy(name, path):
     model = MODELS[name]()
     q, qd = _state(model)
-    s, _ = _system(model, q, qd)
+    s = _system(model, q, qd)
     C = np.asarray(model.C(q, 0.0))
     mass = np.asarray(model.mass_diagonal())
     D = np.asarray(s.scale)
@@ -80,9 +88,11 @@ def test_sparse_matrix_and_solve_match_dense_numpy(name, path):
     np.testing.assert_allclose(np.asarray(dense), S, rtol=0, atol=1e-12 * np.max(np.abs(S)))
     b = np.random.default_rng(1).normal(size=model.n)
     x = np.asarray(s.S.solve(jnp.asarray(b)))
-    # backward error of the solve (what a Cholesky guarantees whatever cond(S)): 1e-12 relative
-    residual = np.max(np.abs(S @ x - b))
-    assert residual <= 1e-12 * np.max(np.abs(S)) * np.max(np.abs(x))
+    # backward error of the sparse solve (what a Cholesky guarantees whatever cond(S)): 1e-12
+    # relative; the dense path multiplies by S^-1, whose error is the forward bound below
+    if path == "sparse":
+        residual = np.max(np.abs(S @ x - b))
+        assert residual <= 1e-12 * np.max(np.abs(S)) * np.max(np.abs(x))
     # and the forward error within the bound cond(S) eps allows, against numpy's dense solve
     reference = np.linalg.solve(S, b)
     bound = 100 * np.finfo(float).eps * np.linalg.cond(S) * np.max(np.abs(reference))
@@ -94,8 +104,7 @@ def test_accelerations_match_the_null_space_solve(name, path):
     model = MODELS[name]()
     q, qd = _state(model, 2)
     reference = np.asarray(mb.accelerations(model, q, qd, 0.0))
-    F = model.forces(q, qd, 0.0)
-    qdd = np.asarray(al.accelerations(model, FORMULATION, q, qd, jnp.asarray(0.0), F))
+    qdd = np.asarray(_accelerations(model, q, qd))
     np.testing.assert_allclose(qdd, reference, rtol=0,
                                atol=1e-9 * max(1.0, np.max(np.abs(reference))))
 
@@ -104,8 +113,7 @@ def test_vmap_equals_a_loop():
     model = mobile_robot.build()
     q, _ = _state(model)
     qds = jnp.stack([_state(model, k)[1] for k in range(4)])
-    F = model.forces(q, qds[0], 0.0)
-    one = lambda qd: al.accelerations(model, FORMULATION, q, qd, jnp.asarray(0.0), F)  # noqa: E731
+    one = lambda qd: _accelerations(model, q, qd)  # noqa: E731
     batched = jax.jit(jax.vmap(one))(qds)
     looped = jnp.stack([jax.jit(one)(qd) for qd in qds])
     np.testing.assert_allclose(np.asarray(batched), np.asarray(looped), rtol=0, atol=1e-12)
@@ -120,8 +128,7 @@ def test_gradient_on_a_redundant_parallelogram_matches_central_differences():
         model = parallelogram.build(L=L, theta=theta, motor=False)
         q = model.q0
         qd = mb.consistent_velocity(model, q, jnp.ones(model.n))
-        F = model.forces(q, qd, 0.0)
-        qdd = al.accelerations(model, FORMULATION, q, qd, jnp.asarray(0.0), F)
+        qdd = _accelerations(model, q, qd)
         return jnp.sum(jnp.sin(qdd))
 
     p = jnp.asarray([0.7, 0.2])

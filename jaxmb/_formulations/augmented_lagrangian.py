@@ -67,7 +67,7 @@ from .._model.blocks import (
     weighted_normal_blocks,
 )
 from .._model.model import Model
-from .._model.terms import StateTerms
+from .._model.terms import StateTerms, state_terms
 from .._runtime import errors as _errors
 from .base import AbstractStateFormulation, with_ratios
 from .projection import ProjectedSolver
@@ -127,7 +127,7 @@ class AugmentedLagrangian(AbstractStateFormulation):
                                  f"number, got {getattr(self, name)!r}")
 
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
-        return accelerations(model, self, terms.q, terms.qd, terms.t, terms.F)
+        return accelerations(model, self, terms)
 
     def accelerations_and_ratios(
         self, model: Model, terms: StateTerms, label: str
@@ -191,14 +191,29 @@ def pattern(model: Model):
 
 
 DENSE_BODIES = 24
-"""Up to this many bodies S is factorized dense (one Cholesky, `jaxmb._linalg.dense`), above
-it by the sparse level schedule (the measured crossover: D10 of
-benchmarks/results/design_measurements.md)."""
+"""Up to this many bodies S is formed and factorized dense (`DenseSystem`: C' from the model's
+dense C, one Cholesky, `jaxmb._linalg.dense`), above it by the sparse level schedule
+(`System`; the measured crossover: D10 of benchmarks/results/design_measurements.md)."""
+
+
+def is_dense(model: Model) -> bool:
+    return model.num_bodies <= DENSE_BODIES
+
+
+def _row_scale(w, mass, active):
+    """D_i = (C_i M^-1 C_i^T)^(-1/2) from the squared row norms w (0 for zero rows and rows
+    outside `active`); no derivative (a fixed preconditioner)."""
+    floor = jnp.finfo(mass.dtype).tiny + 1e-300 * jnp.max(w, initial=0.0)
+    scale = jnp.where(w > floor, 1.0 / jnp.sqrt(jnp.maximum(w, floor)), 0.0)
+    if active is not None:
+        scale = jnp.where(active, scale, 0.0)
+    return jax.lax.stop_gradient(scale)
 
 
 class System(eqx.Module):
-    """The constrained problem at one configuration: M (diagonal), C as blocks, the row
-    scaling D and S = M + alpha C'^T C' factorized (rows outside `active` left out)."""
+    """The constrained problem at one configuration of a large model: M (diagonal), C as
+    per-pair blocks, the row scaling D and S = M + alpha C'^T C' factorized by the sparse
+    block Cholesky (rows outside `active` left out)."""
 
     groups: list = eqx.field(static=True)
     num_rows: int = eqx.field(static=True)
@@ -206,59 +221,68 @@ class System(eqx.Module):
     blocks: tuple
     scale: Float[Array, " rows"]  # D, zero outside the active rows
     penalty: Float[Array, ""]
-    S: sc.Factorization | dense.SpdFactorization
-    C_dense: Array | None = None  # C' itself for small models: one product instead of blocks
+    S: sc.Factorization
 
     def C(self, x):
-        if self.C_dense is not None:
-            return self.C_dense @ x
         return self.scale * multiply(self.groups, self.blocks, x, self.num_rows)
 
     def CT(self, y):
-        if self.C_dense is not None:
-            return self.C_dense.T @ y
         return multiply_transposed(self.groups, self.blocks, self.scale * y, self.mass.shape[0])
+
+
+class DenseSystem(eqx.Module):
+    """The same for a small model: C' = D C dense (from the model's dense C) and
+    S = M + alpha C'^T C' factorized by one dense Cholesky."""
+
+    mass: Float[Array, " n"]
+    scale: Float[Array, " rows"]
+    penalty: Float[Array, ""]
+    C_scaled: Float[Array, "rows n"]
+    S: dense.SpdFactorization
+
+    @property
+    def num_rows(self) -> int:
+        return self.scale.shape[0]
+
+    def C(self, x):
+        return self.C_scaled @ x
+
+    def CT(self, y):
+        return self.C_scaled.T @ y
 
 
 def system(model: Model, mass, blocks, penalty, active=None) -> System:
     """`System` of `model` with C's `blocks` (rows where `active` is False are left out)."""
     _, groups, cliques, symbolic = pattern(model)
-    num_rows = model.num_rows
     frozen = [jax.lax.stop_gradient(b) for b in blocks]
-    w = mass_row_norms(groups, frozen, 1.0 / jax.lax.stop_gradient(mass), num_rows)
-    floor = jnp.finfo(mass.dtype).tiny + 1e-300 * jnp.max(w, initial=0.0)
-    scale = jax.lax.stop_gradient(jnp.where(w > floor, 1.0 / jnp.sqrt(jnp.maximum(w, floor)), 0.0))
-    if active is not None:
-        scale = jnp.where(active, scale, 0.0)
+    w = mass_row_norms(groups, frozen, 1.0 / jax.lax.stop_gradient(mass), model.num_rows)
+    scale = _row_scale(w, mass, active)
     penalty = jax.lax.stop_gradient(jnp.asarray(penalty, mass.dtype))
     normal = weighted_normal_blocks(groups, blocks, penalty * scale**2)
-    if model.num_bodies <= DENSE_BODIES:  # small: one dense Cholesky beats the level schedule
-        values = jnp.diag(mass)
-        for g, block in zip(groups, normal):
-            values = values.at[g.coords[:, :, None], g.coords[:, None, :]].add(block)
-        return System(groups, num_rows, mass, tuple(blocks), scale, penalty,
-                      dense.factorize_spd(values), _dense_C(groups, blocks, scale, mass))
     values = sc.assemble(symbolic, diag_blocks=_diagonal_blocks(mass))
     for c, block in zip(cliques, normal):
         values = values + sc.assemble_cliques(symbolic, block, c)
-    return System(groups, num_rows, mass, tuple(blocks), scale, penalty,
+    return System(groups, model.num_rows, mass, tuple(blocks), scale, penalty,
                   sc.factorize(symbolic, values))
 
 
-def _dense_C(groups, blocks, scale, mass):
-    """C' = D C as a dense (rows, n) matrix from the blocks."""
-    C = jnp.zeros((scale.shape[0], mass.shape[0]), mass.dtype)
-    for g, B in zip(groups, blocks):
-        C = C.at[g.rows[:, :, None], g.coords[:, None, :]].add(B)
-    return scale[:, None] * C
+def dense_system(mass, C, penalty, active=None) -> DenseSystem:
+    """`DenseSystem` with the dense constraint matrix `C` (rows, n)."""
+    w = jnp.sum(jax.lax.stop_gradient(C) ** 2 / jax.lax.stop_gradient(mass)[None, :], axis=1)
+    scale = _row_scale(w, mass, active)
+    penalty = jax.lax.stop_gradient(jnp.asarray(penalty, mass.dtype))
+    Cs = scale[:, None] * C
+    values = jnp.diag(mass) + penalty * (Cs.T @ Cs)
+    return DenseSystem(mass, scale, penalty, Cs, dense.factorize_spd(values))
 
 
-def with_blocks(s: System, blocks) -> System:
-    """`s` with C's blocks at another configuration, its factor of S kept: the iteration then
-    uses S at the old configuration as a preconditioner of the new one (they differ by the
-    step's local error, which slows the iteration by that factor only)."""
-    C_dense = None if s.C_dense is None else _dense_C(s.groups, blocks, s.scale, s.mass)
-    return dataclasses.replace(s, blocks=tuple(blocks), C_dense=C_dense)
+def with_C(s, C_or_blocks):
+    """`s` with C at another configuration (dense C, or blocks), its factor of S kept: the
+    iteration then uses S at the old configuration as a preconditioner of the new one (they
+    differ by the step's local error, which slows the iteration by that factor only)."""
+    if isinstance(s, DenseSystem):
+        return dataclasses.replace(s, C_scaled=s.scale[:, None] * C_or_blocks)
+    return dataclasses.replace(s, blocks=tuple(C_or_blocks))
 
 
 def _diagonal_blocks(mass):
@@ -286,25 +310,31 @@ def constrained_solve(s: System, f, g, iterations, tol):
     return x, lam, residual <= jax.lax.stop_gradient(tol) * size
 
 
-def accelerations(model: Model, formulation: AugmentedLagrangian, q, qd, t, F):
-    """qdd at (q, qd, t) with applied forces F; nan where the constraints are not met (the
-    integrator then rejects the step)."""
-    qdd, consistent = _accelerations(model, formulation, q, qd, t, F)
+def accelerations(model: Model, formulation: AugmentedLagrangian, terms: StateTerms):
+    """qdd at the state of `terms` (its applied forces F); nan where the constraints are not
+    met (the integrator then rejects the step)."""
+    qdd, consistent = _accelerations(model, formulation, terms)
     return jnp.where(consistent, qdd, jnp.nan)
 
 
-def _accelerations(model, formulation, q, qd, t, F):
-    pairs, groups, _, _ = pattern(model)
-    terms = constraint_blocks(pairs, groups, model.num_rows, q, qd, t)
-    s = system(model, model.mass_diagonal(), terms.blocks, formulation.penalty)
-    qdd, _, consistent = constrained_solve(s, F, s.scale * terms.gamma, formulation.iterations,
+def _accelerations(model, formulation, terms):
+    mass = model.mass_diagonal()
+    if is_dense(model):
+        s = dense_system(mass, terms.C, formulation.penalty)
+        gamma = terms.gamma
+    else:
+        pairs, groups, _, _ = pattern(model)
+        kin = constraint_blocks(pairs, groups, model.num_rows, terms.q, terms.qd, terms.t)
+        s = system(model, mass, kin.blocks, formulation.penalty)
+        gamma = kin.gamma
+    qdd, _, consistent = constrained_solve(s, terms.F, s.scale * gamma, formulation.iterations,
                                            formulation.tol)
     return qdd, consistent
 
 
 @eqx.filter_jit
 def _converged_at(model, formulation, q, qd, t):
-    return _accelerations(model, formulation, q, qd, t, model.forces(q, qd, t))[1]
+    return _accelerations(model, formulation, state_terms(model, q, qd, t))[1]
 
 
 PROJECTION_SOLVE_ITERATIONS = 2
@@ -319,16 +349,26 @@ def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
     minimum-M-norm correction Phi_q dq = -Phi with the factor at the step's end, then the
     velocity correction with C at the projected q (module docstring). Without Pfaffian rows
     both use one factorization (S at the step's end, a preconditioner at the projected q)."""
-    pairs, groups, _, _ = pattern(model)
     mass = model.mass_diagonal()
     zero = jnp.zeros_like(q)
     K, tol = min(formulation.iterations, PROJECTION_SOLVE_ITERATIONS), formulation.tol
     hol = np.flatnonzero(model.holonomic_rows)
+    if is_dense(model):
+        matrix = model.C
+
+        def build(C, active=None):
+            return dense_system(mass, C, formulation.penalty, active)
+    else:
+        pairs, groups, _, _ = pattern(model)
+
+        def matrix(q, t):
+            return constraint_blocks(pairs, groups, model.num_rows, q, zero, t).blocks
+
+        def build(blocks, active=None):
+            return system(model, mass, blocks, formulation.penalty, active)
     s = None
     if model.m:
-        blocks = constraint_blocks(pairs, groups, model.num_rows, q, zero, t).blocks
-        s = system(model, mass, blocks, formulation.penalty,
-                   active=jnp.asarray(model.holonomic_rows))
+        s = build(matrix(q, t), jnp.asarray(model.holonomic_rows))
 
         def newton(q, _):
             phi = jnp.zeros(model.num_rows, q.dtype).at[hol].set(model.phi(q, t))
@@ -336,11 +376,8 @@ def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
 
         q, _ = jax.lax.scan(newton, q, None, length=formulation.projection_iterations)
     residual = jnp.max(jnp.abs(model.phi(q, t)), initial=0.0)
-    blocks = constraint_blocks(pairs, groups, model.num_rows, q, zero, t).blocks
-    if s is not None and model.h == 0:
-        s = with_blocks(s, blocks)
-    else:
-        s = system(model, mass, blocks, formulation.penalty)
+    C = matrix(q, t)
+    s = with_C(s, C) if s is not None and model.h == 0 else build(C)
     # the correction dqd = argmin |dqd|_M subject to C dqd = -(C qd + b): near a singular
     # position the weakly enforced direction keeps its velocity (no round-off from a solve of
     # the whole velocity), so projecting twice changes nothing

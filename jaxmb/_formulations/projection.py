@@ -176,8 +176,9 @@ def _fsal(solver) -> bool:
 
 
 def _keeps_last_stage(projected, y1, y_error):
-    """Whether the last stage f(y1) of the step may serve as f at the projected state: the
-    projection moved the state by at most REUSE_FACTOR times the step's local error estimate.
+    """Whether the last stage f(y1) of the step may serve as f at the projected state (else
+    it is evaluated there): the projection moved the state by at most REUSE_FACTOR times the
+    step's local error estimate.
     The stale stage then changes the next step by about h L REUSE_FACTOR times an error the
     controller accepted (L: the vector field's Lipschitz constant), below its own error;
     near a singular position, where the projections grow, the stage is re-evaluated."""
@@ -191,13 +192,24 @@ class ProjectedSolver(TransparentSolver):
     formulation (`option.project_state(model, q, qd, t) -> (q, qd, max |Phi| left)`; a step
     leaving more than `option.projection_limit` is rejected). The last stage of a
     first-same-as-last solver was taken before the projection: the next step re-evaluates its
-    first stage (as after a jump), unless the formulation `reuses_last_stage` and the
-    projection was small (`_keeps_last_stage`), which saves one of Tsit5's six evaluations per
-    step on a regular motion."""
+    first stage (as after a jump), unless the formulation `reuses_last_stage`: then it is
+    kept where the projection was small (`_keeps_last_stage`) and evaluated at the projected
+    state otherwise, which saves one of Tsit5's six evaluations per step on a regular motion
+    (under vmap both are computed and selected per member)."""
 
     solver: diffrax.AbstractSolver
     model: Model
     option: eqx.Module  # Projection or AugmentedLagrangian
+
+    def init(self, terms, t0, t1, y0, args):
+        """The wrapped solver's state; with `reuses_last_stage`, f(t0, y0) evaluated here and
+        the first-step flag cleared, so that diffrax never re-evaluates a first stage for a
+        whole vmapped batch (members that never step, e.g. refused starts, would otherwise
+        keep that flag set and change the other members' results at round-off)."""
+        state = self.solver.init(terms, t0, t1, y0, args)
+        if self.option.reuses_last_stage and _fsal(self.solver):
+            return jnp.array(False), self.solver.func(terms, t0, y0, args)
+        return state
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         reuse = self.option.reuses_last_stage and _fsal(self.solver)
@@ -208,9 +220,12 @@ class ProjectedSolver(TransparentSolver):
         rejected = ~(residual <= self.option.projection_limit)
         if self.option.detects_jumps:
             rejected = rejected | _jumped((q, qd), y1, y_error)
-        if reuse:
+        if reuse:  # per member (a cond, not diffrax's batch-wide re-evaluation flag), so a
+            # vmapped run equals the loop of single runs
             first_step, last_stage = solver_state
-            keep = _keeps_last_stage((q, qd), y1, y_error)
-            solver_state = (first_step | ~keep, last_stage)
+            last_stage = jax.lax.cond(
+                _keeps_last_stage((q, qd), y1, y_error), lambda: last_stage,
+                lambda: self.solver.func(terms, t1, (q, qd), args))
+            solver_state = (first_step, last_stage)
         y_error = jax.tree.map(lambda e: jnp.where(rejected, jnp.inf, e), y_error)
         return (q, qd), y_error, dense_info, solver_state, result

@@ -218,8 +218,8 @@ class SpdFactorization(eqx.Module):
         def solve_factored(_, rhs):
             return self.inverse @ rhs
 
-        return jax.lax.custom_linear_solve(lambda x: self.values @ x, b, solve_factored,
-                                           symmetric=True)
+        return jax.lax.custom_linear_solve(lambda x: self.values @ x, b,
+                                           solve_factored, symmetric=True)
 
 
 def factorize_spd(values: jax.Array) -> SpdFactorization:
