@@ -289,24 +289,28 @@ def _diagonal_blocks(mass):
     return jax.vmap(jnp.diag)(mass.reshape(-1, 3))
 
 
-def constrained_solve(s: System, f, g, iterations, tol):
+def constrained_solve(s, f, g, iterations, tol):
     """(x, lambda, consistent): K = `iterations` augmented-Lagrangian iterations from
     lambda_0 = 0 for M x + C'^T lambda = f, C' x = g (g in scaled rows; module docstring), and
-    whether |C' x - g| <= tol |x| (in the kinetic metric, plus ABSOLUTE_FLOOR)."""
+    whether |C' x - g| <= tol |x| (in the kinetic metric, plus ABSOLUTE_FLOOR).
+
+    Each iteration is S dx = f - M x_k - C'^T (lambda_k + alpha c_k), x_{k+1} = x_k + dx,
+    c_{k+1} = C' x_{k+1} - g, lambda_{k+1} = lambda_k + alpha c_{k+1}: the correction form of
+    the module docstring with the two products by C'^T merged, so one product by C', one by
+    C'^T and one solve per iteration."""
     sqrt_m = jnp.sqrt(s.mass)
 
     def step(carry, _):
-        x, lam = carry
-        r = f - s.mass * x - s.CT(lam)
+        x, lam, c = carry
+        x = x + s.S.solve(f - s.mass * x - s.CT(lam + s.penalty * c))
         c = s.C(x) - g
-        x = x + s.S.solve(r - s.penalty * s.CT(c))
-        return (x, lam + s.penalty * (s.C(x) - g)), None
+        return (x, lam + s.penalty * c, c), None
 
-    start = (jnp.zeros_like(f), jnp.zeros(s.num_rows, f.dtype))
-    (x, lam), _ = jax.lax.scan(step, start, None, length=iterations, unroll=True)
+    start = (jnp.zeros_like(f), jnp.zeros(s.num_rows, f.dtype), -g)
+    (x, lam, c), _ = jax.lax.scan(step, start, None, length=iterations, unroll=True)
     size = (jnp.linalg.norm(sqrt_m * x) + jnp.linalg.norm(f / sqrt_m) + jnp.linalg.norm(g)
             + ABSOLUTE_FLOOR * jnp.linalg.norm(sqrt_m))
-    residual = jnp.linalg.norm(jax.lax.stop_gradient(s.C(x) - g))
+    residual = jnp.linalg.norm(jax.lax.stop_gradient(c))
     return x, lam, residual <= jax.lax.stop_gradient(tol) * size
 
 
