@@ -29,6 +29,7 @@ from _common import block, compile_timed, machine, median_time, table
 import jaxmb as mb
 from jaxmb.models import mobile_robot
 
+FORMULATION = "default"  # simulate's formulation (--formulation)
 CHECKPOINTS = 2048  # > the steps of the 20 s run (about 1,000 at rtol 1e-8)
 
 
@@ -39,7 +40,8 @@ def make_loss(t_end, num_saves=101, adjoint=None):
         a, masses = params
         model = mobile_robot.build(a, masses=masses)
         qd0 = mobile_robot.initial_velocity(model)
-        traj = mb.simulate(model, model.q0, qd0, t_end, ts=ts, adjoint=adjoint)
+        traj = mb.simulate(model, model.q0, qd0, t_end, ts=ts, adjoint=adjoint,
+                           formulation=FORMULATION)
         fx, fy, _ = mb.reactions(model, traj).on_body("D", "link_4")
         return jnp.mean(fx**2 + fy**2)
 
@@ -89,8 +91,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int)
+    parser.add_argument("--formulation", default="default",
+                        help="simulate's formulation (default: simulate's default)")
     args = parser.parse_args(argv)
+    global FORMULATION
+    FORMULATION = args.formulation
     print(machine())
+    print(f"formulation: {FORMULATION}")
     return run(args.quick, args.repeats)
 
 

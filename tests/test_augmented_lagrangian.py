@@ -185,6 +185,28 @@ def test_inconsistent_constraints_stop_with_the_cause():
         mb.simulate(model, model.q0, qd0, 0.5, formulation=mb.AugmentedLagrangian())
 
 
+def test_inconsistent_right_hand_side_is_finite():
+    """Where C qdd = gamma has no solution (the contradicting drivers at t = 0.3) the
+    iteration reports it (`consistent` False, which `diagnose_stop` reads) but qdd stays
+    finite: a nan in a rejected trial stage of an adaptive run made reverse-mode gradients
+    through the whole integration nan (found on the robot over 2 s; its gradient against
+    central differences is in benchmarks/bench_gradient.py, too slow to compile here)."""
+    m2 = mb.Mechanism()
+    crank = m2.body("crank", mass=1.0, inertia=1e-3, q=(0.05, 0.0, 0.0))
+    m2.add(mb.Revolute("O", m2.ground, crank, s_i=(0.0, 0.0), s_j=(-0.05, 0.0)))
+    m2.add(mb.RelativeAngleDriver("motor", m2.ground, crank, f=mb.drive.Linear(1.0)))
+    m2.add(mb.RelativeAngleDriver("brake", m2.ground, crank,
+                                  f=mb.drive.Polynomial((0.0, 1.0, 5.0))))
+    model = m2.build()
+    terms = state_terms(model, model.q0, jnp.asarray([0.0, 0.05, 1.0]), jnp.asarray(0.3))
+    qdd, consistent = al._accelerations(model, FORMULATION, terms)
+    assert not bool(consistent)
+    assert np.all(np.isfinite(np.asarray(al.accelerations(model, FORMULATION, terms))))
+    grad = jax.grad(lambda q: jnp.sum(al.accelerations(
+        model, FORMULATION, state_terms(model, q, terms.qd, terms.t))))(model.q0)
+    assert np.all(np.isfinite(np.asarray(grad)))
+
+
 def _fixed_step_loss(build, T, dt, readout):
     """loss(p) = readout(final q) of a fixed-step AL simulation of build(p) from rest (its
     consistent initial velocity): a fixed step sequence makes the discrete map smooth in p, so

@@ -92,8 +92,8 @@ class AugmentedLagrangian(AbstractStateFormulation):
     - `iterations` (static): K, the iterations per right-hand side;
     - `tol` (data): the largest constraint residual |C' qdd - gamma'| accepted, relative to
       the size of the accelerations; above it C qdd = gamma has no solution (inconsistent
-      constraints, e.g. two drivers that contradict each other) and the right-hand side is
-      refused (nan: the step is rejected, and a run that cannot go on stops and says so).
+      constraints, e.g. two drivers that contradict each other): a run stopped there (its
+      position projections cannot meet Phi = 0) says so.
       Loose by design: near a singular position the vanishing direction is penalized, not
       enforced, and keeps its share of the (drift-sized) residual;
     - `projection_iterations` (static): Newton iterations of the position projection;
@@ -315,10 +315,13 @@ def constrained_solve(s, f, g, iterations, tol):
 
 
 def accelerations(model: Model, formulation: AugmentedLagrangian, terms: StateTerms):
-    """qdd at the state of `terms` (its applied forces F); nan where the constraints are not
-    met (the integrator then rejects the step)."""
-    qdd, consistent = _accelerations(model, formulation, terms)
-    return jnp.where(consistent, qdd, jnp.nan)
+    """qdd at the state of `terms` (its applied forces F). Where C qdd = gamma has no solution
+    (inconsistent constraints) this is the iteration's penalized compromise, finite: the step's
+    position projection then cannot meet Phi = 0, the step is rejected, and a run that cannot
+    go on stops and says why (`diagnose_stop`). Not nan: a nan in a rejected trial stage would
+    turn reverse-mode gradients through the integration into nan (0 cotangent times a nan
+    Jacobian)."""
+    return _accelerations(model, formulation, terms)[0]
 
 
 def _accelerations(model, formulation, terms):
