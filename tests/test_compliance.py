@@ -399,3 +399,114 @@ def test_warning_names_non_unique_pairs_once_per_call_site(para, rng):
     assert second.startswith("reactions: the reactions of O1, O2, O3, A1, A2, A3")
     assert "'auto'" in second
     assert all(w.filename == __file__ for w in found)  # attributed to the caller's line
+
+
+# ------------------------------------------------------------------------------------------
+# the sparse path of large holonomic models (no pseudo-inverse, no rank decision)
+
+
+@pytest.fixture(scope="module")
+def grid():
+    """A 6 x 6 rotating-squares linkage (36 bodies > DENSE_BODIES, 123 rows, p = 16), random
+    row stiffness over a decade and a random load in range(C^T)."""
+    from jaxmb.models import auxetic
+
+    model = auxetic.build(6)
+    C = model.C(model.q0, 0.0)
+    rng = np.random.default_rng(0)
+    f = C.T @ jnp.asarray(rng.normal(size=model.num_rows))
+    k = jnp.asarray(rng.uniform(1.0, 10.0, size=model.num_rows))
+    return model, C, f, k
+
+
+def test_sparse_path_matches_the_dense_pseudo_inverse(grid):
+    """Reference: the dense formula lambda* = K^(1/2) (C^T K^(1/2))^+ f by SVD
+    (`compliance_multipliers`): 1e-12 of the largest multiplier; C^T lambda = f to 1e-12."""
+    from jaxmb._reaction_methods import compliance as cp
+
+    model, C, f, k = grid
+    sparse = jax.jit(lambda C, f, k: cp.sparse_compliance_multipliers(model, C, f, k))(C, f, k)
+    dense = cp.compliance_multipliers(C, f, k, model.holonomic_rows)
+    scale = float(jnp.max(jnp.abs(dense)))
+    np.testing.assert_allclose(sparse, dense, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(C.T @ sparse, f, rtol=0, atol=1e-12 * scale)
+
+
+def test_sparse_path_matches_scipy_sparse(grid):
+    """Reference: scipy.sparse, independent of jaxmb's factorization: lambda* = K C y with
+    C^T K C y = f solved by LSQR on K^(1/2) C (the least-squares solution of
+    K^(1/2) C y = K^(-1/2) lambda_p for a particular lambda_p, whose normal equations are those),
+    to 1e-9 relative (LSQR's tolerance 1e-14)."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
+    from jaxmb._reaction_methods import compliance as cp
+
+    model, C, f, k = grid
+    Cn, fn, kn = np.asarray(C), np.asarray(f), np.asarray(k)
+    lam_p = np.linalg.lstsq(Cn.T, fn, rcond=None)[0]  # any particular solution
+    A = sp.diags(np.sqrt(kn)) @ sp.csr_matrix(Cn)
+    y = spla.lsqr(A, lam_p / np.sqrt(kn), atol=1e-14, btol=1e-14, iter_lim=100_000)[0]
+    reference = kn * (Cn @ y)
+    sparse = np.asarray(cp.sparse_compliance_multipliers(model, C, f, k))
+    np.testing.assert_allclose(sparse, reference, rtol=0, atol=1e-9 * np.max(np.abs(reference)))
+
+
+def test_sparse_path_gradient_matches_the_dense_one(grid):
+    """d/dk and d/d(theta, side) of a scalar of lambda*, the grid rebuilt at (theta, side) (a
+    configuration on the constraints: off them C gains rank and lambda* is not differentiable)
+    with the load f = C^T lambda_0 moving with it: the sparse iteration (implicit solves)
+    against the dense pseudo-inverse's derivative rule and against central differences, 1e-6
+    relative (h = 1e-6)."""
+    from jaxmb._reaction_methods import compliance as cp
+    from jaxmb.models import auxetic
+
+    model, _, _, k = grid
+    rng = np.random.default_rng(3)
+    w = jnp.asarray(rng.normal(size=model.num_rows))
+    lam0 = jnp.asarray(rng.normal(size=model.num_rows))
+
+    def loss(k, geometry, path):
+        built = auxetic.build(6, theta=geometry[0], side=geometry[1])
+        Cq = built.C(built.q0, 0.0)
+        f = Cq.T @ lam0
+        if path == "sparse":
+            lam = cp.sparse_compliance_multipliers(built, Cq, f, k)
+        else:
+            lam = cp.compliance_multipliers(Cq, f, k, built.holonomic_rows)
+        return jnp.sum(w * lam)
+
+    geometry = jnp.asarray([0.3, 1.0])
+    gs = jax.grad(loss, (0, 1))(k, geometry, "sparse")
+    gd = jax.grad(loss, (0, 1))(k, geometry, "dense")
+    for a, b in zip(gs, gd):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-8 * float(jnp.max(jnp.abs(b))))
+    h = 1e-6
+    fd = [(loss(k, geometry.at[i].add(h), "sparse") - loss(k, geometry.at[i].add(-h), "sparse"))
+          / (2 * h) for i in range(2)]
+    # (lambda* does not depend on the side: C's rows scale with it, and f with them; FD noise
+    # 1e-9 there)
+    np.testing.assert_allclose(gs[1], fd, rtol=1e-6, atol=1e-8)
+
+
+def test_compliance_takes_the_sparse_path_for_large_models(grid, monkeypatch):
+    """mb.Compliance on a model above DENSE_BODIES without knife edges calls the sparse path
+    (counted), and gives the dense answer."""
+    from jaxmb._reaction_methods import compliance as cp
+
+    model, C, f, k = grid
+    calls = []
+    original = cp.sparse_compliance_multipliers
+
+    def counting(*args):
+        calls.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(cp, "sparse_compliance_multipliers", counting)
+    M = jnp.diag(model.mass_diagonal())
+    method = mb.Compliance(default=2.0)
+    _, lam = method.multipliers(model, M, f, C, jnp.zeros(model.num_rows),
+                                jnp.zeros(model.n), "test")
+    assert calls
+    dense = cp.compliance_multipliers(C, f, jnp.full(model.num_rows, 2.0), model.holonomic_rows)
+    np.testing.assert_allclose(lam, dense, rtol=0, atol=1e-12 * float(jnp.max(jnp.abs(dense))))

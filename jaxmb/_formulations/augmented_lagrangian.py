@@ -251,12 +251,15 @@ class DenseSystem(eqx.Module):
         return self.C_scaled.T @ y
 
 
-def system(model: Model, mass, blocks, penalty, active=None) -> System:
-    """`System` of `model` with C's `blocks` (rows where `active` is False are left out)."""
+def system(model: Model, mass, blocks, penalty, active=None, scale=None) -> System:
+    """`System` of `model` with C's `blocks` (rows where `active` is False are left out), the
+    rows scaled by D (or by `scale`, a given row scaling without derivative)."""
     _, groups, cliques, symbolic = pattern(model)
-    frozen = [jax.lax.stop_gradient(b) for b in blocks]
-    w = mass_row_norms(groups, frozen, 1.0 / jax.lax.stop_gradient(mass), model.num_rows)
-    scale = _row_scale(w, mass, active)
+    if scale is None:
+        frozen = [jax.lax.stop_gradient(b) for b in blocks]
+        w = mass_row_norms(groups, frozen, 1.0 / jax.lax.stop_gradient(mass), model.num_rows)
+        scale = _row_scale(w, mass, active)
+    scale = jax.lax.stop_gradient(scale)
     penalty = jax.lax.stop_gradient(jnp.asarray(penalty, mass.dtype))
     normal = weighted_normal_blocks(groups, blocks, penalty * scale**2)
     values = sc.assemble(symbolic, diag_blocks=_diagonal_blocks(mass))
@@ -264,6 +267,13 @@ def system(model: Model, mass, blocks, penalty, active=None) -> System:
         values = values + sc.assemble_cliques(symbolic, block, c)
     return System(groups, model.num_rows, mass, tuple(blocks), scale, penalty,
                   sc.factorize(symbolic, values))
+
+
+def blocks_of(model: Model, C) -> list:
+    """C's per-pair blocks (one (pairs, rows, coordinates) array per group) read from the dense
+    C (rows, n) by static gathers."""
+    _, groups, _, _ = pattern(model)
+    return [C[g.rows[:, :, None], g.coords[:, None, :]] for g in groups]
 
 
 def dense_system(mass, C, penalty, active=None) -> DenseSystem:

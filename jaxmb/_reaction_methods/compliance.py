@@ -66,7 +66,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
+from .._formulations import augmented_lagrangian as al
 from .._linalg.dense import RANK_RTOL, pinv
+from .._model.blocks import mass_row_norms, multiply, multiply_transposed
 from .._model.model import Model
 from .._runtime import errors as _errors
 from ..elements.geometry import is_concrete
@@ -124,6 +126,50 @@ def compliance_multipliers(
     S = Pi - Pi @ (Bp @ B)  # the self-stresses without a knife-edge part
     mu = mu - S @ (_pinv(S[held], floor=1.0) @ mu[held])
     return root * mu
+
+
+SPARSE_PENALTY = 1e8
+"""alpha of the sparse solve (`sparse_compliance_multipliers`): the largest weight of
+S = M + C^T W C, W = alpha K / max_i(k_i C_i M^-1 C_i^T), dimensionless as in
+`jaxmb._formulations.augmented_lagrangian`."""
+
+SPARSE_ITERATIONS = 12
+"""Iterations of `sparse_compliance_multipliers`: each reduces the error of a self-stress-free
+direction by 1 / (1 + mu), mu its eigenvalue of M^-1 C^T W C (alpha times its share of the
+stiffest row's), so that 12 leave round-off down to mu = 20 (a direction 5e6 times softer than
+the stiffest row, or a singular value 2e-3 of the unit-scaled C)."""
+
+
+def sparse_compliance_multipliers(model: Model, C: Float[Array, "rows n"],
+                                  f: Float[Array, " n"],
+                                  k: Float[Array, " rows"]) -> Float[Array, " rows"]:
+    """`compliance_multipliers` of a large holonomic model without a pseudo-inverse or a rank
+    decision: lambda* = W C y with any y solving C^T W C y = f (W = beta K: only ratios of K
+    matter), y by the iterated Tikhonov (proximal-point) iteration
+
+        y_{j+1} = y_j + S^-1 (f - C^T W C y_j),    S = M + C^T W C,
+
+    whose S has the pattern of the body graph (`jaxmb._linalg.sparse_cholesky`, factorized
+    once). The part of y in null(C) never reaches lambda; on range(C^T), where f lies, the
+    error contracts by 1 / (1 + mu) per iteration (SPARSE_ITERATIONS). The residual uses W
+    with its derivative (S is a preconditioner without one), so jax.grad in the geometry and
+    the stiffness is that of the fixed point, the solves differentiated implicitly."""
+    _, groups, _, _ = al.pattern(model)
+    rows, n = C.shape
+    mass = model.mass_diagonal()
+    blocks = al.blocks_of(model, C)
+    frozen = [jax.lax.stop_gradient(b) for b in blocks]
+    norms = mass_row_norms(groups, frozen, 1.0 / mass, rows)
+    beta = jax.lax.stop_gradient(SPARSE_PENALTY / jnp.max(k * norms))
+    W = beta * k
+    s = al.system(model, mass, blocks, 1.0, scale=jnp.sqrt(W))
+
+    def step(y, _):
+        r = f - multiply_transposed(groups, blocks, W * multiply(groups, blocks, y, rows), n)
+        return y + s.S.solve(r), None
+
+    y, _ = jax.lax.scan(step, jnp.zeros_like(f), None, length=SPARSE_ITERATIONS)
+    return W * multiply(groups, blocks, y, rows)
 
 
 class Compliance(AbstractReactionMethod):
@@ -217,7 +263,15 @@ class Compliance(AbstractReactionMethod):
                     gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
         qdd = unique_accelerations(M, F, C, gamma, qdd)
         k = self.row_stiffness(model)
+        if model.h == 0 and model.num_rows and not _dense(model):
+            return qdd, sparse_compliance_multipliers(model, C, F - M @ qdd, k)
         return qdd, compliance_multipliers(C, F - M @ qdd, k, model.holonomic_rows)
+
+
+def _dense(model: Model) -> bool:
+    """Whether `Compliance` takes the dense pseudo-inverse (small models, or knife edges,
+    whose quasi-static rule it implements) rather than `sparse_compliance_multipliers`."""
+    return al.is_dense(model)
 
 
 def _checked(value, label, scalar=False):
