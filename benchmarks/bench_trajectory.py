@@ -3,8 +3,9 @@
     python benchmarks/bench_trajectory.py            # robot 20 s, slider-crank 1 s and 10 s
     python benchmarks/bench_trajectory.py --quick    # robot 20 s, slider-crank 1 s, fewer repeats
 
-Both integrate the same model (null-space formulation, Baumgarte alpha = beta = 10, rtol 1e-8,
-atol 1e-10): jaxmb with `jax.jit(mb.simulate)` (diffrax Tsit5, autodiff rows), the reference with
+Both integrate the same model (rtol 1e-8, atol 1e-10; the reference: the null-space formulation
+with Baumgarte alpha = beta = 10; jaxmb: simulate's default formulation, or each of
+`--formulations` side by side): jaxmb with `jax.jit(mb.simulate)` (diffrax Tsit5, autodiff rows), the reference with
 `scipy.integrate.solve_ivp(RK45)` on hand-coded rows (tests/oracle/reference_numpy.py). The
 trajectories are compared at the 201 saved instants (max |q_jaxmb - q_ref|: integration error of
 two different Runge-Kutta pairs, expected below 1e-6); compile time is reported separately.
@@ -36,13 +37,17 @@ def cases(quick):
     return out
 
 
-def run(quick=False, repeats=None):
-    """Rows of the table and a dict of figures per case."""
+def run(quick=False, repeats=None, formulations=("default",)):
+    """Rows of the table and a dict of figures per case (and formulation, side by side)."""
     repeats = repeats or (3 if quick else 5)
     rows, figures = [], {}
-    for name, model, q0, qd0, t1, ref_sim in cases(quick):
+    for (name, model, q0, qd0, t1, ref_sim), formulation in [
+            (c, f) for c in cases(quick) for f in formulations]:
         ts = jnp.linspace(0.0, t1, 201)
-        fn = lambda m, q, qd, ts, t1=t1: mb.simulate(m, q, qd, t1, ts=ts)  # noqa: E731
+        fn = lambda m, q, qd, ts, t1=t1, f=formulation: mb.simulate(  # noqa: E731
+            m, q, qd, t1, ts=ts, formulation=f)
+        if len(formulations) > 1:
+            name = f"{name.split(' [')[0]} [{formulation}]"
         compiled, trace_s, xla_s = compile_timed(fn, model, q0, qd0, ts)
         traj = block(compiled(model, q0, qd0, ts))
         t_jax = median_time(lambda: block(compiled(model, q0, qd0, ts)), repeats)
@@ -69,9 +74,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--formulations", nargs="*", default=["default"],
+                        help="simulate formulations, side by side (e.g. null_space default)")
     args = parser.parse_args(argv)
     print(machine())
-    return run(args.quick, args.repeats)
+    return run(args.quick, args.repeats, tuple(args.formulations))
 
 
 if __name__ == "__main__":

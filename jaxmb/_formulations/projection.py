@@ -62,7 +62,6 @@ class Projection(AbstractStateFormulation):
     baumgarte: ClassVar[bool] = False  # the projections hold the constraints at round-off
     monitored: ClassVar[bool] = False  # it passes singular configurations on its branch
     detects_jumps: ClassVar[bool] = True  # a projection onto another branch is rejected
-    reuses_last_stage: ClassVar[bool] = False  # re-evaluates after every projection
 
     def __check_init__(self):
         if not (isinstance(self.iterations, int) and self.iterations >= 1):
@@ -85,6 +84,9 @@ class Projection(AbstractStateFormulation):
     ) -> tuple[Float[Array, " n"], Float[Array, " n"], Float[Array, ""]]:
         """(q, qd, max |Phi| left): the projections of `project_state`."""
         return project_state(model, self, q, qd, t)
+
+    def reuses_last_stage(self, model: Model) -> bool:
+        return False  # re-evaluates the first stage after every projection
 
     @property
     def projection_limit(self) -> float:
@@ -163,7 +165,7 @@ def _model_time(terms, t):
 
 
 REUSE_FACTOR = 0.1
-"""A formulation with `reuses_last_stage` keeps an FSAL solver's last stage (taken at the
+"""A formulation whose `reuses_last_stage(model)` is True keeps an FSAL solver's last stage (taken at the
 unprojected state) as the next step's first stage while its projection moved q and qd by at
 most this fraction of the step's local error estimate (`_keeps_last_stage`)."""
 
@@ -207,12 +209,12 @@ class ProjectedSolver(TransparentSolver):
         whole vmapped batch (members that never step, e.g. refused starts, would otherwise
         keep that flag set and change the other members' results at round-off)."""
         state = self.solver.init(terms, t0, t1, y0, args)
-        if self.option.reuses_last_stage and _fsal(self.solver):
+        if self.option.reuses_last_stage(self.model) and _fsal(self.solver):
             return jnp.array(False), self.solver.func(terms, t0, y0, args)
         return state
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        reuse = self.option.reuses_last_stage and _fsal(self.solver)
+        reuse = self.option.reuses_last_stage(self.model) and _fsal(self.solver)
         y1, y_error, dense_info, solver_state, result = self.solver.step(
             terms, t0, t1, y0, args, solver_state, made_jump if reuse else True
         )
