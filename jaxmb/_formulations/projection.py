@@ -165,9 +165,9 @@ def _model_time(terms, t):
 
 
 REUSE_FACTOR = 0.1
-"""A formulation whose `reuses_last_stage(model)` is True keeps an FSAL solver's last stage (taken at the
-unprojected state) as the next step's first stage while its projection moved q and qd by at
-most this fraction of the step's local error estimate (`_keeps_last_stage`)."""
+"""A formulation whose `reuses_last_stage(model)` is True keeps an FSAL solver's last stage
+(taken at the unprojected state) as the next step's first stage while its projection moved q
+and qd by at most this fraction of the step's local error estimate (`_keeps_last_stage`)."""
 
 
 def _fsal(solver) -> bool:
