@@ -510,3 +510,22 @@ def test_compliance_takes_the_sparse_path_for_large_models(grid, monkeypatch):
     assert calls
     dense = cp.compliance_multipliers(C, f, jnp.full(model.num_rows, 2.0), model.holonomic_rows)
     np.testing.assert_allclose(lam, dense, rtol=0, atol=1e-12 * float(jnp.max(jnp.abs(dense))))
+
+
+def test_subnormal_stiffness_is_refused_eagerly_and_traced():
+    """Compliance({}, default=5e-324) used to give nan reactions without an error: XLA flushes
+    subnormal numbers to zero, so k / max(k) was 0 / 0. Below the smallest normal float64 the
+    number is refused, eagerly (ValueError) and traced (the run-time error names the pair);
+    the smallest normal itself works and gives the answer of any other uniform stiffness."""
+    model = parallelogram.build()
+    with pytest.raises(ValueError, match="below 2.22507e-308.*scale them all up"):
+        mb.Compliance({}, default=5e-324)
+
+    @jax.jit
+    def lam(k):
+        return mb.statics(model, model.q0, method=mb.Compliance({}, default=k)).lam
+
+    with pytest.raises(RuntimeError, match="stiffness of pair .* smallest normal float64"):
+        lam(jnp.asarray(5e-324))
+    tiny = float(np.finfo(np.float64).tiny)
+    np.testing.assert_allclose(lam(jnp.asarray(tiny)), lam(jnp.asarray(1.0)), rtol=1e-12)

@@ -128,6 +128,10 @@ def compliance_multipliers(
     return root * mu
 
 
+SMALLEST_STIFFNESS = float(np.finfo(np.float64).tiny)
+"""The smallest stiffness accepted (2.2e-308): subnormal numbers are flushed to zero by XLA, so
+k / max(k) would be 0 / 0."""
+
 SPARSE_PENALTY = 1e8
 """alpha of the sparse solve (`sparse_compliance_multipliers`): the largest weight of
 S = M + C^T W C, W = alpha K / max_i(k_i C_i M^-1 C_i^T), dimensionless as in
@@ -252,11 +256,12 @@ class Compliance(AbstractReactionMethod):
         parts = [jnp.broadcast_to(given.get(p.name, self.default), (p.num_rows,))
                  for p in model.pairs]
         k = jnp.concatenate(parts) if parts else jnp.zeros(0)
-        messages = tuple(f"Compliance: the stiffness of pair {p.name!r} must be positive and "
-                         "finite (traced value)" for p in model.pairs for _ in range(p.num_rows))
+        messages = tuple(f"Compliance: the stiffness of pair {p.name!r} must be positive, "
+                         "finite and at least the smallest normal float64 (traced value)"
+                         for p in model.pairs for _ in range(p.num_rows))
         if not messages or is_concrete(k):
             return k
-        bad = ~(k > 0.0) | ~jnp.isfinite(k)
+        bad = ~(k >= SMALLEST_STIFFNESS) | ~jnp.isfinite(k)
         return _errors.branched_error_if(k, jnp.any(bad), jnp.argmax(bad), messages)
 
     def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
@@ -285,4 +290,9 @@ def _checked(value, label, scalar=False):
         v = np.asarray(x)
         if not np.all(np.isfinite(v) & (v > 0.0)):
             raise ValueError(f"Compliance: {label} = {v.tolist()} must be positive and finite")
+        if np.any(v < SMALLEST_STIFFNESS):
+            raise ValueError(
+                f"Compliance: {label} = {v.tolist()} is below {SMALLEST_STIFFNESS:g}, the "
+                "smallest normal float64: XLA flushes such numbers to zero. Only ratios of "
+                "the stiffnesses matter: scale them all up")
     return x
