@@ -338,7 +338,7 @@ def test_compliance_bad_input(para):
         lambda k: mb.statics(para, q, method=mb.Compliance({"A2": k}, default=1.0)).lam)
     assert np.all(np.isfinite(traced(2.0)))
     with pytest.raises(RuntimeError, match="Compliance: the stiffness of pair 'A2' must be "
-                                           "positive and finite"):
+                                           "positive, finite"):
         traced(0.0)
 
 
