@@ -74,3 +74,32 @@ def test_motion_under_gravity_conserves_energy():
     assert np.max(np.abs(energy - energy[0])) < 1e-7 * exchanged
     phi = jax.vmap(model.phi)(traj.q)
     assert float(jnp.max(jnp.abs(phi))) < 1e-9
+
+
+def test_verdicts_match_the_numpy_rank_test():
+    """Which hinge reactions are unique, on an 8 x 8 grid (64 plates, 227 rows, p = 36):
+    mb.solvability's verdicts (pivoted QR of C^T, B_X = C_X^T Q~) against seed 001's rank test
+    computed independently with numpy's SVD, pair X unique iff rank(C without X) = rank(C) -
+    rank(C_X), i.e. its rows are independent of all the others. Also the counts. The interior
+    hinges of a rotating-squares grid carry self-stresses (not unique); a hinge is unique only
+    where no self-stress reaches it."""
+    n = 8
+    model = auxetic.build(n)
+    C = np.asarray(model.C(model.q0))
+
+    def rank(A):
+        if A.shape[0] == 0:
+            return 0
+        s = np.linalg.svd(A, compute_uv=False)
+        return int(np.sum(s > 1e-9 * max(1.0, s[0])))
+
+    r = rank(C)
+    expected = []
+    for name in model.pair_names:
+        rows = np.arange(model.num_rows)[model.rows(name)]
+        rest = np.delete(C, rows, axis=0)
+        expected.append(rank(rest) == r - rank(C[rows]))
+    report = mb.solvability(model, model.q0)
+    assert (int(report.rank), int(report.redundancy)) == (r, (n - 2) ** 2)
+    np.testing.assert_array_equal(np.asarray(report.solvable), expected)
+    assert 0 < np.sum(~np.asarray(expected)) < len(expected)  # both verdicts occur
