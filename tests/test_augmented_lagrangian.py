@@ -169,18 +169,23 @@ def test_robot_motion_matches_the_null_space_formulation():
     np.testing.assert_allclose(run.q, reference.q, rtol=0, atol=1e-8)
 
 
-def test_inconsistent_constraints_stop_with_the_cause():
-    """Two drivers that contradict each other (the crank driven at two speeds): C qdd = gamma
-    has no solution, the iteration cannot converge, and the run says so instead of going on."""
-    qd0 = jnp.asarray([0.0, 0.05, 1.0])
-    # consistent at t = 0 (both drivers agree on angle and speed), not in acceleration
+def _contradicting_drivers():
+    """A crank driven at two speeds: consistent at t = 0 (both drivers agree on angle and
+    speed), not in acceleration, and inconsistent in position after."""
     m2 = mb.Mechanism()
     crank = m2.body("crank", mass=1.0, inertia=1e-3, q=(0.05, 0.0, 0.0))
     m2.add(mb.Revolute("O", m2.ground, crank, s_i=(0.0, 0.0), s_j=(-0.05, 0.0)))
     m2.add(mb.RelativeAngleDriver("motor", m2.ground, crank, f=mb.drive.Linear(1.0)))
     m2.add(mb.RelativeAngleDriver("brake", m2.ground, crank,
                                   f=mb.drive.Polynomial((0.0, 1.0, 5.0))))
-    model = m2.build()
+    return m2.build()
+
+
+def test_inconsistent_constraints_stop_with_the_cause():
+    """Two drivers that contradict each other (the crank driven at two speeds): C qdd = gamma
+    has no solution, the iteration cannot converge, and the run says so instead of going on."""
+    qd0 = jnp.asarray([0.0, 0.05, 1.0])
+    model = _contradicting_drivers()
     with pytest.raises(RuntimeError, match="augmented-Lagrangian iteration"):
         mb.simulate(model, model.q0, qd0, 0.5, formulation=mb.AugmentedLagrangian())
 
@@ -191,13 +196,7 @@ def test_inconsistent_right_hand_side_is_finite():
     finite: a nan in a rejected trial stage of an adaptive run made reverse-mode gradients
     through the whole integration nan (found on the robot over 2 s; its gradient against
     central differences is in benchmarks/bench_gradient.py, too slow to compile here)."""
-    m2 = mb.Mechanism()
-    crank = m2.body("crank", mass=1.0, inertia=1e-3, q=(0.05, 0.0, 0.0))
-    m2.add(mb.Revolute("O", m2.ground, crank, s_i=(0.0, 0.0), s_j=(-0.05, 0.0)))
-    m2.add(mb.RelativeAngleDriver("motor", m2.ground, crank, f=mb.drive.Linear(1.0)))
-    m2.add(mb.RelativeAngleDriver("brake", m2.ground, crank,
-                                  f=mb.drive.Polynomial((0.0, 1.0, 5.0))))
-    model = m2.build()
+    model = _contradicting_drivers()
     terms = state_terms(model, model.q0, jnp.asarray([0.0, 0.05, 1.0]), jnp.asarray(0.3))
     qdd, consistent = al._accelerations(model, FORMULATION, terms)
     assert not bool(consistent)
