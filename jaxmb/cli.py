@@ -82,7 +82,7 @@ def describe(model, q=None, t=0.0) -> str:
         x, y, phi = np.asarray(q[3 * k : 3 * k + 3])
         lines.append(
             f"  {name:<12} m = {float(model.masses[k]):<7.4g} J = {float(model.inertias[k]):<8.4g}"
-            f" q = ({x: .4f}, {y: .4f}, {phi: .4f})"
+            f" q = ({_fixed(x)}, {_fixed(y)}, {_fixed(phi)})"
         )
     lines.append(f"pairs ({len(model.pairs)}), rows of C in this order:")
     for pair in model.pairs:
@@ -238,7 +238,12 @@ def compliance_table(model, q, qd, t, compliance) -> str:
 
 
 def _vector(x) -> str:
-    return "[" + ", ".join(f"{v: .4g}" for v in x) + "]"
+    return "[" + ", ".join(f"{float(v) + 0.0: .4g}" for v in x) + "]"  # + 0.0: no "-0"
+
+
+def _fixed(v) -> str:
+    """v with 4 decimals; a value that rounds to zero prints as 0.0000, not -0.0000."""
+    return f"{round(float(v), 4) + 0.0: .4f}"
 
 
 def say(*parts):

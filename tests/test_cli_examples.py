@@ -309,3 +309,18 @@ def test_friction_example_parallelogram(friction_example):
     assert "'O1'" in linkage["refusal"] and "not unique" in linkage["refusal"]
     assert "mb.Compliance" in linkage["refusal"]
     assert (out / "parallelogram_friction.png").stat().st_size > 10_000
+
+
+def test_printed_numbers_have_no_negative_zero():
+    """`jaxmb describe` and `report` printed -0.0000 for coordinates that are -1e-17 (round-off
+    of an assembled state) and -0 for exact negative zeros; they print 0.0000 and 0 now, and
+    keep the sign of a real value."""
+    from jaxmb import cli
+    from jaxmb.models import slider_crank
+
+    model = slider_crank.build()
+    q = np.asarray(model.q0).copy()
+    q[1], q[2] = -1e-17, -0.25
+    text = cli.describe(model, q)
+    assert "-0.0000" not in text and "-0.2500" in text
+    assert cli._vector([-0.0, -1e-3]) == "[ 0, -0.001]"
