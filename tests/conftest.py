@@ -103,3 +103,23 @@ def select_kernel(monkeypatch, kernel):
             pytest.fail("a C++ compiler is installed but jaxmb's kernels were not built "
                         "(reinstall jaxmb: pip install -e .)")
         pytest.skip("no C++ compiler: jaxmb's compiled kernels were not built")
+
+
+QUICK_MODULES = {
+    "test_elements", "test_model", "test_linalg", "test_sparse_cholesky", "test_groups",
+    "test_assemble", "test_layers", "test_auxetic", "test_compliance", "test_seed003_pairs",
+}
+"""`pytest -m quick`: a subset that touches every layer (elements, the model and its autodiff
+rows, the dense and sparse factorizations, the default formulation's motion (energy of a
+rotating-squares grid), the reaction methods, solvability), in under 2 minutes on 2 cores;
+the whole suite is the reference (README)."""
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "quick: the quick subset (`pytest -m quick`)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module.__name__.rsplit(".", 1)[-1] in QUICK_MODULES:
+            item.add_marker(pytest.mark.quick)

@@ -117,3 +117,14 @@ def test_the_check_sees_imports():
     assert ("elements._base", "elements.drive") in found
     assert ("elements._base", "_model.model") not in found  # under `if TYPE_CHECKING:` only
     assert _layer("_formulations.base") < _layer("_reaction_methods.eliminate")
+
+
+def test_quick_subset_names_existing_modules():
+    """`pytest -m quick` (README) selects the modules of conftest.QUICK_MODULES: each must be a
+    test file here, so that a renamed module cannot silently shrink the subset."""
+    import conftest
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    missing = [m for m in conftest.QUICK_MODULES
+               if not os.path.isfile(os.path.join(here, f"{m}.py"))]
+    assert not missing and len(conftest.QUICK_MODULES) >= 8, missing
