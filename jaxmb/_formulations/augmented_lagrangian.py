@@ -343,7 +343,7 @@ def _accelerations(model, formulation, terms):
     mass = model.mass_diagonal()
     if is_dense(model):
         s = dense_system(mass, terms.C, formulation.penalty)
-        gamma = terms.gamma
+        gamma = terms.gamma_exact  # as the sparse path: the projections hold the constraints
     else:
         pairs, groups, _, _ = pattern(model)
         kin = constraint_blocks(pairs, groups, model.num_rows, terms.q, terms.qd, terms.t)
