@@ -203,18 +203,22 @@ class ProjectedSolver(TransparentSolver):
     model: Model
     option: eqx.Module  # Projection or AugmentedLagrangian
 
+    @property
+    def _reuses_last_stage(self) -> bool:
+        return self.option.reuses_last_stage(self.model) and _fsal(self.solver)
+
     def init(self, terms, t0, t1, y0, args):
         """The wrapped solver's state; with `reuses_last_stage`, f(t0, y0) evaluated here and
         the first-step flag cleared, so that diffrax never re-evaluates a first stage for a
         whole vmapped batch (members that never step, e.g. refused starts, would otherwise
         keep that flag set and change the other members' results at round-off)."""
         state = self.solver.init(terms, t0, t1, y0, args)
-        if self.option.reuses_last_stage(self.model) and _fsal(self.solver):
+        if self._reuses_last_stage:
             return jnp.array(False), self.solver.func(terms, t0, y0, args)
         return state
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        reuse = self.option.reuses_last_stage(self.model) and _fsal(self.solver)
+        reuse = self._reuses_last_stage
         y1, y_error, dense_info, solver_state, result = self.solver.step(
             terms, t0, t1, y0, args, solver_state, made_jump if reuse else True
         )

@@ -268,15 +268,11 @@ class Compliance(AbstractReactionMethod):
                     gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
         qdd = unique_accelerations(M, F, C, gamma, qdd)
         k = self.row_stiffness(model)
-        if model.h == 0 and model.num_rows and not _dense(model):
+        # large holonomic models: the sparse path; small ones, and knife edges (whose
+        # quasi-static rule the dense formula implements): the pseudo-inverse
+        if model.h == 0 and model.num_rows and not al.is_dense(model):
             return qdd, sparse_compliance_multipliers(model, C, F - M @ qdd, k)
         return qdd, compliance_multipliers(C, F - M @ qdd, k, model.holonomic_rows)
-
-
-def _dense(model: Model) -> bool:
-    """Whether `Compliance` takes the dense pseudo-inverse (small models, or knife edges,
-    whose quasi-static rule it implements) rather than `sparse_compliance_multipliers`."""
-    return al.is_dense(model)
 
 
 def _checked(value, label, scalar=False):
