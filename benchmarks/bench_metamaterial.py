@@ -1,20 +1,20 @@
 """Benchmark: rotating-squares (auxetic) linkages of n x n plates, analysed at scale.
 
     python benchmarks/bench_metamaterial.py                 # 10 x 10 and 20 x 20
-    python benchmarks/bench_metamaterial.py --sizes 4 10 20 30
+    python benchmarks/bench_metamaterial.py --sizes 4 10 20 30 --dense-up-to 20
 
-Per size, side by side in one run (OPENBLAS_NUM_THREADS=1):
+Per size, side by side in one run (OPENBLAS_NUM_THREADS=1), seconds as first call (compile
+included) / median of 3 after:
 
-- `mb.solvability` (first call, compile included; then the median of 3), its verdicts checked
-  against an independent numpy computation: the self-stresses null(C^T) from numpy's SVD of
-  C (pair X unique iff no self-stress has a component on X's rows, seed 001's criterion),
-  timed too;
-- the compliance-resolved multipliers of a random equilibrium load f = C^T lambda_0 (uniform
-  hinge stiffness): jaxmb's sparse path (`sparse_compliance_multipliers`, jitted) against
-  scipy.sparse LSQR on K^(1/2) C (the same lambda* = K C y, C^T K C y = f), both timed, and
-  their difference;
-- `mb.statics(..., method=mb.Compliance(...))` end to end (it carries the solvability flags
-  of every pair, so it costs a solvability report).
+- `mb.solvability` of the grid held at plate (0, 0), by seed 001's pivoted QR (method "qr",
+  up to --dense-up-to) and by method "sparse"; both sets of verdicts checked against an
+  independent numpy computation (the self-stresses null(C^T) from numpy's SVD of C: pair X
+  unique iff no self-stress has a component on X's rows), numpy timed too;
+- `mb.statics` of the grid pulled outwards at its left and right edges (1 N per edge plate)
+  with its mode held by the "mode" driver: `mb.Compliance` (uniform hinge stiffness) against
+  scipy (lstsq for a particular solution, then scipy.sparse LSQR on K^(1/2) C: lambda* =
+  K C y, C^T K C y = f), their relative difference, and the min-norm answer beside it (what a
+  rigid model alone says): the largest hinge force of each.
 """
 
 import argparse
@@ -22,8 +22,8 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import time  # noqa: E402
+import warnings  # noqa: E402
 
-import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
@@ -31,7 +31,6 @@ import scipy.sparse.linalg as spla  # noqa: E402
 from _common import block, machine, median_time, table  # noqa: E402
 
 import jaxmb as mb  # noqa: E402
-from jaxmb._reaction_methods import compliance as cp  # noqa: E402
 from jaxmb.models import auxetic  # noqa: E402
 
 
@@ -62,49 +61,70 @@ def scipy_compliance(C, f, k):
     return k * (C @ y)
 
 
-def run(sizes):
+def largest_hinge_force(model, lam):
+    lam = np.asarray(lam)
+    return max(float(np.linalg.norm(lam[model.rows(name)])) for name in model.pair_names
+               if name.startswith(("H", "V")))
+
+
+def run(sizes, dense_up_to):
     rows = []
     for n in sizes:
         model = auxetic.build(n)
         q = model.q0
         C = np.asarray(model.C(q, 0.0))
-        report, solv_first, solv_s = first_and_median(lambda: mb.solvability(model, q))
-        start = time.perf_counter()
-        expected, rank = numpy_verdicts(model, C)
-        numpy_s = time.perf_counter() - start
-        agree = bool(np.array_equal(np.asarray(report.solvable), expected))
+        dense = n <= dense_up_to
+        if dense:
+            report, qr_first, qr_s = first_and_median(lambda: mb.solvability(model, q))
+            start = time.perf_counter()
+            expected, _ = numpy_verdicts(model, C)
+            numpy_s = time.perf_counter() - start
+        sparse, sp_first, sp_s = first_and_median(
+            lambda: mb.solvability(model, q, method="sparse"))
+        if dense:
+            agree = (bool(np.array_equal(np.asarray(report.solvable), expected)),
+                     bool(np.array_equal(np.asarray(sparse.solvable), expected)))
 
-        rng = np.random.default_rng(0)
-        f = C.T @ rng.normal(size=model.num_rows)
-        k = np.full(model.num_rows, 1e6)
-        sparse = jax.jit(lambda C, f, k: cp.sparse_compliance_multipliers(model, C, f, k))
-        args = (jnp.asarray(C), jnp.asarray(f), jnp.asarray(k))
-        lam, comp_first, comp_s = first_and_median(lambda: sparse(*args))
-        start = time.perf_counter()
-        reference = scipy_compliance(C, f, k)
-        scipy_s = time.perf_counter() - start
-        diff = float(np.max(np.abs(np.asarray(lam) - reference)) / np.max(np.abs(reference)))
-
+        loaded = auxetic.build(n, pull=1.0, lock_mode=True)
+        ql = loaded.q0
         method = mb.Compliance(default=1e6)
-        _, statics_first, statics_s = first_and_median(
-            lambda: mb.statics(model, q, method=method).lam)
-        rows.append([f"{n} x {n}", model.num_rows, int(report.redundancy),
-                     int(np.sum(expected)), agree, solv_first, solv_s, numpy_s, comp_first,
-                     comp_s, scipy_s, diff, statics_first, statics_s])
-    table("Rotating squares, n x n plates, plate (0, 0) held: seconds (first call with "
-          "compile / median of 3 after)",
-          ["grid", "rows", "p", "unique pairs", "verdicts = numpy", "solvability first",
-           "solvability s", "numpy SVD s", "compliance first", "compliance s", "scipy LSQR s",
-           "rel. diff", "statics first", "statics s"], rows)
+        compliant, st_first, st_s = first_and_median(
+            lambda: mb.statics(loaded, ql, method=method))
+        Cl = np.asarray(loaded.C(ql, 0.0))
+        f = np.asarray(loaded.forces(ql, jnp.zeros(loaded.n), 0.0))
+        start = time.perf_counter()
+        reference = scipy_compliance(Cl, f, np.full(loaded.num_rows, 1e6))
+        scipy_s = time.perf_counter() - start
+        diff = float(np.max(np.abs(np.asarray(compliant.lam) - reference))
+                     / np.max(np.abs(reference)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", mb.NonUniqueReactionWarning)
+            rigid, _, mn_s = first_and_median(lambda: mb.statics(loaded, ql))
+        rows.append([
+            f"{n} x {n}", model.num_rows, int(sparse.redundancy), int(np.sum(sparse.solvable)),
+            f"{agree[0]}/{agree[1]}" if dense else "-",
+            f"{qr_first:.3g} / {qr_s:.3g}" if dense else "-",
+            f"{sp_first:.3g} / {sp_s:.3g}", f"{numpy_s:.3g}" if dense else "-",
+            f"{st_first:.3g} / {st_s:.4g}", f"{scipy_s:.3g}", f"{diff:.1e}", f"{mn_s:.4g}",
+            f"{largest_hinge_force(loaded, compliant.lam):.4g}",
+            f"{largest_hinge_force(loaded, rigid.lam):.4g}"])
+    table("Rotating squares, n x n plates: seconds as first call / median of 3 (solvability of "
+          "the held grid; statics of the grid pulled at two edges, mode held)",
+          ["grid", "rows", "p", "unique pairs", "verdicts = numpy (qr/sparse)",
+           "solvability qr", "solvability sparse", "numpy SVD", "statics Compliance",
+           "scipy LSQR", "rel. diff", "statics min-norm", "max hinge force Compliance N",
+           "max hinge force min-norm N"], rows)
     return rows
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10, 20])
+    parser.add_argument("--dense-up-to", type=int, default=20,
+                        help="largest grid for the dense QR test and numpy's SVD")
     args = parser.parse_args(argv)
     print(machine())
-    return run(args.sizes)
+    return run(args.sizes, args.dense_up_to)
 
 
 if __name__ == "__main__":

@@ -103,3 +103,46 @@ def test_verdicts_match_the_numpy_rank_test():
     assert (int(report.rank), int(report.redundancy)) == (r, (n - 2) ** 2)
     np.testing.assert_array_equal(np.asarray(report.solvable), expected)
     assert 0 < np.sum(~np.asarray(expected)) < len(expected)  # both verdicts occur
+
+
+def test_pulled_grid_hinge_forces_against_scipy():
+    """A 6 x 6 grid (36 plates: the sparse paths) pulled outwards at its left and right edges,
+    its mode held by the "mode" driver so that the pull is an equilibrium, every hinge with its
+    own ligament stiffness (random over a decade). Compliance statics against an independent
+    scipy computation of lambda* = K C (C^T K C)^+ f (a particular solution by numpy's lstsq,
+    then scipy.sparse LSQR on K^(1/2) C: the displacement method), to 1e-9 relative; the
+    min-norm answer against numpy's lstsq (1e-9); both agree on the unique pairs (the weld and
+    the mode driver) and differ on the hinges, where only the stiffness decides. The
+    reactions balance the pull (statics checks F + sum of reactions = 0 to 1e-9)."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
+    model = auxetic.build(6, pull=3.0, lock_mode=True)
+    q = model.q0
+    rng = np.random.default_rng(3)
+    stiffness = {name: float(10 ** rng.uniform(6, 7)) for name in model.pair_names
+                 if name.startswith(("H", "V"))}
+    compliant = mb.statics(model, q, method=mb.Compliance(stiffness, default=1e7))
+    with pytest.warns(mb.NonUniqueReactionWarning):
+        rigid = mb.statics(model, q)
+
+    C = np.asarray(model.C(q))
+    f = np.asarray(model.forces(q, jnp.zeros(model.n), 0.0))
+    k = np.concatenate([np.full(model.pair(p).num_rows, stiffness.get(p, 1e7))
+                        for p in model.pair_names])
+    lam_p = np.linalg.lstsq(C.T, f, rcond=None)[0]
+    A = sp.diags(np.sqrt(k)) @ sp.csr_matrix(C)
+    y = spla.lsqr(A, lam_p / np.sqrt(k), atol=1e-15, btol=1e-15, iter_lim=100_000)[0]
+    expected = k * (C @ y)
+    scale = np.max(np.abs(expected))
+    np.testing.assert_allclose(np.asarray(compliant.lam), expected, atol=1e-9 * scale)
+    np.testing.assert_allclose(np.asarray(rigid.lam), lam_p, atol=1e-9 * scale)
+    unique = np.asarray(compliant.solvable_array)
+    assert [n for n, u in zip(model.pair_names, unique) if u] == ["hold", "mode"]
+    for name in ("hold", "mode"):
+        rows = model.rows(name)
+        np.testing.assert_allclose(np.asarray(compliant.lam)[rows], np.asarray(rigid.lam)[rows],
+                                   atol=1e-9 * scale)
+    # the mode's torque is the work-conjugate of the pull: nonzero
+    assert abs(float(np.asarray(compliant.lam)[model.rows("mode")][0])) > 1e-3 * scale
+    assert np.max(np.abs(np.asarray(compliant.lam) - np.asarray(rigid.lam))) > 1e-2 * scale

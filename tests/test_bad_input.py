@@ -469,8 +469,8 @@ def test_model_file_with_unknown_key_or_missing_field(tmp_path):
 
 def test_unknown_method_or_formulation(chain_model):
     """Unknown option strings name the function and list the accepted values."""
-    with pytest.raises(ValueError, match="solvability: method must be 'qr', 'svd' or 'rank', "
-                                         "got 'lu'"):
+    with pytest.raises(ValueError, match="solvability: method must be 'qr', 'svd', 'rank' or "
+                                         "'sparse', got 'lu'"):
         mb.solvability(chain_model, chain_model.q0, method="lu")
     with pytest.raises(ValueError, match="reactions: method must be 'min_norm', 'auto'.*got "
                                          "'pinv'"):

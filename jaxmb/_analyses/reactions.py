@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
+from .._formulations import augmented_lagrangian as al
 from .._formulations.trajectory import Trajectory
 from .._model.input_checks import check_shapes
 from .._model.model import Model
@@ -129,6 +130,13 @@ def _traced(*trees):
     return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(trees))
 
 
+def flags_method(model: Model) -> str:
+    """The solvability test behind `Reactions.solvable`: seed 001's pivoted QR ("qr") for the
+    models the dense path serves, "sparse" above (no dense factorization of C: a statics call
+    of a 400-plate linkage costs milliseconds instead of seconds)."""
+    return "qr" if al.is_dense(model) else "sparse"
+
+
 def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
     """Reactions at one state by the bound `method`; `qdd` given (statics, inverse dynamics)
     or, when None, the model's unique accelerations; `check` refuses a state off the
@@ -154,7 +162,8 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
     frozen = jax.tree.map(
         lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, model
     )
-    report = solvability(frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t))
+    report = solvability(frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t),
+                         method=flags_method(model))
     lam = _friction.check_unique(lam, model, report.solvable, method, label)
     return Reactions(
         pair_names=model.pair_names,

@@ -9,6 +9,10 @@ Three numerical tests:
 - "svd": the same criterion with Q~ replaced by the left singular vectors of the zero singular
   values of C (any orthonormal basis of null(C^T) gives the same |B_X|_F).
 - "rank": rank(C_X) + rank(C_Y) = rank(C).
+- "sparse": the same criterion for large models, from the augmented-Lagrangian matrix's sparse
+  factorization: B_X probed through the self-stress projector, the rank from the modes
+  (`jaxmb._analyses.sparse_solvability`; cost about that of a few simulation steps, not
+  rows x n^2; `b_norm` an estimate, `redundant_rows` not computed).
 
 Everything has fixed shapes: the rank is data and bases are masked, never sliced, so the
 analysis runs under jit and vmap over configurations and model parameters.
@@ -52,6 +56,7 @@ from .._model.input_checks import check_shapes, checked_finite
 from .._model.model import Model
 from .._runtime import errors as _errors
 from ..elements.geometry import is_concrete
+from . import sparse_solvability as _sparse
 
 B_RTOL = 1e-8
 MARGIN_WARNING = 1e2
@@ -186,6 +191,52 @@ def _analyse_sets(C, Qt, rank, row_sets, method, rtol, btol):
     return ok, b_norm, b_rel, E, count
 
 
+def _set_columns(model, row_sets):
+    """Static coordinates of every row set: the union of its pairs' bodies' coordinates (C_X
+    is zero elsewhere)."""
+    _, groups = model._groups()
+    columns = {}
+    for g in groups:
+        for rows, coords in zip(g.rows, g.coords):
+            for r in rows:
+                columns[int(r)] = coords
+    return [np.unique(np.concatenate([columns[int(r)] for r in idx] or [np.zeros(0, np.int64)]))
+            for idx in row_sets]
+
+
+def _analyse_local_sets(model, C, Qt, row_sets, rtol, btol):
+    """`_analyse_sets` on C_X restricted to its pair's coordinates (L x 3 b instead of L x n):
+    the sparse report's cost then grows with the pairs, not pairs x n."""
+    n = C.shape[1]
+    width = min(n, max((len(idx) for idx in row_sets), default=0))
+    if not row_sets:
+        return (jnp.zeros(0, bool), jnp.zeros(0, C.dtype), jnp.zeros(0, C.dtype),
+                jnp.zeros((0, n, width), C.dtype), jnp.zeros(0, jnp.int32))
+    scale = jnp.max(jnp.abs(C), initial=0.0)
+    col_sets = _set_columns(model, row_sets)
+    by_shape: dict = {}
+    for k, (idx, cols) in enumerate(zip(row_sets, col_sets)):
+        by_shape.setdefault((len(idx), len(cols)), []).append(k)
+    outs, order = [], []
+
+    def one(idx, cols):
+        CX, QX = C[idx[:, None], cols[None, :]], Qt[idx]
+        b = jnp.linalg.norm(jnp.sum(CX[:, :, None] * QX[:, None, :], axis=0))
+        E, e_mask = _unique_directions(CX, QX, scale, rtol, width)
+        full = jnp.zeros((n, width), C.dtype).at[cols].set(E[:, :width])
+        return b, b / jnp.maximum(jnp.linalg.norm(CX), 1e-300), full, jnp.sum(e_mask)
+
+    for (length, ncols), members in by_shape.items():
+        idx = np.asarray([row_sets[k] for k in members], np.int64).reshape(-1, length)
+        cols = np.asarray([col_sets[k] for k in members], np.int64).reshape(-1, ncols)
+        outs.append(jax.vmap(one)(jnp.asarray(idx), jnp.asarray(cols)))
+        order += members
+    inverse = np.argsort(np.asarray(order))
+    b_norm, b_rel, E, count = jax.tree.map(lambda *parts: jnp.concatenate(parts)[inverse],
+                                           *outs)
+    return b_rel <= btol, b_norm, b_rel, E, count
+
+
 class SolvabilityReport(eqx.Module):
     """Result of `solvability`. Array fields carry a leading batch axis under vmap.
 
@@ -193,10 +244,12 @@ class SolvabilityReport(eqx.Module):
     - r), `dof` (n - r); `pair_names` and `solvable`, `b_norm` (|B_X|_F per pair, independent of
     the null-space basis), `b_relative` (|B_X|_F / |C_X|_F); `margin` and `warning`;
     `row_order` (pivot order of the rows of C from pivoted QR of C^T: the first `rank` rows are
-    independent, the others redundant); `unique_directions` / `unique_count` per pair (directions
-    in generalized-force space along which an unsolvable pair's reaction is still unique); the
+    independent, the others redundant; None for method "sparse"); `unique_directions` /
+    `unique_count` per pair (directions in generalized-force space along which an unsolvable
+    pair's reaction is still unique); the
     same per group in `group_names`, `group_solvable`, `group_b_norm`, ... (None when no
-    groups were given).
+    groups were given); `block_saturated` (method "sparse": its block of modes was full, so
+    the rank is not resolved; eager calls repeat with a larger block, traced ones raise).
 
     Shapes: `pairs`, `groups`, `rows` = m + h rows of C, `n` coordinates, `width` = min(n,
     the most rows of a pair) (a pair has at most as many unique directions as rows;
@@ -222,7 +275,8 @@ class SolvabilityReport(eqx.Module):
     group_unique_count: Int[Array, "*batch groups"] | None
     margin: Float[Array, " *batch"]
     warning: Bool[Array, " *batch"]
-    row_order: Int[Array, "*batch rows"]
+    row_order: Int[Array, "*batch rows"] | None
+    block_saturated: Bool[Array, " *batch"] | None = None
 
     @property
     def redundancy(self) -> Int[Array, " *batch"]:
@@ -237,6 +291,10 @@ class SolvabilityReport(eqx.Module):
     @property
     def redundant_rows(self) -> tuple[int, ...]:
         """A set of p rows of C whose removal leaves an independent set (from pivoted QR of C^T)."""
+        if self.row_order is None:
+            raise ValueError(f"redundant_rows needs the pivoted QR of C^T, which method "
+                             f"{self.method!r} does not compute: use mb.solvability(model, q, "
+                             "t, method='qr')")
         order = np.asarray(self.row_order)
         if order.ndim != 1:
             raise ValueError("redundant_rows is defined for a single configuration, not a batch")
@@ -257,7 +315,8 @@ class SolvabilityReport(eqx.Module):
             "dof": int(self.dof),
             "margin": float(self.margin),
             "warning": bool(self.warning),
-            "redundant_rows": list(self.redundant_rows),
+            "redundant_rows": (None if self.row_order is None
+                               else list(self.redundant_rows)),
             "pairs": {
                 nm: {
                     "solvable": bool(s),
@@ -307,7 +366,7 @@ def solvability(
     model: Model,
     q: Real[ArrayLike, " n"],
     t: Real[ArrayLike, ""] = 0.0,
-    method: Literal["qr", "svd", "rank"] = "qr",
+    method: Literal["qr", "svd", "rank", "sparse"] = "qr",
     *,
     groups: Mapping[str, Sequence[str]] | None = None,
     rtol: float = RANK_RTOL,
@@ -317,7 +376,9 @@ def solvability(
 
     **Arguments:**
     - `model`, `q`, `t`: the configuration.
-    - `method`: "qr" (pivoted QR, eq. 21-27), "svd" or "rank" (the three tests of seed 001).
+    - `method`: "qr" (pivoted QR, eq. 21-27), "svd" or "rank" (the three tests of seed 001), or
+      "sparse" (the same verdicts for models of hundreds of bodies, without a dense
+      factorization: module docstring).
     - `groups`: optional {name: (pair names)}; a group's combined reaction is tested against the
       rest (direct sum of the group's rows against all other rows).
     - `rtol`: relative rank tolerance; `btol`: B_X is zero when |B_X|_F <= btol |C_X|_F.
@@ -329,8 +390,9 @@ def solvability(
     print(report)
     ```
     """
-    if method not in ("qr", "svd", "rank"):
-        raise ValueError(f"solvability: method must be 'qr', 'svd' or 'rank', got {method!r}")
+    if method not in METHODS:
+        raise ValueError("solvability: method must be 'qr', 'svd', 'rank' or 'sparse', got "
+                         f"{method!r}")
     groups = tuple((name, tuple(members)) for name, members in dict(groups or {}).items())
     for name, members in groups:
         if not members:
@@ -339,20 +401,34 @@ def solvability(
     q = jnp.asarray(q, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
     check_shapes(model, "solvability", q=q)
-    return _solvability_compiled(model, q, t, method, groups, rtol, btol)
+    if method != "sparse":
+        return _solvability_compiled(model, q, t, method, groups, rtol, btol)
+    strict = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((model, q, t)))
+    block = _sparse.block_size(model)
+    while True:  # eagerly, a full block of modes is repeated with a larger one
+        report = _solvability_compiled(model, q, t, method, groups, rtol, btol, block, strict)
+        if strict or not bool(np.any(report.block_saturated)):
+            return report
+        block = min(model.n, 4 * block)
+
+
+METHODS = ("qr", "svd", "rank", "sparse")
 
 
 # eager calls run compiled (design measurement D6), inlined in an outer jit; the check is
 # returned as data (jaxmb._runtime.errors): no host callback, so the persistent cache stores the
 # program
 @_errors.checked_jit
-def _solvability_compiled(model, q, t, method, groups, rtol, btol):
+def _solvability_compiled(model, q, t, method, groups, rtol, btol, block=None, strict=True):
     groups = dict(groups)  # (name, members) pairs: a dict argument would come back key-sorted
     q = checked_finite(model, q, "solvability", "q")  # nan would read as rank 0, nothing unique
     C = model.C(q, t)
     hol = np.asarray(model.holonomic_rows)
     pair_sets = _row_sets(model, [(nm,) for nm in model.pair_names])
     group_sets = _row_sets(model, list(groups.values()))
+    if method == "sparse":
+        return _sparse_report(model, C, hol, groups, pair_sets, group_sets, rtol, btol, block,
+                              strict)
 
     rank_h, _, _ = _rank_svd(C[hol], rtol) if hol.any() else (jnp.asarray(0), None, None)
     rank_n, _, _ = _rank_svd(C[~hol], rtol) if (~hol).any() else (jnp.asarray(0), None, None)
@@ -375,6 +451,40 @@ def _solvability_compiled(model, q, t, method, groups, rtol, btol):
         solvable=ok, b_norm=b_norm, b_relative=b_rel, unique_directions=E, unique_count=e_count,
         group_solvable=g_ok, group_b_norm=g_b, group_unique_count=g_count, margin=margin,
         warning=margin < MARGIN_WARNING, row_order=row_order,
+    )
+
+
+def _sparse_report(model, C, hol, groups, pair_sets, group_sets, rtol, btol, block, strict):
+    """The report of method "sparse" (`jaxmb._analyses.sparse_solvability`)."""
+    found = _sparse.modes(model, C, rtol, block=block)
+    rank = model.n - found.count
+    if strict:
+        rank = _errors.error_if(
+            rank, found.saturated,
+            f"solvability(method='sparse'): the model has at least {found.sigma.shape[0]} "
+            "independent motions at this configuration, more than the sparse rank test "
+            "resolves inside jit; call it eagerly (it enlarges its block) or use method='qr'")
+    rank_h, rank_n = rank, jnp.asarray(0)
+    if not hol.all():
+        rank_n, _, _ = _rank_svd(C[~hol], rtol)  # h rows: a small dense SVD
+        rank_h = (model.n - _sparse.modes(model, C, rtol, hol, found.sigma.shape[0] + model.h).count
+                  if hol.any()
+                  else jnp.asarray(0))
+    values = jnp.concatenate([found.sigma, found.sigma_max[None]])
+    kept = jnp.concatenate([found.sigma > rtol * found.sigma_max, jnp.ones(1, bool)])
+    margin = _margin(values, kept, rtol)
+    Qt = _sparse.self_stress_probes(model, C)
+    ok, b_norm, b_rel, E, e_count = _analyse_local_sets(model, C, Qt, pair_sets, rtol, btol)
+    g_ok = g_b = g_count = None
+    if groups:
+        g_ok, g_b, _, _, g_count = _analyse_local_sets(model, C, Qt, group_sets, rtol, btol)
+    return SolvabilityReport(
+        method="sparse", pair_names=model.pair_names, group_names=tuple(groups),
+        group_members=tuple(tuple(v) for v in groups.values()), n=model.n,
+        num_rows=model.num_rows, rank=rank, rank_holonomic=rank_h, rank_nonholonomic=rank_n,
+        solvable=ok, b_norm=b_norm, b_relative=b_rel, unique_directions=E, unique_count=e_count,
+        group_solvable=g_ok, group_b_norm=g_b, group_unique_count=g_count, margin=margin,
+        warning=margin < MARGIN_WARNING, row_order=None, block_saturated=found.saturated,
     )
 
 

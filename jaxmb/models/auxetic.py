@@ -20,7 +20,7 @@ welded to the ground, 4 n m - 2 (n + m) + 3 rows (2 per hinge, 3 for the weld) o
 import jax.numpy as jnp
 
 from .._model.mechanism import Mechanism
-from ..elements import Gravity, Revolute, Weld
+from ..elements import Force, Gravity, RelativeAngleDriver, Revolute, Weld
 
 CORNERS = {"tr": (1.0, 1.0), "tl": (-1.0, 1.0), "bl": (-1.0, -1.0), "br": (1.0, -1.0)}
 
@@ -58,14 +58,21 @@ def configuration(n, m=None, theta=0.3, side=1.0):
         for j in range(m) for i in range(n)])
 
 
-def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None):
+def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
+          lock_mode=False):
     """The n x m linkage on its mode at `theta`, plate (0, 0) welded to the ground ("hold").
 
     **Arguments:** `n`, `m` (static; m = n by default, both >= 2) plates per row and column;
     `theta` the mode angle (0 < theta < pi / 4 keeps neighbours apart), `side` the plates' side
     a, `mass` each plate's mass (a uniform square: J = m a^2 / 6), `gravity` (None: none);
-    all but n, m traceable. Bodies "P{i}_{j}"; pairs: the weld "hold", then the hinges of
-    `hinges(n, m)`.
+    `pull` (None: none) a force in N on every plate of the left and right edges, at its centre,
+    outwards (-x on column 0, +x on column n - 1: the grid pulled at two opposite edges, which
+    drives the auxetic mode); `lock_mode` (static) adds "mode", a relative angle driver that
+    holds the angle between plates (0, 0) and (1, 0) at 2 theta, so the linkage is a
+    structure (dof 0) and any load is an equilibrium (its reaction is the torque that holds
+    the mode). All but n, m and lock_mode traceable. Bodies "P{i}_{j}"; pairs: the weld
+    "hold", then "mode" if locked, then the hinges of `hinges(n, m)`; forces "pull_L{j}" and
+    "pull_R{j}".
     """
     m = n if m is None else m
     if not (isinstance(n, int) and isinstance(m, int) and n >= 2 and m >= 2):
@@ -79,6 +86,9 @@ def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None):
               for j in range(m) for i in range(n)}
     mech.add(Weld("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0),
                   angle=q[0, 2]))
+    if lock_mode:
+        mech.add(RelativeAngleDriver("mode", plates[(0, 0)], plates[(1, 0)], f=0.0,
+                                     offset=q[1, 2] - q[0, 2]))
     half = side / 2
     for name, a, b, corner_a, corner_b in hinges(n, m):
         mech.add(Revolute(name, plates[a], plates[b],
@@ -86,15 +96,22 @@ def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None):
                           s_j=half * jnp.asarray(CORNERS[corner_b])))
     if gravity is not None:
         mech.add(Gravity(gravity))
+    if pull is not None:
+        pull = jnp.asarray(pull, jnp.float64)
+        for j in range(m):
+            for name, i, sign in ((f"pull_L{j}", 0, -1.0), (f"pull_R{j}", n - 1, 1.0)):
+                mech.add(Force(name, plates[(i, j)], s=(0.0, 0.0),
+                               f=jnp.stack([sign * pull, 0.0 * pull])))
     return mech.build()
 
 
-def counts(n, m=None):
-    """The hand-derived (n_coordinates, rows, rank, p, dof) of the module docstring."""
+def counts(n, m=None, lock_mode=False):
+    """The hand-derived (n_coordinates, rows, rank, p, dof) of the module docstring (the mode
+    driver adds a row and removes the degree of freedom)."""
     m = n if m is None else m
     coords = 3 * n * m
-    rows = 2 * len(hinges(n, m)) + 3
-    dof = 1
+    rows = 2 * len(hinges(n, m)) + 3 + int(lock_mode)
+    dof = 0 if lock_mode else 1
     rank = coords - dof
     return coords, rows, rank, rows - rank, dof
 
