@@ -492,8 +492,9 @@ def test_sparse_path_gradient_matches_the_dense_one(grid):
 
 
 def test_compliance_takes_the_sparse_path_for_large_models(grid, monkeypatch):
-    """mb.Compliance on a model above DENSE_BODIES without knife edges calls the sparse path
-    (counted), and gives the dense answer."""
+    """mb.Compliance and mb.MinNorm on a model above DENSE_BODIES (MinNorm: also with knife
+    edges) call the sparse path (counted), and give the dense answers (the SVD formula; numpy's
+    pseudo-inverse)."""
     from jaxmb._reaction_methods import compliance as cp
 
     model, C, f, k = grid
@@ -512,6 +513,17 @@ def test_compliance_takes_the_sparse_path_for_large_models(grid, monkeypatch):
     assert calls
     dense = cp.compliance_multipliers(C, f, jnp.full(model.num_rows, 2.0), model.holonomic_rows)
     np.testing.assert_allclose(lam, dense, rtol=0, atol=1e-12 * float(jnp.max(jnp.abs(dense))))
+    # MinNorm is the same solve with equal stiffness (C (C^T C)^+ f): sparse too, and equal to
+    # the pseudo-inverse's answer
+    from jaxmb._reaction_methods import min_norm
+
+    monkeypatch.setattr(min_norm, "sparse_compliance_multipliers", counting)
+    calls.clear()
+    _, lam = mb.MinNorm().multipliers(model, M, f, C, jnp.zeros(model.num_rows),
+                                      jnp.zeros(model.n), "test")
+    assert calls
+    pinv = np.linalg.pinv(np.asarray(C).T) @ np.asarray(f)
+    np.testing.assert_allclose(lam, pinv, rtol=0, atol=1e-12 * float(np.max(np.abs(pinv))))
 
 
 def test_subnormal_stiffness_is_refused_eagerly_and_traced():

@@ -2,10 +2,14 @@
 
 from typing import ClassVar
 
+import jax.numpy as jnp
+
+from .._formulations import augmented_lagrangian as al
 from .._formulations.null_space import min_norm_multipliers
 from .._model.model import Model
 from ._base import AbstractReactionMethod, ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
 from ._common import unique_accelerations
+from .compliance import sparse_compliance_multipliers
 
 
 class MinNorm(AbstractReactionMethod):
@@ -14,6 +18,9 @@ class MinNorm(AbstractReactionMethod):
 
     The norm adds newtons to newton metres, so the non-unique reactions change with the unit
     of length (and of force); `Compliance` is the physical, unit-consistent choice.
+
+    Above DENSE_BODIES the same lambda = C (C^T C)^+ f comes from the sparse factorization
+    (`sparse_compliance_multipliers` with equal stiffness: no pseudo-inverse of the dense C).
     """
 
     name: ClassVar[str] = "min_norm"
@@ -22,4 +29,7 @@ class MinNorm(AbstractReactionMethod):
     def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
                     gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
         qdd = unique_accelerations(M, F, C, gamma, qdd)
+        if C.shape[0] and not al.is_dense(model):
+            ones = jnp.ones(C.shape[0], C.dtype)
+            return qdd, sparse_compliance_multipliers(model, C, F - M @ qdd, ones)
         return qdd, min_norm_multipliers(C, F - M @ qdd)
