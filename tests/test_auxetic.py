@@ -146,3 +146,40 @@ def test_pulled_grid_hinge_forces_against_scipy():
     # the mode's torque is the work-conjugate of the pull: nonzero
     assert abs(float(np.asarray(compliant.lam)[model.rows("mode")][0])) > 1e-3 * scale
     assert np.max(np.abs(np.asarray(compliant.lam) - np.asarray(rigid.lam))) > 1e-2 * scale
+
+
+def test_reactions_of_a_moving_large_grid():
+    """A 6 x 6 grid under gravity moving along its mode (36 plates: the accelerations of
+    `mb.reactions` come from the sparse augmented-Lagrangian solve, the flags from method
+    "sparse"). Reference: the null-space solve of seed 001 (eq. 13) on the dense C and M, to
+    1e-10 relative; the multipliers balance M qdd - F (eq. 10) to 1e-9 and are the min-norm ones
+    (numpy's pseudo-inverse)."""
+    from jaxmb._formulations.null_space import null_space_solve
+
+    model = auxetic.build(6, theta=0.3, gravity=(0.0, -9.81))
+    q = model.q0
+
+    def held(th):  # the mode with plate (0, 0) held (test_closure_counts_and_mode)
+        p = auxetic.configuration(6, 6, th).reshape(-1, 3)
+        a = th - 0.3
+        c, s_ = jnp.cos(a), jnp.sin(a)
+        return jnp.stack([c * p[:, 0] - s_ * p[:, 1], s_ * p[:, 0] + c * p[:, 1], p[:, 2] + a],
+                         axis=1).reshape(-1)
+
+    qd = 0.7 * jax.jacfwd(held)(jnp.asarray(0.3))
+    with pytest.warns(mb.NonUniqueReactionWarning):
+        rx = mb.reactions(model, q, qd, 0.0)
+    M = np.diag(np.asarray(model.mass_diagonal()))
+    C = np.asarray(model.C(q))
+    F = np.asarray(model.forces(q, qd, 0.0))
+    gamma = np.asarray(model.gamma(q, qd, 0.0))
+    expected = np.asarray(null_space_solve(jnp.asarray(M), jnp.asarray(F), jnp.asarray(C),
+                                           jnp.asarray(gamma)))
+    np.testing.assert_allclose(np.asarray(rx.qdd), expected, rtol=0,
+                               atol=1e-10 * np.max(np.abs(expected)))
+    lam = np.asarray(rx.lam)
+    np.testing.assert_allclose(M @ np.asarray(rx.qdd) + C.T @ lam, F, rtol=0,
+                               atol=1e-9 * np.max(np.abs(F)))
+    np.testing.assert_allclose(lam, np.linalg.pinv(C.T) @ (F - M @ expected), rtol=0,
+                               atol=1e-9 * np.max(np.abs(lam)))
+    assert np.max(np.abs(expected)) > 0.1  # it accelerates

@@ -291,7 +291,7 @@ class Compliance(AbstractReactionMethod):
 
     def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
                     gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
-        qdd = unique_accelerations(M, F, C, gamma, qdd)
+        qdd = unique_accelerations(model, M, F, C, gamma, qdd)
         k = self.row_stiffness(model)
         # large holonomic models: the sparse path; small ones, and knife edges (whose
         # quasi-static rule the dense formula implements): the pseudo-inverse

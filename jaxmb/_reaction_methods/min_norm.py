@@ -28,7 +28,7 @@ class MinNorm(AbstractReactionMethod):
 
     def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
                     gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
-        qdd = unique_accelerations(M, F, C, gamma, qdd)
+        qdd = unique_accelerations(model, M, F, C, gamma, qdd)
         if C.shape[0] and not al.is_dense(model):
             ones = jnp.ones(C.shape[0], C.dtype)
             return qdd, sparse_compliance_multipliers(model, C, F - M @ qdd, ones)
