@@ -18,6 +18,7 @@ welded to the ground, 4 n m - 2 (n + m) + 3 rows (2 per hinge, 3 for the weld) o
 """
 
 import jax.numpy as jnp
+import numpy as np
 
 from .._model.mechanism import Mechanism
 from ..elements import Force, Gravity, RelativeAngleDriver, Revolute, Weld
@@ -58,8 +59,46 @@ def configuration(n, m=None, theta=0.3, side=1.0):
         for j in range(m) for i in range(n)])
 
 
+def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None):
+    """(q, local points): the configuration `configuration(n, m, theta, side)` and, per hinge
+    of `hinges(n, m)`, the hinge's point in plate a's and plate b's frames, (hinges, 2, 2).
+
+    With plate sizes (`sizes`, one side per plate, column-major as the bodies) the two corners
+    a hinge joins no longer meet: the hinge (the ligament) sits at their midpoint, plus its
+    `offsets` (hinges, 2) in the global frame, and each plate's local point is that global
+    point in the plate's frame at this configuration. So every hinge closes at the built
+    configuration whatever the sizes and offsets: they are the design of the pattern at this
+    opening angle (kirigami design in the reference configuration). Traceable in all but
+    n, m."""
+    m = n if m is None else m
+    side = jnp.asarray(side, jnp.float64)
+    q = configuration(n, m, theta, side).reshape(-1, 3)
+    sizes = jnp.full(n * m, side) if sizes is None else jnp.asarray(sizes, jnp.float64)
+    pairs = hinges(n, m)
+    offsets = (jnp.zeros((len(pairs), 2)) if offsets is None
+               else jnp.asarray(offsets, jnp.float64))
+    if sizes.shape != (n * m,) or offsets.shape != (len(pairs), 2):
+        raise ValueError(f"rotating_squares: sizes must have shape ({n * m},) and offsets "
+                         f"({len(pairs)}, 2), got {sizes.shape} and {offsets.shape}")
+
+    def rot(phi):
+        c, s_ = jnp.cos(phi), jnp.sin(phi)
+        return jnp.stack([jnp.stack([c, -s_]), jnp.stack([s_, c])])
+
+    def corner(plate, name):
+        k = plate[0] + n * plate[1]
+        return q[k, :2] + rot(q[k, 2]) @ (sizes[k] / 2 * jnp.asarray(CORNERS[name])), k
+
+    local = []
+    for h, (_, a, b, corner_a, corner_b) in enumerate(pairs):
+        (pa, ka), (pb, kb) = corner(a, corner_a), corner(b, corner_b)
+        point = (pa + pb) / 2 + offsets[h]
+        local.append(jnp.stack([rot(q[k, 2]).T @ (point - q[k, :2]) for k in (ka, kb)]))
+    return q, jnp.stack(local)
+
+
 def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
-          lock_mode=False):
+          lock_mode=False, sizes=None, offsets=None):
     """The n x m linkage on its mode at `theta`, plate (0, 0) welded to the ground ("hold").
 
     **Arguments:** `n`, `m` (static; m = n by default, both >= 2) plates per row and column;
@@ -70,30 +109,33 @@ def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
     drives the auxetic mode); `lock_mode` (static) adds "mode", a relative angle driver that
     holds the angle between plates (0, 0) and (1, 0) at 2 theta, so the linkage is a
     structure (dof 0) and any load is an equilibrium (its reaction is the torque that holds
-    the mode). All but n, m and lock_mode traceable. Bodies "P{i}_{j}"; pairs: the weld
-    "hold", then "mode" if locked, then the hinges of `hinges(n, m)`; forces "pull_L{j}" and
-    "pull_R{j}".
+    the mode). `sizes` (one side per plate) and `offsets` (per hinge, a 2-vector) design
+    the pattern (`hinge_points`; a plate of side s has mass `mass` (s / side)^2). All but n, m
+    and lock_mode traceable. Bodies "P{i}_{j}"; pairs: the weld "hold", then "mode" if
+    locked, then the hinges of `hinges(n, m)`; forces "pull_L{j}" and "pull_R{j}".
     """
     m = n if m is None else m
     if not (isinstance(n, int) and isinstance(m, int) and n >= 2 and m >= 2):
         raise ValueError(f"rotating_squares: n and m must be integers >= 2, got {n!r}, {m!r}")
     side = jnp.asarray(side, jnp.float64)
     mass = jnp.asarray(mass, jnp.float64)
-    q = configuration(n, m, theta, side).reshape(-1, 3)
+    q, local = hinge_points(n, m, theta, side, sizes, offsets)
+    sizes = jnp.full(n * m, side) if sizes is None else jnp.asarray(sizes, jnp.float64)
     mech = Mechanism()
-    plates = {(i, j): mech.body(f"P{i}_{j}", mass=mass, inertia=mass * side**2 / 6,
-                                q=q[i + n * j])
-              for j in range(m) for i in range(n)}
+    plates = {}
+    for j in range(m):
+        for i in range(n):
+            k = i + n * j
+            plate_mass = mass * (sizes[k] / side) ** 2
+            plates[(i, j)] = mech.body(f"P{i}_{j}", mass=plate_mass,
+                                       inertia=plate_mass * sizes[k] ** 2 / 6, q=q[k])
     mech.add(Weld("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0),
                   angle=q[0, 2]))
     if lock_mode:
         mech.add(RelativeAngleDriver("mode", plates[(0, 0)], plates[(1, 0)], f=0.0,
                                      offset=q[1, 2] - q[0, 2]))
-    half = side / 2
-    for name, a, b, corner_a, corner_b in hinges(n, m):
-        mech.add(Revolute(name, plates[a], plates[b],
-                          s_i=half * jnp.asarray(CORNERS[corner_a]),
-                          s_j=half * jnp.asarray(CORNERS[corner_b])))
+    for h, (name, a, b, _, _) in enumerate(hinges(n, m)):
+        mech.add(Revolute(name, plates[a], plates[b], s_i=local[h, 0], s_j=local[h, 1]))
     if gravity is not None:
         mech.add(Gravity(gravity))
     if pull is not None:
@@ -103,6 +145,14 @@ def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
                 mech.add(Force(name, plates[(i, j)], s=(0.0, 0.0),
                                f=jnp.stack([sign * pull, 0.0 * pull])))
     return mech.build()
+
+
+def hinge_forces(model, lam):
+    """|lambda| of every hinge (the magnitude of the force its ligament carries), in the order
+    of `hinges`, from the multipliers `lam` (rows of C; a leading batch axis allowed)."""
+    names = [name for name in model.pair_names if name[0] in "HV" and name[1:2].isdigit()]
+    rows = np.stack([np.arange(model.num_rows)[model.rows(name)] for name in names])
+    return jnp.sqrt(jnp.sum(jnp.asarray(lam)[..., rows] ** 2, axis=-1))
 
 
 def counts(n, m=None, lock_mode=False):
@@ -121,4 +171,5 @@ def rotating_squares(n, m=None, **options):
     return build(n, m, **options)
 
 
-__all__ = ["build", "configuration", "counts", "hinges", "rotating_squares", "CORNERS"]
+__all__ = ["build", "configuration", "counts", "hinge_forces", "hinge_points", "hinges",
+           "rotating_squares", "CORNERS"]
