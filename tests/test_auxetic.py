@@ -105,49 +105,6 @@ def test_verdicts_match_the_numpy_rank_test():
     assert 0 < np.sum(~np.asarray(expected)) < len(expected)  # both verdicts occur
 
 
-def test_pulled_grid_hinge_forces_against_scipy():
-    """A 6 x 6 grid (36 plates: the sparse paths) pulled outwards at its left and right edges,
-    its mode held by the "mode" driver so that the pull is an equilibrium, every hinge with its
-    own ligament stiffness (random over a decade). Compliance statics against an independent
-    scipy computation of lambda* = K C (C^T K C)^+ f (a particular solution by numpy's lstsq,
-    then scipy.sparse LSQR on K^(1/2) C: the displacement method), to 1e-9 relative; the
-    min-norm answer against numpy's lstsq (1e-9); both agree on the unique pairs (the weld and
-    the mode driver) and differ on the hinges, where only the stiffness decides. The
-    reactions balance the pull (statics checks F + sum of reactions = 0 to 1e-9)."""
-    import scipy.sparse as sp
-    import scipy.sparse.linalg as spla
-
-    model = auxetic.build(6, pull=3.0, lock_mode=True)
-    q = model.q0
-    rng = np.random.default_rng(3)
-    stiffness = {name: float(10 ** rng.uniform(6, 7)) for name in model.pair_names
-                 if name.startswith(("H", "V"))}
-    compliant = mb.statics(model, q, method=mb.Compliance(stiffness, default=1e7))
-    with pytest.warns(mb.NonUniqueReactionWarning):
-        rigid = mb.statics(model, q)
-
-    C = np.asarray(model.C(q))
-    f = np.asarray(model.forces(q, jnp.zeros(model.n), 0.0))
-    k = np.concatenate([np.full(model.pair(p).num_rows, stiffness.get(p, 1e7))
-                        for p in model.pair_names])
-    lam_p = np.linalg.lstsq(C.T, f, rcond=None)[0]
-    A = sp.diags(np.sqrt(k)) @ sp.csr_matrix(C)
-    y = spla.lsqr(A, lam_p / np.sqrt(k), atol=1e-15, btol=1e-15, iter_lim=100_000)[0]
-    expected = k * (C @ y)
-    scale = np.max(np.abs(expected))
-    np.testing.assert_allclose(np.asarray(compliant.lam), expected, atol=1e-9 * scale)
-    np.testing.assert_allclose(np.asarray(rigid.lam), lam_p, atol=1e-9 * scale)
-    unique = np.asarray(compliant.solvable_array)
-    assert [n for n, u in zip(model.pair_names, unique) if u] == ["hold", "mode"]
-    for name in ("hold", "mode"):
-        rows = model.rows(name)
-        np.testing.assert_allclose(np.asarray(compliant.lam)[rows], np.asarray(rigid.lam)[rows],
-                                   atol=1e-9 * scale)
-    # the mode's torque is the work-conjugate of the pull: nonzero
-    assert abs(float(np.asarray(compliant.lam)[model.rows("mode")][0])) > 1e-3 * scale
-    assert np.max(np.abs(np.asarray(compliant.lam) - np.asarray(rigid.lam))) > 1e-2 * scale
-
-
 def test_reactions_of_a_moving_large_grid():
     """A 6 x 6 grid under gravity moving along its mode (36 plates: the accelerations of
     `mb.reactions` come from the sparse augmented-Lagrangian solve, the flags from method
@@ -183,3 +140,29 @@ def test_reactions_of_a_moving_large_grid():
     np.testing.assert_allclose(lam, np.linalg.pinv(C.T) @ (F - M @ expected), rtol=0,
                                atol=1e-9 * np.max(np.abs(lam)))
     assert np.max(np.abs(expected)) > 0.1  # it accelerates
+
+
+def test_designed_pattern_closes_and_the_nominal_one_is_the_default():
+    """Plate sizes and hinge offsets (`hinge_points`): every hinge closes at the built
+    configuration (Phi = 0 to round-off) whatever the design; sizes = side and offsets = 0 give
+    the default model's hinge points (the corners, hand-derived: +-a/2) and C; a plate of side
+    s has mass m (s / a)^2 and inertia its mass s^2 / 6; wrong shapes are refused."""
+    n, m = 4, 3
+    hinges = len(auxetic.hinges(n, m))
+    rng = np.random.default_rng(5)
+    sizes = rng.uniform(0.8, 1.2, n * m)
+    offsets = rng.uniform(-0.1, 0.1, (hinges, 2))
+    designed = auxetic.build(n, m, theta=0.4, sizes=sizes, offsets=offsets, mass=2.0)
+    assert float(jnp.max(jnp.abs(designed.phi(designed.q0)))) < 1e-14
+    np.testing.assert_allclose(np.asarray(designed.masses), 2.0 * sizes**2, rtol=1e-15)
+    default = auxetic.build(n, m, theta=0.4)
+    nominal = auxetic.build(n, m, theta=0.4, sizes=np.ones(n * m),
+                            offsets=np.zeros((hinges, 2)))
+    np.testing.assert_allclose(np.asarray(nominal.C(nominal.q0)),
+                               np.asarray(default.C(default.q0)), rtol=0, atol=1e-15)
+    _, local = auxetic.hinge_points(n, m, 0.4)
+    for h, (_, _, _, corner_a, corner_b) in enumerate(auxetic.hinges(n, m)):
+        np.testing.assert_allclose(np.asarray(local[h]), 0.5 * np.asarray(
+            [auxetic.CORNERS[corner_a], auxetic.CORNERS[corner_b]]), rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="sizes must have shape"):
+        auxetic.build(n, m, sizes=np.ones(3))

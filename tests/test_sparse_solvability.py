@@ -120,15 +120,3 @@ def test_vmap_over_configurations_equals_the_loop():
         np.testing.assert_array_equal(np.asarray(batched.solvable[k]), np.asarray(one.solvable))
         np.testing.assert_allclose(np.asarray(batched.b_norm[k]), np.asarray(one.b_norm),
                                    rtol=1e-9, atol=1e-14)
-
-
-def test_statics_of_a_large_model_carries_the_sparse_flags():
-    """Above DENSE_BODIES, `Reactions.solvable` comes from method "sparse" (no dense
-    factorization): the same flags as the pivoted QR on a 6 x 6 grid pulled at two edges
-    with its mode held."""
-    model = auxetic.build(6, pull=2.0, lock_mode=True)
-    assert model.num_bodies > 24
-    rx = mb.statics(model, model.q0, method=mb.Compliance({}, default=1e6))
-    dense = mb.solvability(model, model.q0)
-    np.testing.assert_array_equal(np.asarray(rx.solvable_array), np.asarray(dense.solvable))
-    assert rx.solvable["hold"] and rx.solvable["mode"]

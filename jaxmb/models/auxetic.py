@@ -54,9 +54,10 @@ def configuration(n, m=None, theta=0.3, side=1.0):
     m = n if m is None else m
     theta = jnp.asarray(theta, jnp.float64)
     L = side * (jnp.cos(theta) + jnp.sin(theta))
-    return jnp.concatenate([
-        jnp.stack([i * L, j * L, rotation(i, j, theta) + 0.0 * L])
-        for j in range(m) for i in range(n)])
+    i, j = np.meshgrid(np.arange(n), np.arange(m), indexing="xy")
+    i, j = i.reshape(-1).astype(np.float64), j.reshape(-1).astype(np.float64)  # body i + n j
+    sign = np.where((i + j) % 2 == 0, -1.0, 1.0)
+    return jnp.stack([i * L, j * L, sign * theta + 0.0 * L], axis=1).reshape(-1)
 
 
 def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None):
@@ -81,20 +82,24 @@ def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None):
         raise ValueError(f"rotating_squares: sizes must have shape ({n * m},) and offsets "
                          f"({len(pairs)}, 2), got {sizes.shape} and {offsets.shape}")
 
-    def rot(phi):
-        c, s_ = jnp.cos(phi), jnp.sin(phi)
-        return jnp.stack([jnp.stack([c, -s_]), jnp.stack([s_, c])])
+    a = np.asarray([pa[0] + n * pa[1] for _, pa, _, _, _ in pairs], np.int64)
+    b = np.asarray([pb[0] + n * pb[1] for _, _, pb, _, _ in pairs], np.int64)
+    corner_a = np.asarray([CORNERS[c] for _, _, _, c, _ in pairs]).reshape(-1, 2) / 2
+    corner_b = np.asarray([CORNERS[c] for _, _, _, _, c in pairs]).reshape(-1, 2) / 2
 
-    def corner(plate, name):
-        k = plate[0] + n * plate[1]
-        return q[k, :2] + rot(q[k, 2]) @ (sizes[k] / 2 * jnp.asarray(CORNERS[name])), k
+    def to_global(k, local):  # plate k's local points at q
+        c, s_ = jnp.cos(q[k, 2]), jnp.sin(q[k, 2])
+        return q[k, :2] + jnp.stack([c * local[:, 0] - s_ * local[:, 1],
+                                     s_ * local[:, 0] + c * local[:, 1]], axis=1)
 
-    local = []
-    for h, (_, a, b, corner_a, corner_b) in enumerate(pairs):
-        (pa, ka), (pb, kb) = corner(a, corner_a), corner(b, corner_b)
-        point = (pa + pb) / 2 + offsets[h]
-        local.append(jnp.stack([rot(q[k, 2]).T @ (point - q[k, :2]) for k in (ka, kb)]))
-    return q, jnp.stack(local)
+    def to_local(k, point):
+        c, s_ = jnp.cos(q[k, 2]), jnp.sin(q[k, 2])
+        d = point - q[k, :2]
+        return jnp.stack([c * d[:, 0] + s_ * d[:, 1], -s_ * d[:, 0] + c * d[:, 1]], axis=1)
+
+    point = (to_global(a, sizes[a, None] * corner_a)
+             + to_global(b, sizes[b, None] * corner_b)) / 2 + offsets
+    return q, jnp.stack([to_local(a, point), to_local(b, point)], axis=1)
 
 
 def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
@@ -121,14 +126,15 @@ def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
     mass = jnp.asarray(mass, jnp.float64)
     q, local = hinge_points(n, m, theta, side, sizes, offsets)
     sizes = jnp.full(n * m, side) if sizes is None else jnp.asarray(sizes, jnp.float64)
+    masses = mass * (sizes / side) ** 2
+    inertias = masses * sizes**2 / 6
     mech = Mechanism()
     plates = {}
     for j in range(m):
         for i in range(n):
             k = i + n * j
-            plate_mass = mass * (sizes[k] / side) ** 2
-            plates[(i, j)] = mech.body(f"P{i}_{j}", mass=plate_mass,
-                                       inertia=plate_mass * sizes[k] ** 2 / 6, q=q[k])
+            plates[(i, j)] = mech.body(f"P{i}_{j}", mass=masses[k], inertia=inertias[k],
+                                       q=q[k])
     mech.add(Weld("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0),
                   angle=q[0, 2]))
     if lock_mode:
