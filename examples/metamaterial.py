@@ -309,18 +309,18 @@ def inverse_design(n, out, steps):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a 6 x 6 grid, few steps")
+    parser.add_argument("--quick", action="store_true", help="a 5 x 5 grid, few steps")
     parser.add_argument("--n", type=int, default=None, help="plates per side (default 20)")
     parser.add_argument("--out", default="out")
     args = parser.parse_args(argv)
-    n = args.n or (6 if args.quick else 20)
+    n = args.n or (5 if args.quick else 20)
     os.makedirs(args.out, exist_ok=True)
     say(f"rotating squares, {n} x {n} plates (this takes a while the first time: compiling)")
     return dict(
         n=n,
         solvability=solvability(n, args.out),
         forces=hinge_forces(n, args.out),
-        motion=motion(n, args.out, frames=13 if args.quick else 41),
+        motion=motion(n, args.out, frames=9 if args.quick else 41),
         design=inverse_design(n, args.out, steps=3 if args.quick else 30),
     )
 

@@ -290,3 +290,18 @@ def test_vmapped_simulate_equals_single_runs(path):
 def test_bad_options_are_refused_naming_the_option(options, message):
     with pytest.raises(ValueError, match=message):
         mb.AugmentedLagrangian(**options)
+
+
+def test_explicit_stabilization_is_refused_not_ignored():
+    """The augmented Lagrangian reads the exact gamma (its projections hold the constraints):
+    an explicit Baumgarte stabilization would change nothing, so simulate refuses it with a
+    message naming the alternatives, for the formulation and for simulate's default alike;
+    None and the default are accepted; the null space takes it."""
+    model = mb.models.slider_crank.build()
+    qd0 = jnp.zeros(model.n)
+    for formulation in ("augmented_lagrangian", "default"):
+        with pytest.raises(ValueError, match="takes no stabilization.*mb.NullSpace"):
+            mb.simulate(model, model.q0, qd0, 0.1, formulation=formulation,
+                        stabilization=mb.Baumgarte(5.0, 5.0))
+    assert mb.Projection().stabilizable and mb.NullSpace().stabilizable
+    assert not mb.AugmentedLagrangian().stabilizable

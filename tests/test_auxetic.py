@@ -77,13 +77,13 @@ def test_motion_under_gravity_conserves_energy():
 
 
 def test_verdicts_match_the_numpy_rank_test():
-    """Which hinge reactions are unique, on an 8 x 8 grid (64 plates, 227 rows, p = 36):
+    """Which hinge reactions are unique, on a 6 x 6 grid (36 plates, 123 rows, p = 16):
     mb.solvability's verdicts (pivoted QR of C^T, B_X = C_X^T Q~) against seed 001's rank test
     computed independently with numpy's SVD, pair X unique iff rank(C without X) = rank(C) -
     rank(C_X), i.e. its rows are independent of all the others. Also the counts. The interior
     hinges of a rotating-squares grid carry self-stresses (not unique); a hinge is unique only
     where no self-stress reaches it."""
-    n = 8
+    n = 6
     model = auxetic.build(n)
     C = np.asarray(model.C(model.q0))
 
@@ -166,3 +166,29 @@ def test_designed_pattern_closes_and_the_nominal_one_is_the_default():
             [auxetic.CORNERS[corner_a], auxetic.CORNERS[corner_b]]), rtol=0, atol=1e-15)
     with pytest.raises(ValueError, match="sizes must have shape"):
         auxetic.build(n, m, sizes=np.ones(3))
+
+
+def test_rotating_rectangles_close_and_have_the_closed_form_poisson_ratio():
+    """The second pattern: rectangles a x b (aspect 1.6). Every hinge closes (Phi = 0); the
+    linkage keeps one mode (numpy's SVD of C: dof 1), and that mode, read from numpy's null
+    vector of C (independent of the closed-form configuration), strains the grid with
+    Poisson's ratio -(Ly'/Ly) / (Lx'/Lx), Lx = a cos theta + b sin theta, Ly = a sin theta +
+    b cos theta (hand-derived): -1 only for squares."""
+    n, a, aspect, theta = 4, 1.0, 1.6, 0.35
+    b = aspect * a
+    model = auxetic.build(n, theta=theta, side=a, aspect=aspect)
+    q = model.q0
+    assert float(jnp.max(jnp.abs(model.phi(q)))) < 1e-14
+    C = np.asarray(model.C(q))
+    _, s, Vt = np.linalg.svd(C)
+    assert int(np.sum(s > 1e-9 * s[0])) == model.n - 1
+    v = Vt[-1]  # the mode (plate (0, 0) held)
+    x, y = v[0::3].reshape(n, n), v[1::3].reshape(n, n)  # [row j, column i]
+    width, height = np.asarray(q[3 * (n - 1)] - q[0]), np.asarray(q[3 * n * (n - 1) + 1] - q[1])
+    strain_x = (x[:, -1] - x[:, 0]).mean() / width
+    strain_y = (y[-1, :] - y[0, :]).mean() / height
+    c, s_ = np.cos(theta), np.sin(theta)
+    Lx, Ly = a * c + b * s_, a * s_ + b * c
+    expected = -((a * c - b * s_) / Ly) / ((-a * s_ + b * c) / Lx)
+    np.testing.assert_allclose(-strain_y / strain_x, expected, rtol=1e-9)
+    assert abs(expected + 1.0) > 0.1

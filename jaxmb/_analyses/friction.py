@@ -31,7 +31,7 @@ method that picks one of infinitely many solutions (min-norm, elimination) raise
 naming the pair (`check_unique`) instead of producing an arbitrary motion.
 """
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 import diffrax
 import equinox as eqx
@@ -345,6 +345,8 @@ class WithFriction(AbstractStateFormulation):
     @property
     def monitored(self) -> bool:
         return self.formulation.monitored
+
+    stabilizable: ClassVar[bool] = True  # the coupled friction solve reads the terms' gamma
 
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         return simulate_accelerations(model, terms.q, terms.qd, terms.t, terms, self.method,

@@ -106,6 +106,7 @@ class AugmentedLagrangian(AbstractStateFormulation):
     projection_iterations: int = eqx.field(static=True, default=2)
     projection_tol: Real[ArrayLike, ""] = 1e-10
     baumgarte: ClassVar[bool] = False  # the projections hold the constraints at round-off
+    stabilizable: ClassVar[bool] = False  # its iteration reads the exact gamma: refused
     monitored: ClassVar[bool] = False  # no rank decision: nothing to monitor
     # its projections cannot jump branches: near a singular position the vanishing direction
     # is penalized, so a correction there is at most sqrt(alpha) times the drift

@@ -54,11 +54,14 @@ class AbstractStateFormulation(AbstractFormulation):
     - `diagnose_stop(model, failed, stop)`: eagerly, after a run that stopped early, raise
       with this formulation's own reason (or return, and the generic diagnosis speaks);
     - `baumgarte`: whether simulate's default stabilization is Baumgarte's (else none);
-    - `monitored`: whether the solver state carries the passage monitor (`t_passage`).
+    - `monitored`: whether the solver state carries the passage monitor (`t_passage`);
+    - `stabilizable`: whether its accelerations read the stabilized gamma, so that an explicit
+      `stabilization=` takes effect (where not, simulate refuses one rather than ignore it).
     """
 
     baumgarte: eqx.AbstractVar[bool]
     monitored: eqx.AbstractVar[bool]
+    stabilizable: eqx.AbstractVar[bool]
 
     @abc.abstractmethod
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
@@ -99,6 +102,7 @@ class AbstractAccelerationFormulation(AbstractStateFormulation):
 
     baumgarte: ClassVar[bool] = True
     monitored: ClassVar[bool] = True
+    stabilizable: ClassVar[bool] = True
 
     def accelerations_and_ratios(
         self, model: Model, terms: StateTerms, label: str

@@ -44,6 +44,7 @@ class NullSpace(AbstractStateFormulation):
     (C losing rank along the motion) is reported by the passage monitor."""
 
     baumgarte: ClassVar[bool] = True
+    stabilizable: ClassVar[bool] = True
     monitored: ClassVar[bool] = True
 
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:

@@ -60,6 +60,7 @@ class Projection(AbstractStateFormulation):
     iterations: int = eqx.field(static=True, default=3)
     tol: float = eqx.field(static=True, default=1e-10)
     baumgarte: ClassVar[bool] = False  # the projections hold the constraints at round-off
+    stabilizable: ClassVar[bool] = True  # an explicit stabilization still takes effect
     monitored: ClassVar[bool] = False  # it passes singular configurations on its branch
     detects_jumps: ClassVar[bool] = True  # a projection onto another branch is rejected
 

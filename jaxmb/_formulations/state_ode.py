@@ -57,6 +57,12 @@ def stabilization_of(formulation: "AbstractStateFormulation", stabilization):
             raise ValueError("simulate: stabilization must be mb.Baumgarte(alpha, beta), None "
                              f"or 'default', got {stabilization!r}")
         return Baumgarte() if formulation.baumgarte else None
+    if stabilization is not None and not formulation.stabilizable:
+        raise ValueError(
+            f"simulate: formulation {formulation!r} takes no stabilization (its projections "
+            "hold the constraints at round-off, and its accelerations use the exact gamma); "
+            "leave stabilization at its default or pass None, or choose "
+            "formulation=mb.NullSpace() for Baumgarte's")
     return stabilization
 
 

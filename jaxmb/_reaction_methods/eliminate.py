@@ -33,6 +33,7 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
     rows: tuple[int, ...] = eqx.field(static=True, converter=lambda r: tuple(int(k) for k in r))
     physical: ClassVar[bool] = False
     baumgarte: ClassVar[bool] = True
+    stabilizable: ClassVar[bool] = True
     monitored: ClassVar[bool] = True
 
     def __check_init__(self):

@@ -48,19 +48,23 @@ def hinges(n, m):
     return out
 
 
-def configuration(n, m=None, theta=0.3, side=1.0):
+def configuration(n, m=None, theta=0.3, side=1.0, aspect=1.0):
     """q of every plate (column-major: plate (i, j) is body i + n j) on the mode at `theta`
-    (traceable in theta and side)."""
+    (traceable in theta, side and aspect). Rectangles a x b (a = side, b = aspect a: the
+    rotating-rectangles pattern, Grima et al. 2004) have their centres (i Lx, j Ly) with
+    Lx = a cos theta + b sin theta and Ly = a sin theta + b cos theta (hinge closure, hand
+    derived as for the squares)."""
     m = n if m is None else m
     theta = jnp.asarray(theta, jnp.float64)
-    L = side * (jnp.cos(theta) + jnp.sin(theta))
+    c, s_ = jnp.cos(theta), jnp.sin(theta)
+    Lx, Ly = side * (c + aspect * s_), side * (s_ + aspect * c)
     i, j = np.meshgrid(np.arange(n), np.arange(m), indexing="xy")
     i, j = i.reshape(-1).astype(np.float64), j.reshape(-1).astype(np.float64)  # body i + n j
     sign = np.where((i + j) % 2 == 0, -1.0, 1.0)
-    return jnp.stack([i * L, j * L, sign * theta + 0.0 * L], axis=1).reshape(-1)
+    return jnp.stack([i * Lx, j * Ly, sign * theta + 0.0 * Lx], axis=1).reshape(-1)
 
 
-def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None):
+def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None, aspect=1.0):
     """(q, local points): the configuration `configuration(n, m, theta, side)` and, per hinge
     of `hinges(n, m)`, the hinge's point in plate a's and plate b's frames, (hinges, 2, 2).
 
@@ -73,9 +77,10 @@ def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None):
     n, m."""
     m = n if m is None else m
     side = jnp.asarray(side, jnp.float64)
-    q = configuration(n, m, theta, side).reshape(-1, 3)
+    q = configuration(n, m, theta, side, aspect).reshape(-1, 3)
     sizes = jnp.full(n * m, side) if sizes is None else jnp.asarray(sizes, jnp.float64)
     pairs = hinges(n, m)
+    shape = jnp.stack([jnp.ones_like(side), jnp.asarray(aspect, jnp.float64)])[None, :]
     offsets = (jnp.zeros((len(pairs), 2)) if offsets is None
                else jnp.asarray(offsets, jnp.float64))
     if sizes.shape != (n * m,) or offsets.shape != (len(pairs), 2):
@@ -97,13 +102,13 @@ def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None):
         d = point - q[k, :2]
         return jnp.stack([c * d[:, 0] + s_ * d[:, 1], -s_ * d[:, 0] + c * d[:, 1]], axis=1)
 
-    point = (to_global(a, sizes[a, None] * corner_a)
-             + to_global(b, sizes[b, None] * corner_b)) / 2 + offsets
+    point = (to_global(a, sizes[a, None] * shape * corner_a)
+             + to_global(b, sizes[b, None] * shape * corner_b)) / 2 + offsets
     return q, jnp.stack([to_local(a, point), to_local(b, point)], axis=1)
 
 
 def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
-          lock_mode=False, sizes=None, offsets=None):
+          lock_mode=False, sizes=None, offsets=None, aspect=1.0):
     """The n x m linkage on its mode at `theta`, plate (0, 0) welded to the ground ("hold").
 
     **Arguments:** `n`, `m` (static; m = n by default, both >= 2) plates per row and column;
@@ -115,19 +120,21 @@ def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
     holds the angle between plates (0, 0) and (1, 0) at 2 theta, so the linkage is a
     structure (dof 0) and any load is an equilibrium (its reaction is the torque that holds
     the mode). `sizes` (one side per plate) and `offsets` (per hinge, a 2-vector) design
-    the pattern (`hinge_points`; a plate of side s has mass `mass` (s / side)^2). All but n, m
-    and lock_mode traceable. Bodies "P{i}_{j}"; pairs: the weld "hold", then "mode" if
-    locked, then the hinges of `hinges(n, m)`; forces "pull_L{j}" and "pull_R{j}".
+    the pattern (`hinge_points`; a plate of side s has mass `mass` (s / side)^2); `aspect`
+    makes the plates rectangles side x aspect side (rotating rectangles: the mode's Poisson
+    ratio is -1 only for squares). All but n, m and lock_mode traceable. Bodies "P{i}_{j}";
+    pairs: the weld "hold", then "mode" if locked, then the hinges of `hinges(n, m)`; forces
+    "pull_L{j}" and "pull_R{j}".
     """
     m = n if m is None else m
     if not (isinstance(n, int) and isinstance(m, int) and n >= 2 and m >= 2):
         raise ValueError(f"rotating_squares: n and m must be integers >= 2, got {n!r}, {m!r}")
     side = jnp.asarray(side, jnp.float64)
     mass = jnp.asarray(mass, jnp.float64)
-    q, local = hinge_points(n, m, theta, side, sizes, offsets)
+    q, local = hinge_points(n, m, theta, side, sizes, offsets, aspect)
     sizes = jnp.full(n * m, side) if sizes is None else jnp.asarray(sizes, jnp.float64)
     masses = mass * (sizes / side) ** 2
-    inertias = masses * sizes**2 / 6
+    inertias = masses * sizes**2 * (1.0 + jnp.asarray(aspect, jnp.float64) ** 2) / 12
     mech = Mechanism()
     plates = {}
     for j in range(m):
