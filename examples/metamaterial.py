@@ -261,19 +261,22 @@ def inverse_design(n, out, steps):
     start = time.perf_counter()
     (value, forces0), grads = value_and_grad(params)
     first = time.perf_counter() - start
-    # the gradient against central differences on three entries of each kind
+    # the gradient against central differences on its three largest entries of each kind
+    # (relative to the largest: far from the load the entries are round-off)
     h = 1e-5  # central differences: truncation h^2, round-off eps / h, both near 1e-10
     checks = []
-    for kind, index in ((0, (0,)), (0, (n * n // 2,)), (0, (n * n - 1,)),
-                        (1, (0, 1)), (1, (hinges // 2, 0)), (1, (hinges - 1, 1))):
-        e = jnp.zeros_like(params[kind]).at[index].set(h)
-        shift = [lambda s: (params[0] + s * e, params[1]), lambda s: (params[0], params[1] + s * e)]
-        fd = (value_and_grad(shift[kind](1.0))[0][0] - value_and_grad(shift[kind](-1.0))[0][0])
-        checks.append(abs(float(grads[kind][index]) - float(fd / (2 * h)))
-                      / max(abs(float(fd / (2 * h))), 1e-12))
+    for kind in (0, 1):
+        g = np.asarray(grads[kind])
+        for flat in np.argsort(-np.abs(g).ravel())[:3]:
+            index = np.unravel_index(flat, g.shape)
+            e = jnp.zeros_like(params[kind]).at[index].set(h)
+            shifted = [(params[0] + s * e, params[1]) if kind == 0 else
+                       (params[0], params[1] + s * e) for s in (1.0, -1.0)]
+            fd = (value_and_grad(shifted[0])[0][0] - value_and_grad(shifted[1])[0][0]) / (2 * h)
+            checks.append(abs(float(g[index]) - float(fd)) / np.max(np.abs(g)))
     say(f"4. inverse design: {n * n} plate sizes and {2 * hinges} hinge offsets; gradient "
         f"(reverse mode, {first:.1f} s with compilation) against central differences: "
-        f"largest relative difference {max(checks):.1e}")
+        f"largest difference {max(checks):.1e} of the largest entry")
     optimizer = optax.adam(0.01)
     state = optimizer.init(params)
     history = [float(value)]

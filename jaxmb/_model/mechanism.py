@@ -98,7 +98,7 @@ class Mechanism:
         masses = jnp.stack([jnp.asarray(m, jnp.float64) for _, m, _, _ in self._bodies])
         inertias = jnp.stack([jnp.asarray(j, jnp.float64) for _, _, j, _ in self._bodies])
         q0 = jnp.concatenate([q for *_, q in self._bodies])
-        elements = tuple(_checked_element(e) for e in self._elements)
+        elements = _checked_elements(self._elements)
         coordinates = [f"body {nm!r}: {c}" for nm in names for c in ("x", "y", "phi")]
         model = Model(
             body_names=names,
@@ -150,23 +150,34 @@ def _checked_positive(x, labels):
     return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
 
 
-def _checked_element(element):
-    """`element` with a runtime finiteness check on each traced array leaf (its concrete leaves
-    were checked when it was constructed); the error names the element and the field."""
-    def check(path, leaf):
-        if not eqx.is_inexact_array(leaf) or is_concrete(leaf):
-            return leaf
-        field = jax.tree_util.keystr(path).lstrip(".")
-        message = f"{type(element).__name__} {element.name!r}: {field} is not finite (traced value)"
-        leaf = _errors.error_if(leaf, ~jnp.all(jnp.isfinite(leaf)), message)
-        if field in element.nonnegative:
-            message = (f"{type(element).__name__} {element.name!r}: {field} must be non-negative "
-                       "(traced value)")
-            leaf = _errors.error_if(leaf, ~jnp.all(leaf >= 0.0), message)
-        if field in element.positive:
-            message = (f"{type(element).__name__} {element.name!r}: {field} must be positive "
-                       "(traced value)")
-            leaf = _errors.error_if(leaf, ~jnp.all(leaf > 0.0), message)
-        return leaf
+def _checked_elements(elements):
+    """`elements` with one runtime check over all their traced array leaves (their concrete
+    leaves were checked when they were constructed): finite, and non-negative or positive where
+    the element says so; the error names the element and the field. One check for the whole
+    model, so a traced build of hundreds of elements traces one error branch, not hundreds."""
 
-    return jax.tree_util.tree_map_with_path(check, element)
+    def traced(leaf):
+        return eqx.is_inexact_array(leaf) and not is_concrete(leaf)
+
+    leaves, preds, messages = [], [], []
+    for element in elements:
+        for path, leaf in jax.tree_util.tree_flatten_with_path(element)[0]:
+            if not traced(leaf):
+                continue
+            field = jax.tree_util.keystr(path).lstrip(".")
+            what = f"{type(element).__name__} {element.name!r}: {field}"
+            preds.append(~jnp.all(jnp.isfinite(leaf)))
+            messages.append(f"{what} is not finite (traced value)")
+            if field in element.nonnegative:
+                preds.append(~jnp.all(leaf >= 0.0))
+                messages.append(f"{what} must be non-negative (traced value)")
+            if field in element.positive:
+                preds.append(~jnp.all(leaf > 0.0))
+                messages.append(f"{what} must be positive (traced value)")
+            leaves.append(leaf)
+    if not leaves:
+        return tuple(elements)
+    bad = jnp.stack(preds)
+    checked = iter(_errors.branched_error_if(leaves, jnp.any(bad), jnp.argmax(bad), messages))
+    return tuple(jax.tree.map(lambda leaf: next(checked) if traced(leaf) else leaf, e)
+                 for e in elements)

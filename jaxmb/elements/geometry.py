@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -85,6 +86,8 @@ def direction(q, body: Body, v):
 
 def is_concrete(x) -> bool:
     """True when x holds values (not a tracer), so build-time value checks can run."""
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(x)):
+        return False  # asked first: a failed np.asarray of a tracer builds a slow message
     try:
         np.asarray(x)
     except Exception:
