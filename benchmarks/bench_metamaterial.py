@@ -15,16 +15,26 @@ included) / median of 3 after:
   stiffness, log-uniform over a decade) against
   scipy (lstsq for a particular solution, then scipy.sparse LSQR on K^(1/2) C: lambda* =
   K C y, C^T K C y = f), their relative difference, and the min-norm answer beside it (what a
-  rigid model alone says): the largest hinge force of each.
+  rigid model alone says): the largest hinge force of each;
+- 1 s of motion of the free grid pulled at the same edges (the default formulation, 4 n N per
+  edge plate, as examples/metamaterial.py): time, steps and the energy balance (kinetic energy
+  against the pull's work, relative);
+- the inverse-design loss of examples/metamaterial.py (the 8-norm of the hinge forces of the
+  pulled, held grid, through Compliance statics, as a function of every plate size and hinge
+  offset): the jitted forward and reverse-mode `value_and_grad`, compile (trace + XLA) and run.
 """
 
 import argparse
 import os
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
+import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
@@ -75,8 +85,44 @@ def largest_hinge_force(model, lam):
                if name.startswith(("H", "V")))
 
 
-def run(sizes, dense_up_to):
-    rows = []
+def motion(n):
+    pull = 4.0 * n
+    model = auxetic.build(n, pull=pull)
+    ts = jnp.linspace(0.0, 1.0, 11)
+
+    def go():
+        return mb.simulate(model, model.q0, jnp.zeros(model.n), 1.0, ts=ts)
+
+    traj, first, seconds = first_and_median(go)
+    q, qd = np.asarray(traj.q), np.asarray(traj.qd)
+    kinetic = 0.5 * np.sum(np.asarray(model.mass_diagonal()) * qd**2, axis=1)
+    left, right = [3 * n * j for j in range(n)], [3 * (n - 1 + n * j) for j in range(n)]
+    work = pull * (np.sum(q[:, right] - q[0, right], axis=1)
+                   - np.sum(q[:, left] - q[0, left], axis=1))
+    return first, seconds, int(traj.num_steps), float(np.max(np.abs(kinetic - work))
+                                                      / np.max(kinetic))
+
+
+def design(n):
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+    import metamaterial
+
+    loss = metamaterial.design_loss(n, metamaterial.stiffness(n))
+    params = (jnp.ones(n * n), jnp.zeros((len(auxetic.hinges(n, n)), 2)))
+    out = []
+    for fn in (lambda p: loss(p)[0], jax.value_and_grad(lambda p: loss(p)[0])):
+        start = time.perf_counter()
+        lowered = jax.jit(fn).lower(params)
+        traced = time.perf_counter() - start
+        compiled = lowered.compile()
+        compile_s = time.perf_counter() - start
+        block(compiled(params))
+        out += [compile_s, traced, median_time(lambda: block(compiled(params)), 5)]
+    return out
+
+
+def run(sizes, dense_up_to, gradient_up_to):
+    rows, extra = [], []
     for n in sizes:
         model = auxetic.build(n)
         q = model.q0
@@ -119,13 +165,26 @@ def run(sizes, dense_up_to):
             f"{st_first:.3g} / {st_s:.4g}", f"{scipy_s:.3g}", f"{diff:.1e}", f"{mn_s:.4g}",
             f"{largest_hinge_force(loaded, compliant.lam):.4g}",
             f"{largest_hinge_force(loaded, rigid.lam):.4g}"])
+        m_first, m_s, steps, balance = motion(n)
+        row = [f"{n} x {n}", f"{m_first:.3g} / {m_s:.3g}", steps, f"{balance:.1e}"]
+        if n <= gradient_up_to:
+            fc, ft, fr, gc, gt, gr = design(n)
+            row += [f"{fc:.3g} ({ft:.3g})", f"{fr:.3g}", f"{gc:.3g} ({gt:.3g})", f"{gr:.3g}",
+                    f"{gr / fr:.2g}"]
+        else:
+            row += ["-"] * 5
+        extra.append(row)
     table("Rotating squares, n x n plates: seconds as first call / median of 3 (solvability of "
           "the held grid; statics of the grid pulled at two edges, mode held)",
           ["grid", "rows", "p", "unique pairs", "verdicts = numpy (qr/sparse)",
            "solvability qr", "solvability sparse", "numpy SVD", "statics Compliance",
            "scipy LSQR", "rel. diff", "statics min-norm", "max hinge force Compliance N",
            "max hinge force min-norm N"], rows)
-    return rows
+    table("1 s of motion (first call / median) and the inverse-design loss: compile (of it "
+          "trace) and run, seconds",
+          ["grid", "motion 1 s", "steps", "energy balance", "loss compile (trace)", "loss run",
+           "gradient compile (trace)", "gradient run", "gradient / loss"], extra)
+    return rows, extra
 
 
 def main(argv=None):
@@ -133,9 +192,11 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="*", default=[10, 20])
     parser.add_argument("--dense-up-to", type=int, default=20,
                         help="largest grid for the dense QR test and numpy's SVD")
+    parser.add_argument("--gradient-up-to", type=int, default=20,
+                        help="largest grid for the inverse-design gradient")
     args = parser.parse_args(argv)
     print(machine())
-    return run(args.sizes, args.dense_up_to)
+    return run(args.sizes, args.dense_up_to, args.gradient_up_to)
 
 
 if __name__ == "__main__":

@@ -159,25 +159,46 @@ def _checked_elements(elements):
     def traced(leaf):
         return eqx.is_inexact_array(leaf) and not is_concrete(leaf)
 
-    leaves, preds, messages = [], [], []
+    leaves, tests = [], []  # tests: (leaf index, kind, message)
     for element in elements:
         for path, leaf in jax.tree_util.tree_flatten_with_path(element)[0]:
             if not traced(leaf):
                 continue
             field = jax.tree_util.keystr(path).lstrip(".")
             what = f"{type(element).__name__} {element.name!r}: {field}"
-            preds.append(~jnp.all(jnp.isfinite(leaf)))
-            messages.append(f"{what} is not finite (traced value)")
-            if field in element.nonnegative:
-                preds.append(~jnp.all(leaf >= 0.0))
-                messages.append(f"{what} must be non-negative (traced value)")
-            if field in element.positive:
-                preds.append(~jnp.all(leaf > 0.0))
-                messages.append(f"{what} must be positive (traced value)")
+            k = len(leaves)
             leaves.append(leaf)
+            tests.append((k, "finite", f"{what} is not finite (traced value)"))
+            if field in element.nonnegative:
+                tests.append((k, "nonnegative", f"{what} must be non-negative (traced value)"))
+            if field in element.positive:
+                tests.append((k, "positive", f"{what} must be positive (traced value)"))
     if not leaves:
         return tuple(elements)
-    bad = jnp.stack(preds)
-    checked = iter(_errors.branched_error_if(leaves, jnp.any(bad), jnp.argmax(bad), messages))
+    # leaves of one shape stacked, so the checks are a few array operations however many
+    # elements the model has (not three per leaf: thousands for a grid of hundreds of hinges)
+    by_shape: dict = {}
+    for k, leaf in enumerate(leaves):
+        by_shape.setdefault(jnp.shape(leaf), []).append(k)
+    where = {}  # leaf -> (group, row)
+    stacked = []
+    for g, members in enumerate(by_shape.values()):
+        stacked.append(jnp.stack([leaves[k] for k in members]).reshape(len(members), -1))
+        where.update({k: (g, row) for row, k in enumerate(members)})
+    failing = {"finite": lambda x: ~jnp.all(jnp.isfinite(x), axis=1),
+               "nonnegative": lambda x: ~jnp.all(x >= 0.0, axis=1),
+               "positive": lambda x: ~jnp.all(x > 0.0, axis=1)}
+    selected: dict = {}  # (group, kind) -> [(row, message)]
+    for k, kind, message in tests:
+        g, row = where[k]
+        selected.setdefault((g, kind), []).append((row, message))
+    preds, messages = [], []
+    for (g, kind), entries in selected.items():
+        rows = np.asarray([row for row, _ in entries], np.int64)
+        preds.append(failing[kind](stacked[g])[rows])
+        messages += [message for _, message in entries]
+    pred = jnp.concatenate(preds)
+    checked = iter(_errors.branched_error_if(leaves, jnp.any(pred), jnp.argmax(pred),
+                                             messages))
     return tuple(jax.tree.map(lambda leaf: next(checked) if traced(leaf) else leaf, e)
                  for e in elements)
