@@ -18,25 +18,18 @@ import pytest
 
 import jaxmb as mb
 from jaxmb._analyses import sparse_solvability
-from jaxmb.models import (
-    auxetic,
-    composed_pendulum,
-    four_bar,
-    mobile_robot,
-    n_four_bar,
-    parallelogram,
-    slider_crank,
-)
+from jaxmb import models
+from jaxmb.models import auxetic
 
 MODELS = {
-    "composed_pendulum": lambda: composed_pendulum.build(),
-    "four_bar": lambda: four_bar.build(),
-    "mobile_robot": lambda: mobile_robot.build(),  # knife edges: h > 0
-    "n_four_bar_3": lambda: n_four_bar.build(3),
+    "composed_pendulum": lambda: models.composed_pendulum.build(),
+    "four_bar": lambda: models.four_bar.build(),
+    "mobile_robot": lambda: models.mobile_robot.build(),  # knife edges: h > 0
+    "n_four_bar_3": lambda: models.n_four_bar.build(3),
     # the parallelogram's links aligned with the ground: a singular position (rank drops)
-    "n_four_bar_singular": lambda: n_four_bar.build(1, angle0=0.0),
-    "parallelogram": lambda: parallelogram.build(),
-    "slider_crank": lambda: slider_crank.build(),
+    "n_four_bar_singular": lambda: models.n_four_bar.build(1, angle0=0.0),
+    "parallelogram": lambda: models.parallelogram.build(),
+    "slider_crank": lambda: models.slider_crank.build(),
     "rotating_squares_5": lambda: auxetic.build(5, 4),
 }
 
