@@ -192,3 +192,24 @@ def test_rotating_rectangles_close_and_have_the_closed_form_poisson_ratio():
     expected = -((a * c - b * s_) / Ly) / ((-a * s_ + b * c) / Lx)
     np.testing.assert_allclose(-strain_y / strain_x, expected, rtol=1e-9)
     assert abs(expected + 1.0) > 0.1
+
+
+@pytest.mark.parametrize("n, m", [(4, 4), (3, 5)])
+def test_held_edge_keeps_the_mode(n, m):
+    """hold="edge": a pin at plate (0, 0)'s centre and rollers (x held) at the other centres of
+    column 0. The hand counts (rows 2 hinges + m + 1, dof 1, p = rows - (3 n m - 1)) against
+    numpy's SVD rank; the closed-form configuration keeps column 0 on x = 0 and plate (0, 0)'s
+    centre at the origin, so its derivative in theta is the free mode: C qd = 0."""
+    theta = 0.3
+    model = auxetic.build(n, m, theta=theta, hold="edge")
+    assert float(jnp.max(jnp.abs(model.phi(model.q0)))) < 1e-14
+    coords, rows, rank, p, dof = auxetic.counts(n, m, hold="edge")
+    assert (model.n, model.num_rows) == (coords, rows)
+    C = np.asarray(model.C(model.q0))
+    s = np.linalg.svd(C, compute_uv=False)
+    assert int(np.sum(s > 1e-9 * s[0])) == rank == coords - 1
+    assert p == rows - rank and dof == 1
+    mode = np.asarray(jax.jacfwd(lambda th: auxetic.configuration(n, m, th))(jnp.asarray(theta)))
+    assert np.max(np.abs(C @ mode)) < 1e-12 and np.max(np.abs(mode)) > 0.1
+    with pytest.raises(ValueError, match="hold must be 'plate' or 'edge'"):
+        auxetic.build(n, m, hold="corner")

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._model.mechanism import Mechanism
-from ..elements import Force, Gravity, RelativeAngleDriver, Revolute, Weld
+from ..elements import AbsoluteDriver, Force, Gravity, RelativeAngleDriver, Revolute, Weld
 
 CORNERS = {"tr": (1.0, 1.0), "tl": (-1.0, 1.0), "bl": (-1.0, -1.0), "br": (1.0, -1.0)}
 
@@ -108,7 +108,7 @@ def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None, aspec
 
 
 def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
-          lock_mode=False, sizes=None, offsets=None, aspect=1.0):
+          lock_mode=False, sizes=None, offsets=None, aspect=1.0, hold="plate"):
     """The n x m linkage on its mode at `theta`, plate (0, 0) welded to the ground ("hold").
 
     **Arguments:** `n`, `m` (static; m = n by default, both >= 2) plates per row and column;
@@ -122,9 +122,13 @@ def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
     the mode). `sizes` (one side per plate) and `offsets` (per hinge, a 2-vector) design
     the pattern (`hinge_points`; a plate of side s has mass `mass` (s / side)^2); `aspect`
     makes the plates rectangles side x aspect side (rotating rectangles: the mode's Poisson
-    ratio is -1 only for squares). All but n, m and lock_mode traceable. Bodies "P{i}_{j}";
-    pairs: the weld "hold", then "mode" if locked, then the hinges of `hinges(n, m)`; forces
-    "pull_L{j}" and "pull_R{j}".
+    ratio is -1 only for squares). `hold` (static): "plate" welds plate (0, 0) to the ground;
+    "edge" holds the left edge instead, a pin "hold" at the centre of plate (0, 0) and a
+    roller "roller{j}" (x held, y and the angle free) at the centre of every other plate of
+    column 0: the mode keeps every centre of column 0 on x = 0, so it stays free (dof 1, and
+    m - 2 more redundant rows than "plate"). All but n, m, lock_mode and hold traceable. Bodies
+    "P{i}_{j}"; pairs: "hold" (and the rollers), then "mode" if locked, then the hinges of
+    `hinges(n, m)`; forces "pull_L{j}" and "pull_R{j}".
     """
     m = n if m is None else m
     if not (isinstance(n, int) and isinstance(m, int) and n >= 2 and m >= 2):
@@ -142,8 +146,15 @@ def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
             k = i + n * j
             plates[(i, j)] = mech.body(f"P{i}_{j}", mass=masses[k], inertia=inertias[k],
                                        q=q[k])
-    mech.add(Weld("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0),
-                  angle=q[0, 2]))
+    if hold == "plate":
+        mech.add(Weld("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0),
+                      angle=q[0, 2]))
+    elif hold == "edge":
+        mech.add(Revolute("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0)))
+        for j in range(1, m):
+            mech.add(AbsoluteDriver(f"roller{j}", plates[(0, j)], 0, f=q[n * j, 0]))
+    else:
+        raise ValueError(f"rotating_squares: hold must be 'plate' or 'edge', got {hold!r}")
     if lock_mode:
         mech.add(RelativeAngleDriver("mode", plates[(0, 0)], plates[(1, 0)], f=0.0,
                                      offset=q[1, 2] - q[0, 2]))
@@ -168,12 +179,13 @@ def hinge_forces(model, lam):
     return jnp.sqrt(jnp.sum(jnp.asarray(lam)[..., rows] ** 2, axis=-1))
 
 
-def counts(n, m=None, lock_mode=False):
+def counts(n, m=None, lock_mode=False, hold="plate"):
     """The hand-derived (n_coordinates, rows, rank, p, dof) of the module docstring (the mode
-    driver adds a row and removes the degree of freedom)."""
+    driver adds a row and removes the degree of freedom; the held edge has a pin and m - 1
+    rollers, m + 1 rows, where the weld has 3)."""
     m = n if m is None else m
     coords = 3 * n * m
-    rows = 2 * len(hinges(n, m)) + 3 + int(lock_mode)
+    rows = 2 * len(hinges(n, m)) + (3 if hold == "plate" else m + 1) + int(lock_mode)
     dof = 0 if lock_mode else 1
     rank = coords - dof
     return coords, rows, rank, rows - rank, dof
