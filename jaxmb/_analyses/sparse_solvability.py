@@ -108,8 +108,8 @@ def modes(model: Model, C, rtol: float, active=None, block: int | None = None) -
     start = orthonormal(jnp.asarray(np.random.default_rng(7).standard_normal((n, b))))
     X, _ = jax.lax.scan(iterate, start, None, length=ITERATIONS)
     CX = jax.vmap(s.C, in_axes=1, out_axes=1)(X)
-    sigma = jnp.sort(singular_values(CX))
-    sigma = jnp.pad(sigma, (0, b - sigma.shape[0]))  # C' X has min(rows, b) of them
+    sigma = singular_values(CX)  # min(rows, b) of them: the rest of the block are modes
+    sigma = jnp.sort(jnp.pad(sigma, (0, b - sigma.shape[0])))
 
     def power(u, _):  # u <- A^T A u, A = C' M^(-1/2)
         w = s.CT(s.C(u / sqrt_m)) / sqrt_m
