@@ -118,29 +118,33 @@ def _unique_directions(CX, QX, scale, rtol, width):
     return E[:, :width], w_mask[:width]
 
 
-def _per_set(row_sets, fn):
-    """`fn(idx)` for every row set, sets of one length vmapped together over their static
-    indices (the traced program does not grow with the number of pairs); outputs in set order."""
-    by_length: dict = {}
-    for k, idx in enumerate(row_sets):
-        by_length.setdefault(len(idx), []).append(k)
+def _per_set(row_sets, fn, col_sets=None):
+    """`fn(idx)` for every row set (`fn(idx, cols)` with `col_sets`, a static set of columns
+    per row set), sets of one size vmapped together over their static indices (the traced
+    program does not grow with the number of pairs); outputs in set order."""
+    index_sets = [(idx,) for idx in row_sets] if col_sets is None else list(zip(row_sets,
+                                                                             col_sets))
+    by_size: dict = {}
+    for k, sets in enumerate(index_sets):
+        by_size.setdefault(tuple(len(x) for x in sets), []).append(k)
     outs, order = [], []
-    for length, members in by_length.items():
-        idx = np.asarray([row_sets[k] for k in members], np.int64).reshape(len(members), length)
-        outs.append(jax.vmap(fn)(jnp.asarray(idx)))
+    for sizes, members in by_size.items():
+        args = [jnp.asarray(np.asarray([index_sets[k][a] for k in members], np.int64)
+                            .reshape(len(members), size)) for a, size in enumerate(sizes)]
+        outs.append(jax.vmap(fn)(*args))
         order += members
     inverse = np.argsort(np.asarray(order))
     return jax.tree.map(lambda *parts: jnp.concatenate(parts)[inverse], *outs)
 
 
-def _b_norms_jnp(C, Qt, row_sets):
-    def one(idx):
-        CX, QX = C[idx], Qt[idx]
-        # B_X = C_X^T Q~_X as a sum of the L outer products (L = the set's rows, 1 to 3): one
-        # elementwise fusion under vmap, where a dot of tiny matrices is a kernel call each
-        return jnp.linalg.norm(jnp.sum(CX[:, :, None] * QX[:, None, :], axis=0))
+def _b_norm(CX, QX):
+    """|B_X|_F, B_X = C_X^T Q~_X as a sum of the L outer products (L = the set's rows, 1 to
+    3): one elementwise fusion under vmap, where a dot of tiny matrices is a kernel call each."""
+    return jnp.linalg.norm(jnp.sum(CX[:, :, None] * QX[:, None, :], axis=0))
 
-    return _per_set(row_sets, one)
+
+def _b_norms_jnp(C, Qt, row_sets):
+    return _per_set(row_sets, lambda idx: _b_norm(C[idx], Qt[idx]))
 
 
 @functools.cache
@@ -213,27 +217,15 @@ def _analyse_local_sets(model, C, Qt, row_sets, rtol, btol):
         return (jnp.zeros(0, bool), jnp.zeros(0, C.dtype), jnp.zeros(0, C.dtype),
                 jnp.zeros((0, n, width), C.dtype), jnp.zeros(0, jnp.int32))
     scale = jnp.max(jnp.abs(C), initial=0.0)
-    col_sets = _set_columns(model, row_sets)
-    by_shape: dict = {}
-    for k, (idx, cols) in enumerate(zip(row_sets, col_sets)):
-        by_shape.setdefault((len(idx), len(cols)), []).append(k)
-    outs, order = [], []
 
     def one(idx, cols):
         CX, QX = C[idx[:, None], cols[None, :]], Qt[idx]
-        b = jnp.linalg.norm(jnp.sum(CX[:, :, None] * QX[:, None, :], axis=0))
+        b = _b_norm(CX, QX)
         E, e_mask = _unique_directions(CX, QX, scale, rtol, width)
         full = jnp.zeros((n, width), C.dtype).at[cols].set(E[:, :width])
         return b, b / jnp.maximum(jnp.linalg.norm(CX), 1e-300), full, jnp.sum(e_mask)
 
-    for (length, ncols), members in by_shape.items():
-        idx = np.asarray([row_sets[k] for k in members], np.int64).reshape(-1, length)
-        cols = np.asarray([col_sets[k] for k in members], np.int64).reshape(-1, ncols)
-        outs.append(jax.vmap(one)(jnp.asarray(idx), jnp.asarray(cols)))
-        order += members
-    inverse = np.argsort(np.asarray(order))
-    b_norm, b_rel, E, count = jax.tree.map(lambda *parts: jnp.concatenate(parts)[inverse],
-                                           *outs)
+    b_norm, b_rel, E, count = _per_set(row_sets, one, _set_columns(model, row_sets))
     return b_rel <= btol, b_norm, b_rel, E, count
 
 
