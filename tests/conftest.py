@@ -54,6 +54,25 @@ def rng():
     return np.random.default_rng(20240613)
 
 
+@pytest.fixture
+def count_calls(monkeypatch):
+    """`count_calls(module, name)` replaces module.name, for this test, by a wrapper that
+    appends to the returned list on every call (e.g. once per trace of a jitted program)."""
+
+    def install(module, name):
+        calls = []
+        original = getattr(module, name)
+
+        def counting(*args, **kwargs):
+            calls.append(1)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counting)
+        return calls
+
+    return install
+
+
 @pytest.fixture(autouse=True)
 def _program_store_off_after_each_test():
     """A test that runs the CLI in this process switches the program store on

@@ -124,17 +124,11 @@ def _pendulum(name):
     return m.build()
 
 
-def test_new_tolerance_or_end_time_reuses_the_compiled_simulate(monkeypatch):
+def test_new_tolerance_or_end_time_reuses_the_compiled_simulate(count_calls):
     from jaxmb._formulations import state_ode
 
-    traces = []
-    original = state_ode.check_initial_state  # runs once per trace of simulate's program
-
-    def counting(*args):
-        traces.append(1)
-        return original(*args)
-
-    monkeypatch.setattr(state_ode, "check_initial_state", counting)
+    # check_initial_state runs once per trace of simulate's program
+    traces = count_calls(state_ode, "check_initial_state")
     model = _pendulum("bob_retrace_test")
     q0, qd0 = model.q0, jnp.zeros(model.n)
     ts = jnp.linspace(0.0, 0.5, 6)

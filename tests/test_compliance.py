@@ -491,21 +491,14 @@ def test_sparse_path_gradient_matches_the_dense_one(grid):
     np.testing.assert_allclose(gs[1], fd, rtol=1e-6, atol=1e-8)
 
 
-def test_compliance_takes_the_sparse_path_for_large_models(grid, monkeypatch):
+def test_compliance_takes_the_sparse_path_for_large_models(grid, count_calls):
     """mb.Compliance and mb.MinNorm on a model above DENSE_BODIES (MinNorm: also with knife
     edges) call the sparse path (counted), and give the dense answers (the SVD formula; numpy's
     pseudo-inverse)."""
     from jaxmb._reaction_methods import compliance as cp
 
     model, C, f, k = grid
-    calls = []
-    original = cp.sparse_compliance_multipliers
-
-    def counting(*args):
-        calls.append(1)
-        return original(*args)
-
-    monkeypatch.setattr(cp, "sparse_compliance_multipliers", counting)
+    calls = count_calls(cp, "sparse_compliance_multipliers")
     M = jnp.diag(model.mass_diagonal())
     method = mb.Compliance(default=2.0)
     _, lam = method.multipliers(model, M, f, C, jnp.zeros(model.num_rows),
@@ -517,8 +510,7 @@ def test_compliance_takes_the_sparse_path_for_large_models(grid, monkeypatch):
     # the pseudo-inverse's answer
     from jaxmb._reaction_methods import min_norm
 
-    monkeypatch.setattr(min_norm, "sparse_compliance_multipliers", counting)
-    calls.clear()
+    calls = count_calls(min_norm, "sparse_compliance_multipliers")
     _, lam = mb.MinNorm().multipliers(model, M, f, C, jnp.zeros(model.num_rows),
                                       jnp.zeros(model.n), "test")
     assert calls

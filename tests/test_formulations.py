@@ -60,19 +60,12 @@ def test_spellings_name_formulation_objects():
         _simulate.as_formulation("bogus")
 
 
-def test_spelling_and_object_share_one_program(crank, monkeypatch):
+def test_spelling_and_object_share_one_program(crank, count_calls):
     """simulate(formulation="null_space") and simulate(formulation=mb.NullSpace()) trace the
     integration once (counted where the program checks the initial state) and give the same
     numbers bit for bit; so do the default and mb.AugmentedLagrangian()."""
     model, qd0, ts = crank
-    traces = []
-    original = state_ode.check_initial_state
-
-    def counting(*args):
-        traces.append(1)
-        return original(*args)
-
-    monkeypatch.setattr(state_ode, "check_initial_state", counting)
+    traces = count_calls(state_ode, "check_initial_state")
     spelled = mb.simulate(model, model.q0, qd0, T1, ts=ts, formulation="null_space", **TOL)
     obj = mb.simulate(model, model.q0, qd0, T1, ts=ts, formulation=mb.NullSpace(), **TOL)
     assert len(traces) <= 1  # 0 when an earlier test in this process compiled it already
