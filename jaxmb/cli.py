@@ -1,9 +1,14 @@
-"""The `jaxmb` command: `demo`, `report MODEL`, `simulate MODEL`, `plot MODEL`, `animate MODEL`.
+"""The `jaxmb` command: `demo`, `report MODEL`, `simulate MODEL`, `plot MODEL`, `animate MODEL`,
+`models`.
 
-MODEL is a built-in model name (mobile_robot, slider_crank, four_bar, composed_pendulum,
-n_four_bar, parallelogram), a Python file defining `build() -> Model` (and optionally
-`initial_velocity(model) -> qd0`), or a model file (.json, .yaml, .yml; written by `jaxmb.save`,
-schema in docs/model_files.md, with an optional `initial_velocity` list).
+MODEL is a built-in model name (`jaxmb models`; `jaxmb.cli_parser.BUILTIN_MODELS`), a Python
+file defining `build() -> Model` (and optionally `initial_velocity(model) -> qd0`), or a model
+file (.json, .yaml, .yml; written by `jaxmb.save`, schema in docs/model_files.md, with an
+optional `initial_velocity` list).
+
+The parser, every option's help, and the checks that need no model (the model's name, numbers,
+output paths) are `jaxmb/cli_parser.py`, which imports no JAX: the entry point `jaxmb_cli.py`
+runs them before it imports this module, and `main` runs them again for in-process callers.
 
 Compiled programs are kept in JAX's persistent compilation cache (`$JAX_COMPILATION_CACHE_DIR`,
 default ~/.cache/jaxmb/jax; `JAXMB_NO_CACHE=1` switches it off; see
@@ -13,10 +18,9 @@ The analyses are called eagerly (not inside `jax.jit`), so their programs carry 
 callbacks and can be cached.
 """
 
-import argparse
 import contextlib
+import importlib
 import importlib.util
-import math
 import os
 import sys
 import tempfile
@@ -24,25 +28,24 @@ import time
 
 import numpy as np
 
-BUILTIN_MODELS = ("mobile_robot", "slider_crank", "four_bar", "composed_pendulum", "n_four_bar",
-                  "parallelogram")
+from jaxmb.cli_parser import (
+    BUILTIN_MODELS as BUILTIN_MODELS,
+    MODEL_STIFFNESS as MODEL_STIFFNESS,
+    build_parser as build_parser,
+    check_model,
+    models_text,
+    parse_args,
+)
 
 
 def load_model_module(spec: str):
     """The module behind MODEL: a built-in name, a path to a Python file with `build()`, or a
     model file (then an object with `build()` and `initial_velocity`)."""
+    check_model(spec)  # as the parser does: a built-in, or a file of a known kind
     if spec in BUILTIN_MODELS:
-        return importlib.import_module(f"jaxmb.models.{spec}")
-    if not os.path.exists(spec):
-        raise SystemExit(
-            f"jaxmb: model {spec!r} is neither a built-in ({', '.join(BUILTIN_MODELS)}) "
-            "nor an existing file"
-        )
+        return importlib.import_module(BUILTIN_MODELS[spec].module)
     if spec.lower().endswith((".json", ".yaml", ".yml")):
         return _model_file(spec)
-    if not spec.endswith(".py"):
-        raise SystemExit(f"jaxmb: model file {spec!r}: expected a Python file (.py) or a "
-                         "model file (.json, .yaml, .yml)")
     module_spec = importlib.util.spec_from_file_location("jaxmb_user_model", spec)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
@@ -115,7 +118,6 @@ def cmd_demo(args):
     from jaxmb.models import mobile_robot
     from jaxmb.studies import mobile_robot_study, variant_spread
 
-    _check_output_folder(args.out)  # before the run, not after it
     print("jaxmb demo: the mobile robot of seed 001 (Wojtyra & Fraczek), section 4\n")
     announce_compiles("mobile_robot")
     model = mobile_robot.build(t_end=args.t_end)
@@ -174,10 +176,6 @@ def cmd_report(args):
         print(compliance_table(model, q, _velocity(module, model, q, args.t), args.t,
                                compliance))
     return 0
-
-
-MODEL_STIFFNESS = "<model>"
-"""The value of a bare `--stiffness`: the model file's own `compliance` entry."""
 
 
 def _compliance(args, module, model):
@@ -299,44 +297,6 @@ def _trajectory(spec, t1, num_saves, rtol=1e-8, progress=False):
     return model, traj
 
 
-def _check_run_options(args, saves="num_saves"):
-    """--t1 and the number of saved instants, before anything is loaded or run."""
-    if not (math.isfinite(args.t1) and args.t1 > 0.0):
-        raise SystemExit(f"jaxmb: --t1 {args.t1:g}: expected a positive, finite duration in "
-                         "seconds")
-    count = getattr(args, saves)
-    if count < 2:
-        flag = "--" + saves.replace("_", "-")
-        raise SystemExit(f"jaxmb: {flag} {count}: expected at least 2 (the first and last "
-                         "instants)")
-
-
-def _check_output_path(out):
-    """Refuse an --out that cannot be written, before the run (not after it)."""
-    folder = os.path.dirname(os.path.abspath(out))
-    if os.path.isdir(out):
-        raise SystemExit(f"jaxmb: --out {out!r} is a folder; give a file name")
-    if not os.path.isdir(folder):
-        raise SystemExit(f"jaxmb: --out {out!r}: folder {folder!r} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise SystemExit(f"jaxmb: --out {out!r}: folder {folder!r} is not writable")
-
-
-def _check_output_folder(out):
-    """Refuse an --out folder that cannot be made or written, before the run: an existing
-    file, or a nearest existing ancestor that is a file or not writable (missing folders
-    are made)."""
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise SystemExit(f"jaxmb: --out {out!r} is a file; give a folder (made if missing)")
-    existing = os.path.abspath(out)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise SystemExit(f"jaxmb: --out {out!r}: {existing!r} is a file, not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise SystemExit(f"jaxmb: --out {out!r}: folder {existing!r} is not writable")
-
-
 SAVED_BYTES_LIMIT = 2 << 30
 """Largest memory the saved states of a command may take (q and qd, float64): 2 GiB."""
 
@@ -389,10 +349,6 @@ def write_atomically(path, write):
 
 
 def cmd_simulate(args):
-    if not args.out.endswith((".npz", ".csv")):  # before the run, not after it
-        raise SystemExit(f"jaxmb: --out {args.out!r}: expected a .npz or .csv file name")
-    _check_run_options(args)
-    _check_output_path(args.out)
     model, traj = _trajectory(args.model, args.t1, args.num_saves, args.rtol, args.progress)
     names = [f"{b}.{c}" for b in model.body_names for c in ("x", "y", "phi")]
     ts, q, qd = np.asarray(traj.ts), np.asarray(traj.q), np.asarray(traj.qd)
@@ -415,20 +371,22 @@ def cmd_simulate(args):
 
 
 def cmd_plot(args):
-    import matplotlib.figure
+    import warnings
 
     import jaxmb as mb
     from jaxmb import drawing
 
-    suffix = os.path.splitext(args.out)[1].lstrip(".").lower()
-    if suffix not in matplotlib.figure.Figure().canvas.get_supported_filetypes():
-        raise SystemExit(f"jaxmb: --out {args.out!r}: expected an image file name (.png, .pdf, "
-                         ".svg, ...)")
-    _check_run_options(args)
-    _check_output_path(args.out)
     model, traj = _trajectory(args.model, args.t1, args.num_saves, progress=args.progress)
     report = mb.solvability(model, traj.q[0], traj.ts[0])
-    rx = mb.reactions(model, traj)
+    with warnings.catch_warnings():  # said below in one line, in the command's terms
+        warnings.simplefilter("ignore", mb.NonUniqueReactionWarning)
+        rx = mb.reactions(model, traj)
+    flags = np.reshape(np.asarray(rx.solvable_array), (-1, len(rx.pair_names))).all(axis=0)
+    not_unique = [name for name, ok in zip(rx.pair_names, flags.tolist()) if not ok]
+    if not_unique:
+        say(f"the reactions of {', '.join(not_unique)} are not unique: drawn dashed, the "
+            "minimum-norm ones (one of infinitely many); `jaxmb report MODEL --stiffness` "
+            "compares those the joints' stiffness selects")
     drawing.overview(model, traj, rx, report, args.out)
     print(f"simulated {args.t1:g} s; wrote {args.out} (mechanism at t = 0 with the solvability "
           "of each pair, paths, reactions; dashed: not unique, method-dependent)")
@@ -436,11 +394,6 @@ def cmd_plot(args):
 
 
 def cmd_animate(args):
-    if not args.out.lower().endswith((".gif", ".mp4")):
-        raise SystemExit(f"jaxmb: --out {args.out!r}: expected a .gif or .mp4 file name")
-    _check_run_options(args, saves="frames")
-    _check_output_path(args.out)
-
     import jaxmb as mb
     from jaxmb import drawing
 
@@ -456,67 +409,15 @@ def cmd_animate(args):
     return 0
 
 
-def _installed_version():
-    """jaxmb's version from the installed distribution's metadata (no jaxmb import)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("jaxmb")
-    except metadata.PackageNotFoundError:
-        return "(not installed)"
+def cmd_models(args):
+    print(models_text())
+    return 0
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(prog="jaxmb", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"jaxmb {_installed_version()}")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress lines on stderr (what compiles, what runs)")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="the seed-001 mobile robot: model, solvability, reactions")
-    demo.add_argument("--out", default="jaxmb-demo", help="folder for the plots")
-    demo.add_argument("--t-end", type=float, default=5.0, help="duration of the manoeuvre (s)")
-    demo.set_defaults(func=cmd_demo)
-    report = sub.add_parser("report", help="dof, redundancy and the solvability table of MODEL")
-    report.add_argument("model")
-    report.add_argument("--t", type=float, default=0.0, help="time of the analysis")
-    report.add_argument("--method", default="qr", choices=("qr", "svd", "rank"))
-    report.add_argument("--group", action="append", metavar="NAME=P1,P2",
-                        help="a group of pairs whose combined reaction to test")
-    report.add_argument("--stiffness", metavar="FILE", nargs="?", const=MODEL_STIFFNESS,
-                        help="print the reactions that the joints' stiffness selects "
-                             "(mb.Compliance) next to the min-norm ones; FILE: JSON/YAML "
-                             "{stiffness: {pair: k}, default: k}; without FILE the model "
-                             "file's own 'compliance' entry")
-    report.set_defaults(func=cmd_report)
-    simulate = sub.add_parser("simulate", help="integrate MODEL and save q, qd")
-    simulate.add_argument("model")
-    simulate.add_argument("--t1", type=float, required=True)
-    simulate.add_argument("--out", required=True, help="output .npz or .csv")
-    simulate.add_argument("--num-saves", type=int, default=201)
-    simulate.add_argument("--rtol", type=float, default=1e-8)
-    simulate.add_argument("--progress", action="store_true",
-                        help="show the integration's progress (that run is then not cached)")
-    simulate.set_defaults(func=cmd_simulate)
-    plot = sub.add_parser("plot", help="drawing of MODEL with its solvability, paths, reactions")
-    plot.add_argument("model")
-    plot.add_argument("--out", required=True, help="output image (.png, .pdf, .svg)")
-    plot.add_argument("--t1", type=float, default=1.0, help="simulated time (s)")
-    plot.add_argument("--num-saves", type=int, default=101)
-    plot.add_argument("--progress", action="store_true",
-                        help="show the integration's progress (that run is then not cached)")
-    plot.set_defaults(func=cmd_plot)
-    anim = sub.add_parser("animate", help="simulate MODEL and write an animation")
-    anim.add_argument("model")
-    anim.add_argument("--out", required=True, help="output .gif (or .mp4 with ffmpeg)")
-    anim.add_argument("--t1", type=float, default=1.0, help="simulated time (s)")
-    anim.add_argument("--frames", type=int, default=50, help="number of frames")
-    anim.add_argument("--fps", type=float, default=None, help="default: real time")
-    anim.add_argument("--solvability", action="store_true",
-                      help="mark each pair unique / not unique (solvability at t = 0)")
-    anim.add_argument("--progress", action="store_true",
-                        help="show the integration's progress (that run is then not cached)")
-    anim.set_defaults(func=cmd_animate)
-    return parser
+COMMANDS = {"demo": cmd_demo, "report": cmd_report, "simulate": cmd_simulate, "plot": cmd_plot,
+            "animate": cmd_animate, "models": cmd_models}
+"""The function of each command; the parser, its options (help, units, defaults) and the checks
+that need no model are in jaxmb/cli_parser.py."""
 
 
 def use_compilation_cache():
@@ -540,15 +441,33 @@ def error_line(err) -> str:
 def main(argv=None):
     """Run a command; a library error (bad model, failed run, ...) ends the process with one
     line naming the cause and exit status 1 (JAXMB_TRACEBACK=1 shows the traceback)."""
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)  # and checked: model name, numbers, output paths
     _QUIET[0] = args.quiet
+    if args.command == "models":
+        return cmd_models(args)
     use_compilation_cache()
     try:
-        return args.func(args)
+        with _warnings_on_one_line():
+            return COMMANDS[args.command](args)
     except (RuntimeError, ValueError) as err:
         if os.environ.get("JAXMB_TRACEBACK") == "1":
             raise
         raise SystemExit(f"jaxmb: {error_line(err)}") from None
+
+
+@contextlib.contextmanager
+def _warnings_on_one_line():
+    """Warnings as one line on stderr, `jaxmb: warning: ...`, without the source file and line
+    that Python's format shows (restored after the command)."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        print(f"jaxmb: warning: {text}", file=sys.stderr if file is None else file, flush=True)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def run(argv=None):

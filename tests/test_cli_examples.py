@@ -9,6 +9,7 @@ for the self-stress n = null(C^T) (numpy SVD).
 """
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -114,18 +115,29 @@ def test_cli_refuses_what_it_cannot_do_before_the_work(tmp_path):
                   "--out", str(tmp_path / "x.npz")])
 
 
+def run_entry_point(*argv):
+    """`jaxmb ARGV` through the console command's entry point (`jaxmb_cli.run`), in a subprocess
+    under Python's import log: (process, its stderr without the log, the JAX modules it
+    imported). Reference: Python's own import log (`-X importtime`)."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c",
+                           f"import jaxmb_cli; jaxmb_cli.run({list(argv)!r})"],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    log = [line for line in proc.stderr.splitlines() if line.startswith("import time:")]
+    imported = [line.split("|")[-1].strip() for line in log]
+    assert imported, proc.stderr  # the log is there
+    stderr = "\n".join(line for line in proc.stderr.splitlines() if line not in log)
+    return proc, stderr, [m for m in imported if m == "jax" or m.startswith("jax.")]
+
+
 def test_help_and_usage_errors_answer_without_jax():
     """`jaxmb` is `jaxmb_cli.run`: it parses before importing jaxmb (which imports JAX), so
     --help and a mistyped command answer at once. Reference: Python's own import log."""
     for argv, status in ((["--help"], 0), (["no_such_command"], 2)):
-        proc = subprocess.run([sys.executable, "-X", "importtime", "-c",
-                               f"import jaxmb_cli; jaxmb_cli.run({argv!r})"],
-                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        proc, stderr, jax_modules = run_entry_point(*argv)
         assert proc.returncode == status
-        imported = [line.split("|")[-1].strip() for line in proc.stderr.splitlines()
-                    if line.startswith("import time:")]
-        assert imported and not [m for m in imported if m == "jax" or m.startswith("jax.")]
-        assert "usage: jaxmb" in proc.stdout + proc.stderr
+        assert not jax_modules
+        assert "usage: jaxmb" in proc.stdout + stderr
 
 
 def test_version_answers_without_jax():
@@ -133,14 +145,186 @@ def test_version_answers_without_jax():
     pyproject.toml sets) and imports no JAX."""
     from importlib import metadata
 
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c",
-                           "import jaxmb_cli; jaxmb_cli.run(['--version'])"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc, _, jax_modules = run_entry_point("--version")
     assert proc.returncode == 0
     assert proc.stdout.strip() == f"jaxmb {metadata.version('jaxmb')}"
-    imported = [line.split("|")[-1].strip() for line in proc.stderr.splitlines()
-                if line.startswith("import time:")]
-    assert imported and not [m for m in imported if m == "jax" or m.startswith("jax.")]
+    assert not jax_modules
+
+
+def test_typos_and_bad_values_answer_without_jax(tmp_path):
+    """Every CLI call used to import JAX (1 s quiet, 8 s under load) before it looked at the
+    model name, and a mistyped built-in name got no suggestion. Now a mistyped name (even with
+    the required options missing), a bad number, an output of the wrong kind and an output folder
+    that is a file are each answered with one line and status 1 without importing JAX, with the
+    closest built-in names; `jaxmb models` lists every built-in model with its description
+    (Python's import log is the reference)."""
+    from jaxmb.cli_parser import BUILTIN_MODELS
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    cases = [
+        (("simulate", "slidr_crank"), r"jaxmb: model 'slidr_crank' is neither a built-in nor "
+                                      r"an existing file; did you mean slider_crank\? "
+                                      r"\(built-in models: mobile_robot, slider_crank, .*\)"),
+        (("report", "fourbar"), r"jaxmb: model 'fourbar' .*; did you mean four_bar or "
+                                r"n_four_bar\? .*"),
+        (("plot", "four_bar", "--out", str(tmp_path / "x.png"), "--t1", "0"),
+         r"jaxmb: --t1 0: expected a positive, finite duration in seconds"),
+        (("simulate", "four_bar", "--t1", "1", "--out", str(tmp_path / "x.txt")),
+         r"jaxmb: --out '.*x.txt': expected a .npz or .csv file name"),
+        (("demo", "--out", str(blocker)), r"jaxmb: --out '.*a_file' is a file; give a folder "
+                                         r"\(made if missing\)"),
+    ]
+    for argv, message in cases:
+        proc, stderr, jax_modules = run_entry_point(*argv)
+        assert proc.returncode == 1, (argv, stderr)
+        assert re.fullmatch(message, stderr.strip()), (argv, stderr)
+        assert not jax_modules, argv
+    proc, _, jax_modules = run_entry_point("models")
+    assert proc.returncode == 0 and not jax_modules
+    listed = proc.stdout.splitlines()[1:]
+    assert [line.split()[0] for line in listed] == list(BUILTIN_MODELS)
+    for line, model in zip(listed, BUILTIN_MODELS.values()):
+        assert line.endswith(model.description)
+
+
+def test_checks_that_need_no_model_each_refusal(tmp_path):
+    """The checks that need no model (`jaxmb.cli_parser.check`), each with its one line: the
+    demo's duration, --rtol, --fps, --frames, --group's form, a missing --stiffness file, an
+    image type matplotlib does not write, a model that is a folder, a file of another kind,
+    a mistyped model file name (the closest files in its folder); good command lines pass."""
+    from jaxmb.cli_parser import parse_args
+
+    (tmp_path / "crank.yaml").write_text("jaxmb_model: 1\n")
+    out = str(tmp_path / "out")
+    refusals = {
+        ("demo", "--t-end", "-2"): "--t-end -2: expected a positive, finite duration in seconds",
+        ("simulate", "four_bar", "--t1", "1", "--out", out + ".npz", "--rtol", "nan"):
+            "--rtol nan: expected a positive, finite relative tolerance (e.g. 1e-8)",
+        ("animate", "four_bar", "--out", out + ".gif", "--fps", "0"):
+            "--fps 0: expected a positive, finite number of frames per second",
+        ("animate", "four_bar", "--out", out + ".gif", "--frames", "1"):
+            "--frames 1: expected at least 2 (the first and last instants)",
+        ("report", "four_bar", "--group", "axle"): "--group 'axle': expected NAME=PAIR1,PAIR2,...",
+        ("report", "four_bar", "--stiffness", out + ".yaml"):
+            f"--stiffness '{out}.yaml' does not exist; expected a stiffness file (.json, .yaml, "
+            ".yml)",
+        ("plot", "four_bar", "--out", out + ".gif"):
+            f"--out '{out}.gif': expected an image file name (.png, .pdf, .svg, ...)",
+        ("plot", "four_bar", "--out", str(tmp_path / "no" / "x.png")):
+            f"--out '{tmp_path}/no/x.png': folder '{tmp_path}/no' does not exist",
+        ("report", str(tmp_path / "crank.yml")):
+            f"model '{tmp_path}/crank.yml' is neither a built-in nor an existing file; did you "
+            f"mean {tmp_path}/crank.yaml?",
+        ("report", str(tmp_path)): f"model '{tmp_path}' is a folder; expected a model file",
+        ("report", os.path.join(ROOT, "README.md")):
+            f"model file '{ROOT}/README.md': expected a Python file (.py) or a model file",
+    }
+    for argv, message in refusals.items():
+        with pytest.raises(SystemExit) as info:
+            parse_args(argv)
+        assert info.value.code.startswith("jaxmb: " + message), (argv, info.value.code)
+    assert parse_args(["report", str(tmp_path / "crank.yaml"), "--group", "a=O,A"]).group
+    assert parse_args(["plot", "four_bar", "--out", out + ".PDF"]).t1 > 0
+
+
+def test_builtin_registry_is_the_models_package():
+    """The CLI knows the built-in models without importing them (`BUILTIN_MODELS`, so that a
+    name is checked without JAX); its list is the modules of jaxmb.models whose build() needs
+    no argument, each description one line."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import jaxmb.models
+    from jaxmb import cli
+    from jaxmb.cli_parser import BUILTIN_MODELS
+
+    found = {}
+    for info in pkgutil.iter_modules(jaxmb.models.__path__):
+        module = importlib.import_module(f"jaxmb.models.{info.name}")
+        build = getattr(module, "build", None)
+        if build is not None and all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL,
+                                                                            p.VAR_KEYWORD)
+                                     for p in inspect.signature(build).parameters.values()):
+            found[info.name] = module.__name__
+    assert {name: m.module for name, m in BUILTIN_MODELS.items()} == found
+    for name, m in BUILTIN_MODELS.items():
+        assert cli.load_model_module(name).__name__ == m.module
+        assert m.description and "\n" not in m.description and len(m.description) < 100
+
+
+def test_every_option_has_help_with_its_default():
+    """`jaxmb COMMAND --help` explains every argument, with its default where it has one and
+    "(required)" where it must be given."""
+    import argparse
+
+    from jaxmb.cli_parser import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(commands.choices) == {"demo", "report", "simulate", "plot", "animate", "models"}
+    for sub in [parser, *commands.choices.values()]:
+        for action in sub._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            text = action.help % {**vars(action), "prog": sub.prog}
+            assert len(text) > 10, (sub.prog, action.dest)
+            if action.required and action.option_strings:
+                assert "(required)" in text, (sub.prog, action.dest)
+            elif action.default not in (None, False, argparse.SUPPRESS):
+                assert f"(default: {action.default}" in text, (sub.prog, action.dest)
+
+
+def test_image_suffixes_are_written_by_matplotlib():
+    """`jaxmb plot` checks its --out type against a fixed list (no matplotlib import before the
+    run): every one of them is a format matplotlib writes."""
+    import matplotlib.figure
+
+    from jaxmb.cli_parser import IMAGE_SUFFIXES
+
+    supported = matplotlib.figure.Figure().canvas.get_supported_filetypes()
+    assert set(IMAGE_SUFFIXES) <= set(supported)
+
+
+def test_docs_cli_md_is_generated_from_the_parser():
+    """docs/cli.md below its marker line is the parser's own text (usage and the help of every
+    option of every command, the built-in models), so it cannot fall behind; after a change to
+    the parser, `python -m jaxmb.cli_parser --update docs/cli.md` rewrites it."""
+    from jaxmb import cli_parser
+
+    with open(os.path.join(ROOT, "docs", "cli.md"), encoding="utf-8") as fh:
+        page = fh.read()
+    assert page == cli_parser.docs_page(page), (
+        "docs/cli.md is behind the parser: run python -m jaxmb.cli_parser --update docs/cli.md")
+    for name in cli_parser.BUILTIN_MODELS:
+        assert f"| `{name}` |" in page
+
+
+def test_warnings_are_one_line_and_plot_names_non_unique_reactions(capsys, monkeypatch,
+                                                                     tmp_path):
+    """`jaxmb plot` of a model with non-unique reactions printed Python's raw warning with its
+    source line (`cli.py:376:` and `rx = mb.reactions(model, traj)`); it now says in one line
+    which reactions are drawn dashed and why, and any other warning prints as one line
+    `jaxmb: warning: ...`."""
+    import warnings
+
+    from jaxmb import cli
+
+    with cli._warnings_on_one_line():
+        warnings.simplefilter("always")
+        warnings.warn("first line\n  second line", UserWarning)
+    assert capsys.readouterr().err == "jaxmb: warning: first line second line\n"
+    monkeypatch.setenv("JAXMB_NO_CACHE", "1")
+    monkeypatch.setattr(cli, "_QUIET", [False])
+    out = tmp_path / "p.png"
+    assert cli.main(["plot", "parallelogram", "--t1", "0.1", "--num-saves", "5",
+                     "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "Warning" not in err and "cli.py" not in err and "mb.reactions" not in err
+    assert ("jaxmb: the reactions of O1, O2, O3, A1, A2, A3 are not unique: drawn dashed, the "
+            "minimum-norm ones") in err
+    assert out.stat().st_size > 10_000
 
 
 def test_progress_lines_name_the_analysis_and_stay_off_stdout(capsys, monkeypatch):
