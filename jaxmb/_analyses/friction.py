@@ -89,7 +89,8 @@ class FrictionForces(eqx.Module):
     (k, n): their generalized forces -T_k (ds_k/dq)^T; `power` (k,): the power each dissipates,
     T_k s_dot_k >= 0; `normal_load` (k,): N_k; `slip_rate` (k,): s_dot_k; `qdd`, `lam`: the
     accelerations and multipliers with friction; `converged`: whether Newton's method met its
-    tolerance; `num_steps`: its iterations. `*batch`: leading axes where vmapped.
+    tolerance; `num_steps`: its iterations. `*batch`: leading axes where vmapped. Printed, it
+    shows the values per element (min .. max over a batch).
     """
 
     names: tuple[str, ...] = eqx.field(static=True)
@@ -102,6 +103,12 @@ class FrictionForces(eqx.Module):
     lam: Float[Array, "*batch rows"]
     converged: Bool[Array, " *batch"]
     num_steps: Int[Array, " *batch"]
+
+    def __repr__(self) -> str:
+        """The values: force, slip rate, power and normal load of each element."""
+        from .report import format_friction
+
+        return format_friction(self)
 
 
 def default_method(

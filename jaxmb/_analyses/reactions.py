@@ -73,7 +73,9 @@ class Reactions(eqx.Module):
     force (global fx, fy) and torque about the body's centre of mass. With friction elements:
     `friction_names`, `friction_force` (the friction force or torque of each, positive with
     its slip rate) and `friction_array` (their generalized forces, elements x n; the dict view
-    `friction`); the multipliers then balance M qdd - F minus the friction.
+    `friction`); the multipliers then balance M qdd - F minus the friction. `pair_bodies`:
+    the bodies (ground left out) of each pair. Printed, it shows the values: each pair's
+    force and torque on each of its bodies and its flag (min .. max along a trajectory).
 
     Shapes: `rows` = m + h rows of C, `n` coordinates, `pairs`, `k` friction elements;
     `*batch` is empty at one state and the time axis (T,) along a Trajectory or in
@@ -90,6 +92,14 @@ class Reactions(eqx.Module):
     friction_names: tuple[str, ...] = eqx.field(static=True, default=())
     friction_force: Float[Array, "*batch k"] | None = None
     friction_array: Float[Array, "*batch k n"] | None = None
+    pair_bodies: tuple[tuple[str, ...], ...] = eqx.field(static=True, default=())
+
+    def __repr__(self) -> str:
+        """The values: per pair the force and torque on each of its bodies and whether they
+        are unique (min .. max over the states of a trajectory)."""
+        from .report import format_reactions
+
+        return format_reactions(self)
 
     @property
     def friction(self) -> dict[str, Float[Array, "*batch n"]]:
@@ -176,6 +186,8 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
         friction_names=tuple(f.name for f in model.friction),
         friction_force=None if solution is None else solution.force,
         friction_array=None if solution is None else solution.generalized,
+        pair_bodies=tuple(tuple(b.name for b in p.bodies() if not b.is_ground)
+                          for p in model.pairs),
     )
 
 
