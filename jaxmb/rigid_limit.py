@@ -1,7 +1,7 @@
 """The rigid limit of compliant joints: compliant variants of a model, and their statics.
 
 `mb.Compliance` gives the reactions of an overconstrained rigid model as the limit of a model
-whose joints are springs (derivation in jaxmb/_reaction_methods/compliance.py). This
+whose joints are springs (seed 001, section 5; derivation under `mb.Compliance`). This
 module builds that compliant model so the limit can be checked by simulation:
 
 - `with_bushings(model, stiffness, damping)`: named revolutes and welds become `mb.Bushing`s
@@ -19,12 +19,15 @@ module builds that compliant model so the limit can be checked by simulation:
   d log(error) / d log(s) (expected -1: the error is O(1/s)).
 """
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ._linalg.dense import solve
+from ._model.mechanism import checked_elements
 from ._model.model import Model
 from ._runtime import errors as _errors
 from .elements import AbstractForceElement, Bushing, KnifeEdge, Revolute, Weld
@@ -39,6 +42,9 @@ class LateralDamper(AbstractForceElement):
     velocity across the body-frame unit normal n (seed 001, eq. 30). d is a tyre's cornering
     stiffness over its rolling speed (N s/m); lambda = d g plays the knife edge's multiplier."""
 
+    nonnegative: ClassVar[tuple[str, ...]] = ("damping",)
+    nonzero: ClassVar[tuple[str, ...]] = ("n",)
+
     name: str = eqx.field(static=True)
     body: Body = eqx.field(static=True)
     s: jnp.ndarray = eqx.field(converter=as_f64)
@@ -48,7 +54,7 @@ class LateralDamper(AbstractForceElement):
     def __check_init__(self):
         self.check_body(self.body, "body")
         self.check_vector(self.s, "s")
-        self.check_vector(self.n, "n", nonzero=True)
+        self.check_vector(self.n, "n")
         self.check_scalar(self.damping, "damping")
 
     def bodies(self):
@@ -91,7 +97,7 @@ def _replaced(model, values, make, where):
         raise ValueError(f"{where}: unknown pair(s) {unknown}; the pairs are "
                          f"{list(model.pair_names)}")
     kept = tuple(p for p in model.pairs if p.name not in values)
-    new = tuple(make(p, values[p.name]) for p in model.pairs if p.name in values)
+    new = checked_elements([make(p, values[p.name]) for p in model.pairs if p.name in values])
     return Model(body_names=model.body_names, masses=model.masses, inertias=model.inertias,
                  q0=model.q0, pairs=kept, force_elements=model.force_elements + new)
 

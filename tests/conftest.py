@@ -88,12 +88,15 @@ def _program_store_off_after_each_test():
 # Test files that take longest on 2 cores (measured with --durations=0), run first: pytest-xdist
 # (--dist loadfile) hands files to workers in collection order, so long files started late
 # leave one worker idle at the end. Order within a file is unchanged.
-LONG_FILES = ("test_dynamics.py", "test_notebooks.py", "test_independent.py",
-              "test_solvability.py", "test_cli_examples.py", "test_io.py",
-              "test_batch_sharding.py", "test_rigid_limit.py", "test_compile_cache.py")
+LONG_FILES = ("test_augmented_lagrangian.py", "test_dynamics.py", "test_notebooks.py",
+              "test_compliance.py", "test_auxetic.py", "test_cli_examples.py",
+              "test_sparse_solvability.py", "test_friction.py", "test_bad_input.py",
+              "test_independent.py", "test_snippets.py", "test_rigid_limit.py",
+              "test_metamaterial_example.py", "test_compile_cache.py", "test_batch_sharding.py",
+              "test_a02.py", "test_properties.py", "test_sparse_cholesky.py", "test_linalg.py")
 
 
-def pytest_collection_modifyitems(config, items):
+def _long_first(items):
     def rank(item):
         name = os.path.basename(str(item.fspath))
         return LONG_FILES.index(name) if name in LONG_FILES else len(LONG_FILES)
@@ -139,6 +142,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    """The long files first (`LONG_FILES`), and the quick marker on `QUICK_MODULES`' tests."""
+    _long_first(items)
     for item in items:
         if item.module.__name__.rsplit(".", 1)[-1] in QUICK_MODULES:
             item.add_marker(pytest.mark.quick)

@@ -5,6 +5,7 @@ position constraints (kept by Newton, no stabilization), and the multipliers of 
 system (unique for these non-redundant mechanisms).
 """
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 import jaxmb as mb
 from jaxmb.models import four_bar, mobile_robot, slider_crank
+from oracle.pairs import mechanical_energy
 
 T1 = 5.0
 TS = jnp.linspace(0.0, T1, 251)
@@ -88,3 +90,90 @@ def test_independent_rejects_knife_edges():
         m = slider_crank.build()
         mb.simulate(m, m.q0, jnp.zeros(9), 0.1,
                     formulation=mb.IndependentCoordinates(initial_z=(0, 1)))
+
+
+# --- where the independent coordinates cannot go on: stop with the time and cause ---------
+
+@pytest.fixture(scope="module")
+def collinear():
+    """The N = 1 N-four-bar (a parallelogram) from cranks vertical, B0 at 1 m/s: gravity takes
+    the cranks down to horizontal (angle 0), where Phi_q loses rank and two branches cross.
+    The reference is the augmented Lagrangian, which passes the bifurcation."""
+    from jaxmb.models import n_four_bar
+    model = n_four_bar.build(1)
+    qd0 = n_four_bar.velocity(np.pi / 2, -1.0, 1)
+    ts = jnp.linspace(0.0, 1.5, 151)
+    ref = mb.simulate(model, model.q0, qd0, 1.5, ts=ts, formulation="augmented_lagrangian",
+                      **TOL)
+    indep = mb.simulate(model, model.q0, qd0, 1.5, ts=ts, formulation="independent",
+                        throw=False, **TOL)
+    return model, qd0, ref, indep
+
+
+def test_stops_at_the_collinear_position_instead_of_switching_branch(collinear):
+    """Before the fix the run went on with success=True, one crank locked at -pi and the
+    energy of this conservative system fell from 20.45 to 18.30 J. Now it stops where the
+    cranks reach horizontal (the AL reference's crossing of angle 0, to one save interval:
+    the stop is found at the end of a step), reports `singular`, and every state it saved
+    equals the reference (1e-7) and keeps the energy (1e-9 relative: a conservation law)."""
+    model, _, ref, indep = collinear
+    assert not bool(indep.success)
+    assert bool(indep.singular)
+    assert indep.result == diffrax.RESULTS.singular
+    angle = np.asarray(ref.q[:, 2])
+    k = int(np.argmax(angle < 0.0))
+    t_cross = float(np.interp(0.0, [angle[k], angle[k - 1]], [ref.ts[k], ref.ts[k - 1]]))
+    assert t_cross - 0.05 <= float(indep.t_stop) <= t_cross + 0.011
+    reached = np.isfinite(np.asarray(indep.q[:, 0]))
+    assert reached.sum() >= 30 and not reached[-1]
+    assert np.all(~reached[int(reached.sum()):])
+    assert float(jnp.max(jnp.abs(indep.q[reached] - ref.q[reached]))) < 1e-7
+    e = np.asarray(mechanical_energy(model.masses, model.inertias, indep.q[reached],
+                                     indep.qd[reached], (0.0, -9.81)))
+    assert np.max(np.abs(e - e[0])) < 1e-9 * np.max(np.abs(e))
+
+
+def test_the_stop_raises_with_its_time_and_pairs(collinear):
+    """throw=True (the default): the run raises naming the cause, the time reached and the
+    pairs whose rows became dependent."""
+    model, qd0, _, indep = collinear
+    with pytest.raises(RuntimeError, match=r"singular configuration was reached at t = 0\.") as e:
+        mb.simulate(model, model.q0, qd0, 1.5, ts=indep.ts, formulation="independent", **TOL)
+    assert "pairs involved" in str(e.value) and "AugmentedLagrangian" in str(e.value)
+
+
+def test_stops_at_the_dead_point_of_a_driven_four_bar():
+    """A non-Grashof four-bar (a = b = c = 0.2, d = 0.5) driven at 2 pi rad/s from 0.5 rad
+    reaches its dead point where coupler and rocker align, |AO4|^2 = a^2 + d^2 - 2 a d cos th =
+    (b + c)^2, i.e. cos th = 0.65 (closed form), t* = (acos 0.65 - 0.5) / 2 pi. Before the fix
+    the run reported success with |Phi| 0.52 m on 0.2 m links; now it stops within one save
+    interval after t*, with every saved state on the constraints (1e-10)."""
+    model = four_bar.build(a=0.2, b=0.2, c=0.2, d=0.5, theta0=0.5, omega=2 * np.pi)
+    qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n))
+    ts = jnp.linspace(0.0, 0.2, 201)
+    t_star = (np.arccos(0.65) - 0.5) / (2 * np.pi)
+    run = mb.simulate(model, model.q0, qd0, 0.2, ts=ts, formulation="independent",
+                      throw=False)
+    assert not bool(run.success) and not bool(run.singular)
+    assert run.result == diffrax.RESULTS.nonlinear_divergence
+    assert t_star <= float(run.t_stop) <= t_star + 0.0011
+    reached = np.isfinite(np.asarray(run.q[:, 0]))
+    assert float(ts[reached][-1]) <= t_star < float(ts[~reached][0])
+    phi = jax.vmap(model.phi)(run.q[reached], run.ts[reached])
+    assert float(jnp.max(jnp.abs(phi))) < 1e-10
+    with pytest.raises(RuntimeError, match="the position constraints have no solution"):
+        mb.simulate(model, model.q0, qd0, 0.2, ts=ts, formulation="independent")
+
+
+def test_a_rank_that_is_not_the_rank_at_q0_is_refused_eagerly_and_traced():
+    """IndependentCoordinates(rank=1) on the slider-crank (rank 8) enforced one row and
+    reported success with |Phi| 0.196. Now it is refused: eagerly with both ranks, inside jit
+    (where q0 is traced and only the given rank is known) by the run-time check."""
+    model = slider_crank.build()
+    qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n))
+    option = mb.IndependentCoordinates(rank=1)
+    with pytest.raises(ValueError, match="rank=1.*Phi_q has rank 8 at q0"):
+        mb.simulate(model, model.q0, qd0, 0.1, formulation=option)
+    run = jax.jit(lambda q0: mb.simulate(model, q0, qd0, 0.1, formulation=option).q)
+    with pytest.raises(Exception, match=r"r is not the rank of Phi_q at q0"):
+        run(model.q0)

@@ -141,6 +141,13 @@ class AugmentedLagrangian(AbstractStateFormulation):
     def check_start(
         self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
     ) -> Float[Array, " n"]:
+        """q0, after the check of penalty, tol and projection_tol where they are traced (the
+        concrete ones were checked at construction)."""
+        for name in ("penalty", "tol", "projection_tol"):
+            value = jnp.asarray(getattr(self, name))
+            q0 = _errors.error_if(
+                q0, ~(jnp.all(jnp.isfinite(value)) & jnp.all(value > 0.0)),
+                f"AugmentedLagrangian: {name} must be a positive finite number (traced value)")
         return q0
 
     def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:

@@ -12,9 +12,11 @@ interest, so the ODE does not become stiff and the drift stays at the level of t
 """
 
 import equinox as eqx
+import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._model.model import KinematicTerms, Model
+from .._runtime import errors as _errors
 
 
 class Baumgarte(eqx.Module):
@@ -27,6 +29,28 @@ class Baumgarte(eqx.Module):
 
     alpha: Real[ArrayLike, ""] = 10.0
     beta: Real[ArrayLike, ""] = 10.0
+
+    def __check_init__(self):
+        for name, value in self._parameters():
+            known = _errors.concrete(value)
+            if known is not None and not (known.shape == () and self._valid(known)):
+                raise ValueError(f"Baumgarte: {name} must be a finite number >= 0 (a damping "
+                                 f"rate, 1/s), got {getattr(self, name)!r}")
+
+    def _parameters(self):
+        return (("alpha", jnp.asarray(self.alpha)), ("beta", jnp.asarray(self.beta)))
+
+    @staticmethod
+    def _valid(value):
+        """alpha and beta >= 0: a negative alpha makes the violations grow like exp(2|alpha| t)."""
+        return (value >= 0.0) & (value < float("inf"))
+
+    def checked(self, x: Array) -> Array:
+        """x, after the check of alpha and beta where they are traced (inside jit)."""
+        for name, value in self._parameters():
+            x = _errors.error_if(x, ~jnp.all(self._valid(value)),
+                                 f"Baumgarte: {name} must be a finite number >= 0 (traced value)")
+        return x
 
     def gamma(
         self,

@@ -85,7 +85,7 @@ def _forces(model, q, qd, t):
     return jnp.stack([f.generalized_force(model, q, qd, t) for f in model.force_elements])
 
 
-def _singular_share(model, q0, t0, q, t):
+def singular_share(model, q0, t0, q, t):
     """(sigma_k / sigma_max at (q, t) with k the rank of C at (q0, t0), share of each pair in the
     left singular vector u_k)."""
     s0 = singular_values(model.C(q0, t0))
@@ -119,7 +119,7 @@ def diagnose(model, result, t0, q0, t, q, qd, probe_dt):
         # only on failure: the SVDs of the dense C cost O(n^3) (seconds at n = 2400), and a
         # traced successful run must not pay them (lax.cond runs one branch, except under vmap)
         ratio, share = jax.lax.cond(
-            failed, lambda: _singular_share(model, q0, t0, q, t),
+            failed, lambda: singular_share(model, q0, t0, q, t),
             lambda: (jnp.ones((), q.dtype), jnp.zeros(P, q.dtype)))
         singular = failed & (ratio < SINGULAR_RTOL)
         cause = jnp.where(singular, 1 + E + jnp.argmax(share), cause)

@@ -35,9 +35,11 @@ from .._linalg.dense import pivoted_qr, rank_mask, row_order, singular_values, s
 from .._model.arguments import checked_direction
 from .._model.model import Model
 from .._runtime import errors as _errors
+from . import failures as _failures
 from .base import AbstractFormulation
+from .passages import PASSAGE_DROP
 from .problem import Problem
-from .start import checked_initial_state, refuse_start, refused
+from .start import POSITION_TOL, checked_initial_state, refuse_start, refused
 from .trajectory import Trajectory
 
 NEWTON_TOL = 1e-13
@@ -62,14 +64,64 @@ class IndependentCoordinates(AbstractFormulation):
         q0, qd0, start_error = checked_initial_state(model, p.q0, p.qd0, p.t0, p.throw)
         q0, qd0, t1, ts = refuse_start(model, start_error, q0, qd0, p.t0, p.t1, p.ts)
         checked_direction(p.t0, t1, "simulate(formulation='independent')")
-        q, qd, result, steps, switched = simulate_independent(
+        q, qd, result, steps, switched, cause, (t_stop, q_stop) = simulate_independent(
             model, q0, qd0, jnp.concatenate([p.t0[None], ts]), option=self,
             solver=diffrax.Tsit5() if p.solver is None else p.solver, rtol=p.rtol,
-            atol=p.atol, max_steps=p.max_steps, throw=p.throw,
+            atol=p.atol, max_steps=p.max_steps,
         )
-        traj = Trajectory(ts=ts, q=q[1:], qd=qd[1:], result=result, num_steps=steps,
-                          repartitioned=switched[1:])
+        q = q[1:]
+        if p.throw:
+            q = check_stop(model, cause, (p.t0, q0), (t_stop, q_stop), q)
+        traj = Trajectory(ts=ts, q=q, qd=qd[1:], result=result, num_steps=steps,
+                          repartitioned=switched[1:], t_stop=t_stop,
+                          singular=cause == SINGULAR)
         return refused(traj, start_error, p.t0)
+
+
+SINGULAR, UNSOLVABLE, STUCK, FAILED = 1, 2, 3, 4
+"""Causes of an early stop of the independent-coordinate integration (0: none)."""
+
+
+def stop_messages(when="Trajectory.t_stop (rerun with throw=False)"):
+    """Static messages indexed by the cause of a stop; `when` names the time reached."""
+    return (
+        "",
+        "simulate(formulation=IndependentCoordinates()): a singular configuration was reached "
+        f"at t = {when}: Phi_q loses rank there (sigma_r / sigma_1 of the independent rows fell "
+        f"below {PASSAGE_DROP:g} of its start value), so no partition into independent and "
+        "dependent coordinates is regular and the formulation cannot pass it (a bifurcation, "
+        "where branches of the motion cross, or a limit position); "
+        "formulation=mb.AugmentedLagrangian() or mb.Projection() passes a bifurcation",
+        "simulate(formulation=IndependentCoordinates()): the position constraints have no "
+        f"solution near the motion at t = {when} (Newton on the dependent coordinates did not "
+        f"reach |Phi| <= {POSITION_TOL:g}): a driver pushes the mechanism past a limit or dead "
+        "position, or the linkage locks; check mb.solvability(model, q) near that time",
+        "simulate(formulation=IndependentCoordinates()): the partition had to change "
+        f"{MAX_SEGMENTS_PER_INTERVAL} times within one save interval at t = {when}; raise "
+        "switch_ratio or save more often",
+        f"simulate(formulation=IndependentCoordinates()): the integration failed at t = {when} "
+        "(step-size collapse or max_steps; see Trajectory.result)",
+    )
+
+
+def check_stop(model, cause, start, stop, saved):
+    """`saved`, after raising for an early stop: eagerly with the time reached (and, at a
+    singular configuration, the pairs whose rows became dependent), inside jit by the
+    message of its cause."""
+    known = _errors.concrete(cause)
+    if known is None:
+        return _errors.branched_error_if(saved, cause != 0, cause, stop_messages())
+    code = int(np.max(known))
+    if code == 0:
+        return saved
+    t_stop, q_stop = jax.lax.stop_gradient(stop)
+    text = stop_messages(f"{float(np.min(_errors.concrete(t_stop))):.10g}")[code]
+    if code == SINGULAR and model.pairs:
+        t0, q0 = jax.lax.stop_gradient(start)
+        _, share = _failures.singular_share(model, q0, t0, q_stop, t_stop)
+        names = [nm for nm, w in zip(model.pair_names, np.asarray(share)) if w > 0.1]
+        text += f"; pairs involved: {names}"
+    raise RuntimeError(text)
 
 
 def _check_holonomic(model):
@@ -102,6 +154,13 @@ def _cond(A):
 
 def dependent_coordinates(model, rows, y_idx, z_idx, z, q_guess, t):
     """y_c(z, t) by Newton on the r independent rows, starting from q_guess."""
+    return solved_coordinates(model, rows, y_idx, z_idx, z, q_guess, t)[0]
+
+
+def solved_coordinates(model, rows, y_idx, z_idx, z, q_guess, t):
+    """(q, solved): `dependent_coordinates` and whether Newton met the position constraints
+    of every holonomic row to POSITION_TOL (False past a limit position, where no y solves
+    Phi(z, y, t) = 0, or where the r rows no longer span the constraints)."""
 
     def residual(q):
         return model.phi(q, t)[rows]
@@ -118,7 +177,14 @@ def dependent_coordinates(model, rows, y_idx, z_idx, z, q_guess, t):
 
     q0 = q_guess.at[z_idx].set(z)
     q, _ = jax.lax.while_loop(cond_fun, body_fun, (q0, 0))
-    return q
+    error = jnp.max(jnp.abs(model.phi(q, t)[model.holonomic_rows]), initial=0.0)
+    return q, error <= POSITION_TOL
+
+
+def rank_ratio(C_r):
+    """sigma_r / sigma_1 of the r spanning rows: it falls to 0 where Phi_q loses rank."""
+    s = singular_values(C_r)
+    return s[-1] / jnp.maximum(s[0], jnp.finfo(s.dtype).tiny)
 
 
 def reaction_matrix_solve(model, rows, y_idx, z_idx, q, zd, t):
@@ -177,34 +243,55 @@ def multipliers(
 
 
 def _rank_at(model, q0, t0, option):
-    if option.rank is not None:
-        return option.rank
-    try:
-        Phi_q = np.asarray(model.holonomic_C(q0, t0))
-    except jax.errors.TracerArrayConversionError:
+    """r: the rank of Phi_q at a concrete q0 (checked against `option.rank` when given), or
+    `option.rank` when q0 is traced (then checked inside the program, `_checked_rank`)."""
+    Phi_q = _errors.concrete(model.holonomic_C(q0, t0))
+    if Phi_q is None:
+        if option.rank is not None:
+            return option.rank
         raise ValueError(
             "simulate(formulation=IndependentCoordinates()): q0 is traced (inside jit or vmap), "
             "so the rank r of Phi_q cannot be found at trace time; pass "
             "IndependentCoordinates(rank=r)."
-        ) from None
-    s = np.linalg.svd(Phi_q, compute_uv=False)
-    return int(np.sum(np.asarray(rank_mask(s))))
+        )
+    s = np.linalg.svd(np.asarray(Phi_q), compute_uv=False)
+    rank = int(np.sum(np.asarray(rank_mask(s))))
+    if option.rank is not None and option.rank != rank:
+        raise ValueError(
+            f"IndependentCoordinates(rank={option.rank}): Phi_q has rank {rank} at q0 "
+            "(singular values above the relative threshold), so some constraints would not be "
+            "enforced; leave rank=None to have it computed, or pass the rank at q0")
+    return rank
 
 
-def simulate_independent(model, q0, qd0, ts, *, option, solver, rtol, atol, max_steps, throw):
+def simulate_independent(model, q0, qd0, ts, *, option, solver, rtol, atol, max_steps):
     """Integrate seed 002's minimal-order equations between consecutive save times, checking
-    the partition at each; returns (q, qd, result, num_steps, repartitioned)."""
+    the partition at each; returns (q, qd, result, num_steps, repartitioned, cause, t_stop)."""
     _check_holonomic(model)
     r = _rank_at(model, q0, ts[0], option)
-    return _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, throw)
+    return _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps)
+
+
+def _checked_rank(Phi0, r):
+    """Phi0, refusing (also inside jit) a rank r that is not the rank of Phi_q at q0: with r
+    too small, rows outside the independent set would be left unenforced."""
+    if not 0 < r <= min(Phi0.shape):
+        raise ValueError(f"IndependentCoordinates: rank must be in 1..{min(Phi0.shape)} (the "
+                         f"holonomic rows and coordinates of the model), got rank={r}")
+    actual = jnp.sum(rank_mask(singular_values(Phi0)))
+    return _errors.error_if(
+        Phi0, actual != r,
+        "IndependentCoordinates(rank=r): r is not the rank of Phi_q at q0, so some "
+        "constraints would not be enforced; pass the rank at q0")
 
 
 # reused by eager calls (the closures below are new each call); no callback
 @_errors.checked_jit(analysis="simulate")
-def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, throw):
-    Phi0 = model.holonomic_C(q0, ts[0])
+def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps):
+    Phi0 = _checked_rank(model.holonomic_C(q0, ts[0]), r)
     rows = spanning_rows(Phi0, r)
     y_idx, z_idx = best_partition(Phi0[rows])
+    rho0 = rank_ratio(Phi0[rows])
     if option.initial_z is not None:
         z_given = sorted(int(k) for k in option.initial_z)
         if len(z_given) != model.n - r or not all(0 <= k < model.n for k in z_given):
@@ -225,66 +312,78 @@ def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps, thr
     term = diffrax.ODETerm(rhs)
     controller = diffrax.PIDController(rtol=rtol, atol=atol)
 
-    def ill_conditioned(t, state, args, **kwargs):
+    def stop_cause(q, solved, t):
+        """SINGULAR where Phi_q has (nearly) lost rank, UNSOLVABLE where Newton failed."""
+        singular = rank_ratio(model.holonomic_C(q, t)[rows]) < PASSAGE_DROP * rho0
+        return jnp.where(~solved, UNSOLVABLE, jnp.where(singular, SINGULAR, 0))
+
+    def switch_or_stop(t, state, args, **kwargs):
+        """At the end of each accepted step: the partition has degraded (re-partition), or
+        the motion cannot go on in these coordinates (stop)."""
         z, _ = state
         q_guess, y_i, z_i = args
-        q = dependent_coordinates(model, rows, y_i, z_i, z, q_guess, t)
+        q, solved = solved_coordinates(model, rows, y_i, z_i, z, q_guess, t)
         C_r = model.holonomic_C(q, t)[rows]
         y_best, _ = best_partition(C_r)
-        return _cond(C_r[:, y_i]) > option.switch_ratio * _cond(C_r[:, y_best])
+        degraded = _cond(C_r[:, y_i]) > option.switch_ratio * _cond(C_r[:, y_best])
+        return degraded | (stop_cause(q, solved, t) != 0)
 
-    event = diffrax.Event(ill_conditioned)
+    event = diffrax.Event(switch_or_stop)
 
     def segment(carry):
-        """Integrate from t_cur towards t_b; stop early when the partition degrades, then
-        re-partition at the state reached."""
-        t_cur, t_b, q, qd, y_i, z_i, result, steps, switched, count = carry
+        """Integrate from t_cur towards t_b; stop early when the partition degrades (then
+        re-partition at the state reached) or the motion cannot go on (then stop)."""
+        t_cur, t_b, q, qd, y_i, z_i, result, cause, t_stop, steps, switched, count = carry
         sol = diffrax.diffeqsolve(
             term, solver, t0=t_cur, t1=t_b, dt0=None, y0=(q[z_i], qd[z_i]),
             args=(q, y_i, z_i), stepsize_controller=controller, max_steps=max_steps,
             saveat=diffrax.SaveAt(t1=True), event=event, throw=False,
         )
         t_end = sol.ts[-1]
-        q_e = dependent_coordinates(model, rows, y_i, z_i, sol.ys[0][-1], q, t_end)
+        q_e, solved = solved_coordinates(model, rows, y_i, z_i, sol.ys[0][-1], q, t_end)
         qd_e, _, _ = reaction_matrix_solve(model, rows, y_i, z_i, q_e, sol.ys[1][-1], t_end)
         hit = sol.result == diffrax.RESULTS.event_occurred
+        new = stop_cause(q_e, solved, t_end)
+        new = jnp.where((~hit) & (sol.result != diffrax.RESULTS.successful), FAILED, new)
+        stopped = diffrax.RESULTS.where(new == SINGULAR, diffrax.RESULTS.singular,
+                                        diffrax.RESULTS.nonlinear_divergence)
+        stopped = diffrax.RESULTS.where(new == FAILED, sol.result, stopped)
+        result = diffrax.RESULTS.where(new != 0, stopped, result)
         y_new, z_new = best_partition(model.holonomic_C(q_e, t_end)[rows])
-        y_i = jnp.where(hit, y_new.astype(y_i.dtype), y_i)
-        z_i = jnp.where(hit, z_new.astype(z_i.dtype), z_i)
-        failed = (~hit) & (sol.result != diffrax.RESULTS.successful)
-        result = diffrax.RESULTS.where(failed & (result == diffrax.RESULTS.successful),
-                                       sol.result, result)
-        return (jnp.where(failed, t_b, t_end), t_b, q_e, qd_e, y_i, z_i, result,
-                steps + sol.stats["num_steps"], switched | hit, count + 1)
+        switch = hit & (new == 0)
+        y_i = jnp.where(switch, y_new.astype(y_i.dtype), y_i)
+        z_i = jnp.where(switch, z_new.astype(z_i.dtype), z_i)
+        return (t_end, t_b, q_e, qd_e, y_i, z_i, result, new, jnp.where(new != 0, t_end, t_stop),
+                steps + sol.stats["num_steps"], switched | switch, count + 1)
 
     def not_done(carry):
-        t_cur, t_b = carry[0], carry[1]
+        t_cur, t_b, cause, count = carry[0], carry[1], carry[7], carry[-1]
         # a partition that degrades again at once would loop: cap the switches per interval
-        return (t_cur < t_b) & (carry[-1] < MAX_SEGMENTS_PER_INTERVAL)
+        return (t_cur < t_b) & (cause == 0) & (count < MAX_SEGMENTS_PER_INTERVAL)
 
     def interval(carry, t_pair):
-        q, qd, y_i, z_i, result, steps = carry
+        q, qd, y_i, z_i, result, cause, t_stop, steps = carry
         t_a, t_b = t_pair
-        init = (t_a, t_b, q, qd, y_i, z_i, result, steps, jnp.asarray(False), 0)
+        init = (t_a, t_b, q, qd, y_i, z_i, result, cause, t_stop, steps, jnp.asarray(False),
+                jnp.asarray(0))
         out = jax.lax.while_loop(not_done, segment, init)
-        t_end, _, q, qd, y_i, z_i, result, steps, switched, _ = out
-        stuck = t_end < t_b
-        result = diffrax.RESULTS.where(stuck & (result == diffrax.RESULTS.successful),
-                                       diffrax.RESULTS.max_steps_reached, result)
-        return (q, qd, y_i, z_i, result, steps), (q, qd, switched)
+        t_end, _, q, qd, y_i, z_i, result, cause, t_stop, steps, switched, _ = out
+        stuck = (t_end < t_b) & (cause == 0)
+        result = diffrax.RESULTS.where(stuck, diffrax.RESULTS.max_steps_reached, result)
+        t_stop = jnp.where(stuck, t_end, t_stop)
+        cause = jnp.where(stuck, STUCK, cause)
+        reached = cause == 0
+        saved = (jnp.where(reached, q, jnp.inf), jnp.where(reached, qd, jnp.inf), switched)
+        return (q, qd, y_i, z_i, result, cause, t_stop, steps), saved
 
-    init = (q0, qd0, y_idx, z_idx, diffrax.RESULTS.successful, jnp.asarray(0))
-    (_, _, _, _, result, steps), (qs, qds, switched) = jax.lax.scan(
+    never = jnp.asarray(jnp.inf, q0.dtype)
+    init = (q0, qd0, y_idx, z_idx, diffrax.RESULTS.successful, jnp.asarray(0), never,
+            jnp.asarray(0))
+    (q_last, _, _, _, result, cause, t_stop, steps), (qs, qds, switched) = jax.lax.scan(
         interval, init, (ts[:-1], ts[1:])
     )
     qs = jnp.concatenate([q0[None], qs])
     qds = jnp.concatenate([qd0[None], qds])
     repartitioned = jnp.concatenate([jnp.zeros(1, bool), switched])
-    if throw:
-        qs = _errors.error_if(
-            qs, result != diffrax.RESULTS.successful,
-            "simulate(formulation='independent'): the integration failed (step-size collapse, "
-            "too many steps, or a singular configuration); rerun with throw=False to inspect "
-            "Trajectory.result.",
-        )
-    return qs, qds, result, steps, repartitioned
+    t_stop = jnp.where(cause == 0, ts[-1], t_stop)
+    return qs, qds, result, steps, repartitioned, cause, (t_stop, q_last)

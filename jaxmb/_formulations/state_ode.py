@@ -114,6 +114,8 @@ def _integrate(model, formulation, problem, label):
     t0, t1, ts = p.t0, p.t1, p.ts
     q0, qd0, start_error = check_initial_state(model, p.q0, p.qd0, t0, p.throw)
     q0 = formulation.check_start(model, q0, t0, label)
+    if p.stabilization is not None:
+        q0 = p.stabilization.checked(q0)
     q0, qd0, t1, ts = refuse_start(model, start_error, q0, qd0, t0, t1, ts)
     dt0 = p.dt0
     if dt0 is not None:

@@ -1,5 +1,6 @@
 """The `Mechanism` builder: bodies, pairs, drivers and forces, then `build()` -> `Model`."""
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 
@@ -11,6 +12,8 @@ from jaxtyping import ArrayLike, Real
 
 from .._runtime import errors as _errors
 from ..elements import AbstractElement, AbstractForceElement, AbstractPair
+from ..elements._base import VALUE_PROBLEMS
+from ..elements.drive import AbstractDrive
 from ..elements.friction import AbstractFriction, check_friction
 from ..elements.geometry import GROUND_INDEX, Body, is_concrete
 from .model import Model
@@ -98,7 +101,7 @@ class Mechanism:
         masses = jnp.stack([jnp.asarray(m, jnp.float64) for _, m, _, _ in self._bodies])
         inertias = jnp.stack([jnp.asarray(j, jnp.float64) for _, _, j, _ in self._bodies])
         q0 = jnp.concatenate([q for *_, q in self._bodies])
-        elements = _checked_elements(self._elements)
+        elements = checked_elements(self._elements)
         coordinates = [f"body {nm!r}: {c}" for nm in names for c in ("x", "y", "phi")]
         model = Model(
             body_names=names,
@@ -150,29 +153,39 @@ def _checked_positive(x, labels):
     return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
 
 
-def _checked_elements(elements):
+def checked_elements(elements):
     """`elements` with one runtime check over all their traced array leaves (their concrete
-    leaves were checked when they were constructed): finite, and non-negative or positive where
-    the element says so; the error names the element and the field. One check for the whole
-    model, so a traced build of hundreds of elements traces one error branch, not hundreds."""
+    leaves were checked when they were constructed): finite; non-negative, positive or of
+    non-zero length where the element declares it (`AbstractElement.nonnegative`, `positive`,
+    `nonzero`); and the checks of their drive functions (`AbstractDrive.invalid`). The error
+    names the element and the field. One check for the whole model, so a traced build of
+    hundreds of elements traces one error branch, not hundreds."""
 
     def traced(leaf):
         return eqx.is_inexact_array(leaf) and not is_concrete(leaf)
 
     leaves, tests = [], []  # tests: (leaf index, kind, message)
+    extra_preds, extra_messages = [], []  # the drives' own checks
     for element in elements:
+        what = f"{type(element).__name__} {element.name!r}"
         for path, leaf in jax.tree_util.tree_flatten_with_path(element)[0]:
             if not traced(leaf):
                 continue
             field = jax.tree_util.keystr(path).lstrip(".")
-            what = f"{type(element).__name__} {element.name!r}: {field}"
             k = len(leaves)
             leaves.append(leaf)
-            tests.append((k, "finite", f"{what} is not finite (traced value)"))
-            if field in element.nonnegative:
-                tests.append((k, "nonnegative", f"{what} must be non-negative (traced value)"))
-            if field in element.positive:
-                tests.append((k, "positive", f"{what} must be positive (traced value)"))
+            tests.append((k, "finite", f"{what}: {field} is not finite (traced value)"))
+            for kind in ("nonnegative", "positive", "nonzero"):
+                if field in getattr(element, kind):
+                    tests.append((k, kind, f"{what}: {field} {VALUE_PROBLEMS[kind]} "
+                                           "(traced value)"))
+        for field in dataclasses.fields(element):
+            drive = getattr(element, field.name, None)
+            if isinstance(drive, AbstractDrive) and any(map(traced, jax.tree.leaves(drive))):
+                for bad, problem in drive.invalid():
+                    extra_preds.append(jnp.reshape(bad, (1,)))
+                    extra_messages.append(f"{what}: {field.name} ({type(drive).__name__}): "
+                                          f"{problem} (traced value)")
     if not leaves:
         return tuple(elements)
     # leaves of one shape stacked, so the checks are a few array operations however many
@@ -187,7 +200,8 @@ def _checked_elements(elements):
         where.update({k: (g, row) for row, k in enumerate(members)})
     failing = {"finite": lambda x: ~jnp.all(jnp.isfinite(x), axis=1),
                "nonnegative": lambda x: ~jnp.all(x >= 0.0, axis=1),
-               "positive": lambda x: ~jnp.all(x > 0.0, axis=1)}
+               "positive": lambda x: ~jnp.all(x > 0.0, axis=1),
+               "nonzero": lambda x: ~(jnp.sum(x * x, axis=1) > 0.0)}
     selected: dict = {}  # (group, kind) -> [(row, message)]
     for k, kind, message in tests:
         g, row = where[k]
@@ -197,7 +211,8 @@ def _checked_elements(elements):
         rows = np.asarray([row for row, _ in entries], np.int64)
         preds.append(failing[kind](stacked[g])[rows])
         messages += [message for _, message in entries]
-    pred = jnp.concatenate(preds)
+    pred = jnp.concatenate(preds + extra_preds)
+    messages += extra_messages
     checked = iter(_errors.branched_error_if(leaves, jnp.any(pred), jnp.argmax(pred),
                                              messages))
     return tuple(jax.tree.map(lambda leaf: next(checked) if traced(leaf) else leaf, e)

@@ -40,15 +40,32 @@ def _describe(element) -> str:
     return f"{type(element).__name__} {element.name!r}"
 
 
+VALUE_TESTS = {
+    "nonnegative": lambda v: not np.all(v >= 0.0),
+    "positive": lambda v: not np.all(v > 0.0),
+    "nonzero": lambda v: not np.sum(v * v) > 0.0,
+}
+"""Whether a concrete value fails the declared check (nan fails every one)."""
+
+VALUE_PROBLEMS = {
+    "nonnegative": "must be non-negative",
+    "positive": "must be positive",
+    "nonzero": "has zero length; a direction must be non-zero",
+}
+
+
 class AbstractElement(eqx.Module):
     """Anything added to a `Mechanism`: a constraint pair, a driver or a force element.
 
-    `nonnegative` names the scalar fields that must be >= 0 and `positive` those that must be
-    > 0 (checked at build time, and inside jit by `Mechanism.build` where they are traced)."""
+    `nonnegative` names the fields whose entries must all be >= 0, `positive` those whose
+    entries must be > 0 and `nonzero` the vectors that must have non-zero length. These are the
+    only checks on a field's values: made here when the values are concrete, and inside jit by
+    `Mechanism.build` where they are traced, so every check holds both ways."""
 
     name: eqx.AbstractVar[str]
     nonnegative: ClassVar[tuple[str, ...]] = ()
     positive: ClassVar[tuple[str, ...]] = ()
+    nonzero: ClassVar[tuple[str, ...]] = ()
 
     def __check_init__(self):
         """Every element: a non-empty string name (model files and messages key on it), and no
@@ -60,14 +77,12 @@ class AbstractElement(eqx.Module):
         for field in dataclasses.fields(self):
             if field.name != "name" and field.type is not str:  # names (of itself, a pair)
                 self.check_not_text(getattr(self, field.name, None), field.name)
-        for label in self.nonnegative:
-            value = getattr(self, label)
-            if is_concrete(value) and not float(np.asarray(value)) >= 0.0:
-                self.fail(f"{label} = {float(np.asarray(value))} must be non-negative")
-        for label in self.positive:
-            value = getattr(self, label)
-            if is_concrete(value) and not float(np.asarray(value)) > 0.0:
-                self.fail(f"{label} = {float(np.asarray(value))} must be positive")
+        for kind in VALUE_TESTS:
+            for label in getattr(self, kind):
+                value = getattr(self, label)
+                if is_concrete(value) and VALUE_TESTS[kind](np.asarray(value, np.float64)):
+                    shown = "" if kind == "nonzero" else f" = {np.asarray(value).tolist()}"
+                    self.fail(f"{label}{shown} {VALUE_PROBLEMS[kind]}")
 
     @abc.abstractmethod
     def bodies(self) -> tuple[Body, ...]:
@@ -83,10 +98,9 @@ class AbstractElement(eqx.Module):
             self.fail(f"{label} must be a number (or numbers), got {value!r} of type "
                       f"{type(value).__name__}")
 
-    def check_vector(
-        self, value: Real[ArrayLike, "2"], label: str, *, nonzero: bool = False
-    ) -> None:
-        """Build-time check of a local 2-vector: shape, finiteness, optionally non-zero length."""
+    def check_vector(self, value: Real[ArrayLike, "2"], label: str) -> None:
+        """Build-time check of a local 2-vector: shape and finiteness (non-zero length: declare
+        the field in `nonzero`)."""
         self.check_not_text(value, label)
         if jnp.shape(value) != (2,):
             self.fail(f"{label} must be a 2-vector, got shape {jnp.shape(value)}")
@@ -94,13 +108,10 @@ class AbstractElement(eqx.Module):
             arr = np.asarray(value)
             if not np.all(np.isfinite(arr)):
                 self.fail(f"{label} = {arr.tolist()} is not finite")
-            if nonzero and np.linalg.norm(arr) == 0.0:
-                self.fail(f"{label} has zero length; a direction must be non-zero")
 
-    def check_scalar(
-        self, value: Real[ArrayLike, ""], label: str, *, positive: bool = False
-    ) -> None:
-        """Build-time check of a scalar parameter: shape, finiteness, optionally positivity."""
+    def check_scalar(self, value: Real[ArrayLike, ""], label: str) -> None:
+        """Build-time check of a scalar parameter: shape and finiteness (signs: declare the
+        field in `nonnegative` or `positive`)."""
         self.check_not_text(value, label)
         if jnp.shape(value) != ():
             self.fail(f"{label} must be a scalar, got shape {jnp.shape(value)}")
@@ -108,8 +119,6 @@ class AbstractElement(eqx.Module):
             v = float(np.asarray(value))
             if not np.isfinite(v):
                 self.fail(f"{label} = {v} is not finite")
-            if positive and v <= 0.0:
-                self.fail(f"{label} = {v} must be positive")
 
     def check_body(self, body: Body, label: str) -> None:
         """Build-time check that `body` is a body handle."""

@@ -1,6 +1,6 @@
 """Bushing: a compliant joint (linear spring-damper in x, y and the relative angle)."""
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import equinox as eqx
 import jax
@@ -27,10 +27,16 @@ class Bushing(AbstractForceElement):
     compliant weld; as the stiffness grows, lambda tends to the `mb.Compliance` reactions of the
     rigid pair (tests/test_rigid_limit.py).
 
-    **Arguments:** `name`; bodies `i`, `j`; body-frame points `s_i`, `s_j`; `stiffness`
-    (kx, ky, kphi) in N/m, N/m, N m/rad; `damping` (cx, cy, cphi) in N s/m, N s/m, N m s/rad
-    (default 0); `free_angle` (rad, default 0).
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`, `j`: the two bodies.
+    - `s_i`, `s_j`: the points, in the frames of bodies i and j (m).
+    - `stiffness`: (kx, ky, kphi) in N/m, N/m, N m/rad.
+    - `damping`: (cx, cy, cphi) in N s/m, N s/m, N m s/rad.
+    - `free_angle`: phi_j - phi_i at which the angular spring is relaxed (rad).
     """
+
+    nonnegative: ClassVar[tuple[str, ...]] = ("stiffness", "damping")
 
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
@@ -50,13 +56,11 @@ class Bushing(AbstractForceElement):
         self.check_scalar(self.free_angle, "free_angle")
 
     def _check_rates(self, value, label):
-        """A 3-vector (x, y, angle) of finite, non-negative numbers."""
+        """A 3-vector (x, y, angle) of finite numbers (non-negative: `nonnegative`)."""
         if jnp.shape(value) != (3,):
             self.fail(f"{label} must be 3 numbers (x, y, angle), got shape {jnp.shape(value)}")
-        if is_concrete(value):
-            v = np.asarray(value)
-            if not np.all(np.isfinite(v) & (v >= 0.0)):
-                self.fail(f"{label} = {v.tolist()} must be finite and non-negative")
+        if is_concrete(value) and not np.all(np.isfinite(np.asarray(value))):
+            self.fail(f"{label} = {np.asarray(value).tolist()} is not finite")
 
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)

@@ -24,12 +24,13 @@ class Distance(AbstractHolonomicPair):
     s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
     length: Float[Array, ""] = eqx.field(converter=as_f64)
     num_rows: ClassVar[int] = 1
+    positive: ClassVar[tuple[str, ...]] = ("length",)
 
     def __check_init__(self):
         self.check_distinct(self.i, self.j)
         self.check_vector(self.s_i, "s_i")
         self.check_vector(self.s_j, "s_j")
-        self.check_scalar(self.length, "length", positive=True)
+        self.check_scalar(self.length, "length")
 
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)

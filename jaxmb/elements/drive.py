@@ -13,7 +13,7 @@ from typing import Any
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float, Real
+from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
 from .._linalg.dense import solve
 from .geometry import is_concrete
@@ -24,11 +24,24 @@ def _f64(x: Any) -> Float[Array, "..."]:
 
 
 class AbstractDrive(eqx.Module):
-    """A function of time t -> value (scalar, or a 2-vector for `Force`)."""
+    """A function of time t -> value (scalar, or a 2-vector for `Force`).
+
+    `invalid()` lists the checks on its parameters' values as (predicate, problem) pairs: they
+    run when the values are concrete (`__check_init__`) and, where they are traced, inside jit
+    through the element that holds the drive (`Mechanism.build`), so they hold both ways."""
 
     @abc.abstractmethod
     def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
         """Value at time t."""
+
+    def invalid(self) -> tuple[tuple[Bool[Array, ""], str], ...]:
+        """(predicate True when the parameters are invalid, problem) pairs; none by default."""
+        return ()
+
+    def __check_init__(self):
+        for bad, problem in self.invalid():
+            if is_concrete(bad) and bool(np.asarray(bad)):
+                raise ValueError(f"{type(self).__name__}: {problem}")
 
 
 class Constant(AbstractDrive):
@@ -94,8 +107,9 @@ class Spline(AbstractDrive):
             raise ValueError(
                 f"Spline: values has shape {jnp.shape(self.values)}, t has {jnp.shape(self.t)}"
             )
-        if is_concrete(self.t) and not np.all(np.diff(np.asarray(self.t)) > 0):
-            raise ValueError("Spline: knot times t must be strictly increasing")
+
+    def invalid(self):
+        return ((~jnp.all(jnp.diff(self.t) > 0.0), "knot times t must be strictly increasing"),)
 
     def _second_derivatives(self):
         t, y = self.t, self.values
@@ -142,9 +156,9 @@ class SmoothSteps(AbstractDrive):
         shapes = {jnp.shape(self.starts), jnp.shape(self.ends), jnp.shape(self.levels)}
         if len(shapes) != 1 or jnp.ndim(self.starts) != 1:
             raise ValueError("SmoothSteps: starts, ends and levels must be 1-D of equal length")
-        if is_concrete(self.starts) and is_concrete(self.ends):
-            if not np.all(np.asarray(self.ends) > np.asarray(self.starts)):
-                raise ValueError("SmoothSteps: every transition must end after it starts")
+
+    def invalid(self):
+        return ((~jnp.all(self.ends > self.starts), "every transition must end after it starts"),)
 
     def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, ""]:
         x = jnp.clip((t - self.starts) / (self.ends - self.starts), 0.0, 1.0)
@@ -165,6 +179,9 @@ class Offset(AbstractDrive):
 
     def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
         return self.base + self.delta(t)
+
+    def invalid(self):
+        return self.delta.invalid()
 
 
 def as_drive(

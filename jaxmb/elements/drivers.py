@@ -25,12 +25,13 @@ class TranslationalDriver(AbstractHolonomicPair):
     u: Float[Array, "2"] = eqx.field(converter=as_f64)
     d: AbstractDrive = eqx.field(converter=drive_field)
     num_rows: ClassVar[int] = 1
+    nonzero: ClassVar[tuple[str, ...]] = ("u",)
 
     def __check_init__(self):
         self.check_distinct(self.i, self.j)
         self.check_vector(self.s_i, "s_i")
         self.check_vector(self.s_j, "s_j")
-        self.check_vector(self.u, "u", nonzero=True)
+        self.check_vector(self.u, "u")
         self.check_drive(self.d, "d")
 
     def bodies(self) -> tuple[Body, ...]:

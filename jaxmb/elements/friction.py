@@ -21,7 +21,7 @@ equations stiffer (the creep time constant is m v_s / (mu N) for a block of mass
 
 The element only describes the friction; the coupled equations (the friction depends on the
 reactions, the reactions on the accelerations, the accelerations on the friction) are solved
-in `jaxmb._analyses.friction`.
+by every analysis (`mb.friction_forces`, `mb.simulate`, `mb.reactions`, ...).
 """
 
 import abc
@@ -76,7 +76,7 @@ class AbstractFriction(AbstractElement):
                       f"{self.pair!r}")
         self.check_scalar(self.mu, "mu")
         for label, value in {**positive, "velocity_scale": self.velocity_scale}.items():
-            self.check_scalar(value, label, positive=True)
+            self.check_scalar(value, label)
 
     def check_pair(self, model: "Model") -> None:
         """Build-time check against the model: the pair exists and can carry this friction."""
@@ -129,9 +129,13 @@ class RevoluteFriction(AbstractFriction):
     (the pair's two multipliers). The friction of a journal bearing of radius r whose contact
     force F is carried at the pin surface.
 
-    **Arguments:** `name`; `pair` (the name of a `Revolute`); `mu` (>= 0); `radius` r (m, > 0);
-    `velocity_scale` v_s (m/s, > 0; default 1e-3) of the regularization (module docstring),
-    applied to the slip speed r omega of the pin surface.
+    **Arguments:**
+    - `name`: the element's name.
+    - `pair`: the name of a `Revolute`.
+    - `mu`: the friction coefficient (>= 0).
+    - `radius`: r, the pin radius (m, > 0).
+    - `velocity_scale`: v_s, the velocity scale of the regularization (m/s, > 0; see
+      `jaxmb.elements.friction`), applied to the slip speed r omega of the pin surface.
     """
 
     name: str = eqx.field(static=True)
@@ -172,9 +176,13 @@ class TranslationalFriction(AbstractFriction):
     turned by +90 degrees). A short slider pressed by a moment (a drawer pushed off-centre) can
     jam: with 2 mu |M| / l above the push it does not slide.
 
-    **Arguments:** `name`; `pair` (the name of a `Translational`); `mu` (>= 0); `length` l
-    (m, > 0); `velocity_scale` v_s (m/s, > 0; default 1e-3) of the regularization (module
-    docstring).
+    **Arguments:**
+    - `name`: the element's name.
+    - `pair`: the name of a `Translational`.
+    - `mu`: the friction coefficient (>= 0).
+    - `length`: l, the slider's length (m, > 0).
+    - `velocity_scale`: v_s, the velocity scale of the regularization (m/s, > 0; see
+      `jaxmb.elements.friction`).
     """
 
     name: str = eqx.field(static=True)

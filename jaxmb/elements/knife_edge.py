@@ -23,13 +23,14 @@ class KnifeEdge(AbstractNonholonomicPair):
     s: Float[Array, "2"] = eqx.field(converter=as_f64)
     n: Float[Array, "2"] = eqx.field(converter=as_f64)
     num_rows: ClassVar[int] = 1
+    nonzero: ClassVar[tuple[str, ...]] = ("n",)
 
     def __check_init__(self):
         self.check_body(self.body, "body")
         if self.body.is_ground:
             self.fail("a knife edge must be attached to a moving body, not the ground")
         self.check_vector(self.s, "s")
-        self.check_vector(self.n, "n", nonzero=True)
+        self.check_vector(self.n, "n")
 
     def bodies(self) -> tuple[Body, ...]:
         return (self.body,)

@@ -23,11 +23,12 @@ class Parallel(AbstractHolonomicPair):
     a_i: Float[Array, "2"] = eqx.field(converter=as_f64)
     a_j: Float[Array, "2"] = eqx.field(converter=as_f64)
     num_rows: ClassVar[int] = 1
+    nonzero: ClassVar[tuple[str, ...]] = ("a_i", "a_j")
 
     def __check_init__(self):
         self.check_distinct(self.i, self.j)
-        self.check_vector(self.a_i, "a_i", nonzero=True)
-        self.check_vector(self.a_j, "a_j", nonzero=True)
+        self.check_vector(self.a_i, "a_i")
+        self.check_vector(self.a_j, "a_j")
 
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)

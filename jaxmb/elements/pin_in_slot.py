@@ -24,12 +24,13 @@ class PinInSlot(AbstractHolonomicPair):
     s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
     a_i: Float[Array, "2"] = eqx.field(converter=as_f64)
     num_rows: ClassVar[int] = 1
+    nonzero: ClassVar[tuple[str, ...]] = ("a_i",)
 
     def __check_init__(self):
         self.check_distinct(self.i, self.j)
         self.check_vector(self.s_i, "s_i")
         self.check_vector(self.s_j, "s_j")
-        self.check_vector(self.a_i, "a_i", nonzero=True)
+        self.check_vector(self.a_i, "a_i")
 
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)

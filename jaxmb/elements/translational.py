@@ -26,12 +26,13 @@ class Translational(AbstractHolonomicPair):
     v: Float[Array, "2"] = eqx.field(converter=as_f64)
     angle: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
     num_rows: ClassVar[int] = 2
+    nonzero: ClassVar[tuple[str, ...]] = ("v",)
 
     def __check_init__(self):
         self.check_distinct(self.i, self.j)
         self.check_vector(self.s_i, "s_i")
         self.check_vector(self.s_j, "s_j")
-        self.check_vector(self.v, "v", nonzero=True)
+        self.check_vector(self.v, "v")
         self.check_scalar(self.angle, "angle")
 
     def bodies(self) -> tuple[Body, ...]:

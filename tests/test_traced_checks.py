@@ -1,0 +1,195 @@
+"""Every check on a value holds traced as well as eager.
+
+For each element class of jaxmb (found from the library, so a new one cannot be left out) and
+each of its array parameters (drive functions' included), three bad values (nan, -1 and 0 in
+every entry) are tried two ways: eagerly, where the constructor or `Mechanism.build` refuses
+with a ValueError, and inside `jax.jit`, where the value is traced and the same check must
+fail at run time naming the element. The reference is the eager verdict: the traced one must
+equal it, value by value (neither a check missing under jit, as a Bushing's negative stiffness
+was, nor a false refusal). The same holds for the parameters of the formulations, the
+stabilization and the rigid-limit helpers (`with_slip`, `with_bushings`).
+"""
+
+import dataclasses
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_elements import element_registry
+
+import jaxmb as mb
+import jaxmb.rigid_limit as rigid_limit
+from jaxmb import drive
+from jaxmb.elements import AbstractElement
+from jaxmb.elements.drive import AbstractDrive
+from jaxmb.models import mobile_robot, slider_crank
+
+
+def _pair(m, a, b):
+    m.add(mb.Revolute("R", a, b, s_i=(0.1, 0.0), s_j=(-0.2, 0.0)))
+
+
+SAMPLES = {
+    # name: make(m, a, b) -> the element (and any element it needs added first)
+    "AbsoluteDriver": lambda m, a, b: mb.AbsoluteDriver(
+        "E", a, 2, drive.Harmonic(0.2, 3.0, 0.1, 0.4)),
+    "Bushing": lambda m, a, b: mb.Bushing("E", a, b, (0.1, 0.0), (0.0, 0.2),
+                                          stiffness=(1e3, 2e3, 5.0), damping=(1.0, 1.0, 0.1),
+                                          free_angle=0.2),
+    "Distance": lambda m, a, b: mb.Distance("E", a, b, (0.1, 0.0), (0.0, 0.2), length=0.5),
+    "Force": lambda m, a, b: mb.Force("E", a, (0.1, 0.0), drive.Constant((1.0, 2.0))),
+    "Gear": lambda m, a, b: mb.Gear("E", a, b, ratio=2.0, offset=0.1),
+    "GearOnLink": lambda m, a, b: mb.GearOnLink("E", a, b, m.ground, ratio=2.0, offset=0.1),
+    "Gravity": lambda m, a, b: mb.Gravity((0.0, -9.81), name="E"),
+    "KnifeEdge": lambda m, a, b: mb.KnifeEdge("E", a, s=(0.1, 0.0), n=(0.0, 1.0)),
+    "LateralDamper": lambda m, a, b: rigid_limit.LateralDamper("E", a, jnp.asarray((0.1, 0.0)),
+                                                               jnp.asarray((0.0, 1.0)),
+                                                               jnp.asarray(3.0)),
+    "Parallel": lambda m, a, b: mb.Parallel("E", a, b, a_i=(1.0, 0.0), a_j=(0.0, 1.0)),
+    "PinInSlot": lambda m, a, b: mb.PinInSlot("E", a, b, (0.1, 0.0), (0.0, 0.2),
+                                              a_i=(1.0, 0.5)),
+    "RelativeAngleDriver": lambda m, a, b: mb.RelativeAngleDriver(
+        "E", a, b, f=drive.Spline(jnp.asarray([0.0, 1.0, 2.0]), jnp.asarray([0.0, 0.5, 0.2])),
+        offset=0.1),
+    "Revolute": lambda m, a, b: mb.Revolute("E", a, b, s_i=(0.1, 0.0), s_j=(0.0, 0.2)),
+    "RevoluteFriction": lambda m, a, b: (_pair(m, a, b), mb.RevoluteFriction(
+        "E", "R", mu=0.2, radius=0.01, velocity_scale=1e-3))[1],
+    "RotationalSpringDamper": lambda m, a, b: mb.RotationalSpringDamper(
+        "E", a, b, stiffness=10.0, damping=0.5, free_angle=0.1),
+    "SpringDamper": lambda m, a, b: mb.SpringDamper("E", a, b, (0.1, 0.0), (0.0, 0.2),
+                                                    stiffness=100.0, damping=2.0,
+                                                    free_length=0.3),
+    "Torque": lambda m, a, b: mb.Torque("E", a, drive.Linear(1.0, 0.5)),
+    "Translational": lambda m, a, b: mb.Translational("E", a, b, (0.1, 0.0), (0.0, 0.2),
+                                                      v=(1.0, 0.0), angle=0.1),
+    "TranslationalDriver": lambda m, a, b: mb.TranslationalDriver(
+        "E", a, b, (0.1, 0.0), (0.0, 0.2), u=(1.0, 0.0),
+        d=drive.Offset(0.3, drive.SmoothSteps(jnp.asarray([0.5]), jnp.asarray([1.0]),
+                                              jnp.asarray([0.2])))),
+    "TranslationalFriction": lambda m, a, b: (m.add(mb.Translational(
+        "R", a, b, (0.1, 0.0), (0.0, 0.2), v=(1.0, 0.0))), mb.TranslationalFriction(
+        "E", "R", mu=0.2, length=0.05, velocity_scale=1e-3))[1],
+    "Weld": lambda m, a, b: mb.Weld("E", a, b, (0.1, 0.0), (0.0, 0.2), angle=0.1),
+}
+
+BAD = (np.nan, -1.0, 0.0)
+
+
+def _mechanism():
+    m = mb.Mechanism()
+    a = m.body("a", mass=1.0, inertia=0.1, q=(0.0, 0.0, 0.0))
+    b = m.body("b", mass=2.0, inertia=0.2, q=(0.3, 0.1, 0.2))
+    return m, a, b
+
+
+def _rebuilt(x):
+    """x constructed again through the constructors (so their eager checks run): the element,
+    and the drive functions it holds."""
+    if isinstance(x, (AbstractElement, AbstractDrive)):
+        kwargs = {f.name: _rebuilt(getattr(x, f.name)) for f in dataclasses.fields(x) if f.init}
+        return type(x)(**kwargs)
+    return x
+
+
+def _build_with(kind, k, value):
+    """The model of SAMPLES[kind] with the k-th array leaf of the element set to `value`
+    (every entry), through the constructors and `Mechanism.build`."""
+    m, a, b = _mechanism()
+    element = SAMPLES[kind](m, a, b)
+    leaves, treedef = jax.tree_util.tree_flatten(element)
+    leaves[k] = jnp.full(jnp.shape(leaves[k]), value, jnp.float64)
+    m.add(_rebuilt(jax.tree_util.tree_unflatten(treedef, leaves)))
+    return m.build()
+
+
+def _array_leaves(kind):
+    m, a, b = _mechanism()
+    return [k for k, leaf in enumerate(jax.tree_util.tree_leaves(SAMPLES[kind](m, a, b)))
+            if eqx.is_inexact_array(leaf)]
+
+
+def test_every_element_class_has_a_sample():
+    """A new element class needs an entry in SAMPLES, so its checks are tried both ways."""
+    import jaxmb.rigid_limit  # noqa: F401  (LateralDamper)
+
+    assert sorted(element_registry()) == sorted(SAMPLES)
+
+
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+def test_element_checks_hold_traced_as_eager(kind):
+    """For every array parameter and bad value: refused inside jit exactly when refused
+    eagerly, and the run-time message names the element."""
+    refused_eagerly = 0
+    for k in _array_leaves(kind):
+        traced = eqx.filter_jit(lambda v, k=k: jax.tree.leaves(
+            eqx.filter(_build_with(kind, k, v), eqx.is_inexact_array)))
+        for value in BAD:
+            try:
+                _build_with(kind, k, value)
+                eager = None
+            except ValueError as err:
+                eager = str(err)
+            try:
+                traced(jnp.asarray(value))
+                late = None
+            except Exception as err:  # the run-time error of eqx.error_if
+                late = str(err)
+            where = f"{kind} leaf {k} = {value}: eager {eager!r}, traced {late!r}"
+            assert (eager is None) == (late is None), where
+            if late is not None:
+                refused_eagerly += 1
+                assert f"{kind} 'E'" in late and "traced value" in late, where
+                # eagerly a drive function refuses itself, before the element exists
+                assert kind in eager or eager.split(":")[0] in dir(drive), where
+    assert refused_eagerly >= 1  # nan at least: every array parameter must be finite
+
+
+def test_with_slip_and_with_bushings_check_traced_values():
+    """The rigid-limit helpers replace pairs after the model was built: a negative damping
+    of `with_slip` or stiffness of `with_bushings` is refused eagerly and inside jit."""
+    robot = mobile_robot.build()
+    knife = next(p.name for p in robot.pairs if not p.holonomic)
+    crank = slider_crank.build()
+    pin = crank.pair_names[0]
+    makers = [lambda d: rigid_limit.with_slip(robot, {knife: d}),
+              lambda k: rigid_limit.with_bushings(crank, {pin: k})]
+    for make, what in zip(makers, ("LateralDamper", "Bushing")):
+        with pytest.raises(ValueError, match=f"{what} .*must be non-negative"):
+            make(-2.0)
+        traced = eqx.filter_jit(lambda v, make=make: make(v).forces(
+            make(v).q0, jnp.zeros(make(v).n), 0.0))
+        with pytest.raises(Exception, match=f"{what} .*must be non-negative \\(traced value\\)"):
+            traced(jnp.asarray(-2.0))
+        assert np.all(np.isfinite(np.asarray(traced(jnp.asarray(2.0)))))
+
+
+@pytest.mark.parametrize("bad", [dict(alpha=-1.0), dict(beta=np.nan)])
+def test_baumgarte_parameters_are_checked_both_ways(bad):
+    """A negative alpha makes constraint violations grow like exp(2 |alpha| t) instead of
+    decaying (Baumgarte's equation, `jaxmb._formulations.baumgarte`); nan poisons the run."""
+    model = slider_crank.build()
+    qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n))
+    (name, value), = bad.items()
+    with pytest.raises(ValueError, match=f"Baumgarte: {name} must be a finite number >= 0"):
+        mb.Baumgarte(**bad)
+    run = eqx.filter_jit(lambda v: mb.simulate(
+        model, model.q0, qd0, 0.05, formulation="null_space",
+        stabilization=mb.Baumgarte(**{name: v})).q)
+    with pytest.raises(Exception, match=f"Baumgarte: {name} .*\\(traced value\\)"):
+        run(jnp.asarray(value))
+
+
+@pytest.mark.parametrize("name", ["penalty", "tol", "projection_tol"])
+def test_augmented_lagrangian_parameters_are_checked_both_ways(name):
+    """Traced penalty, tol and projection_tol were unchecked: a negative penalty made S
+    indefinite. Refused eagerly and inside jit."""
+    model = slider_crank.build()
+    qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n))
+    with pytest.raises(ValueError, match=f"AugmentedLagrangian: {name} must be a positive"):
+        mb.AugmentedLagrangian(**{name: -1.0})
+    run = eqx.filter_jit(lambda v: mb.simulate(
+        model, model.q0, qd0, 0.05, formulation=mb.AugmentedLagrangian(**{name: v})).q)
+    with pytest.raises(Exception, match=f"AugmentedLagrangian: {name} .*\\(traced value\\)"):
+        run(jnp.asarray(-1.0))
