@@ -23,7 +23,7 @@ The same code runs on several GPUs of one host, and on several hosts after
 feeds its addressable shards; see the JAX multi-process documentation).
 `shard`, `mesh` and `batch_sharding` are the lower-level pieces for a hand-written
 `jax.jit(jax.vmap(run))` on sharded inputs; jaxmb's compiled batched kernels carry a
-partitioning rule, so there too each device factorizes its own shard (`jaxmb._linalg.native`).
+partitioning rule, so there too each device factorizes its own shard.
 """
 
 import os
@@ -147,9 +147,13 @@ def map(  # noqa: A001 (mb.batch.map reads well)
     size = _batch_size(leaves, "batch.map")
     if size == 0:
         raise ValueError("batch.map: the batch is empty")
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise ValueError(f"batch.map: chunk must be an integer >= 1 (members per vmapped "
+                         f"call), got {chunk!r}")
     chunk = int(chunk)
-    if chunk < 1:
-        raise ValueError(f"batch.map: chunk must be at least 1, got {chunk}")
+    if not devices or not all(isinstance(d, jax.Device) for d in devices):
+        raise ValueError("batch.map: devices must be a non-empty sequence of jax devices "
+                         f"(e.g. jax.devices()), got {devices!r}")
     num = len(devices)
     share = -(-size // num)  # members per device
     chunk = _fitted_chunk(min(chunk, share), share)

@@ -19,6 +19,7 @@ module builds that compliant model so the limit can be checked by simulation:
   d log(error) / d log(s) (expected -1: the error is O(1/s)).
 """
 
+import difflib
 from typing import ClassVar
 
 import equinox as eqx
@@ -128,7 +129,15 @@ def with_slip(model, damping: dict):
 def pair_forces(model, q, qd, names):
     """{name: lambda} for the named Bushings (3 values) and LateralDampers (1 value) of
     `model`: the counterparts of the rigid pairs' multipliers."""
-    elements = {e.name: e for e in model.force_elements}
+    elements = {e.name: e for e in model.force_elements
+                if isinstance(e, (Bushing, LateralDamper))}
+    unknown = [n for n in names if n not in elements]
+    if unknown:
+        close = {n: difflib.get_close_matches(n, list(elements), n=1) for n in unknown}
+        hints = "".join(f"; did you mean {c[0]!r} for {n!r}?" for n, c in close.items() if c)
+        raise ValueError(f"pair_forces: {unknown} are not Bushings or LateralDampers of the "
+                         f"model (made by with_bushings / with_slip); they are "
+                         f"{list(elements)}{hints}")
     return {n: elements[n].force(q, qd) for n in names}
 
 

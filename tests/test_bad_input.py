@@ -937,3 +937,54 @@ def test_cli_failures_are_one_line_and_keep_files(cli_main, tmp_path, monkeypatc
                      " f: 1.0}\n")
     assert cli_main("report", str(stuck)).startswith(
         "jaxmb: assemble: no configuration satisfies the constraints; pair 'push'")
+
+
+def test_raw_python_errors_became_messages(chain_model):
+    """Inputs that surfaced as raw Python/JAX errors (a float conversion, a KeyError, a
+    broadcasting error inside diffrax, ZeroDivisionError) now name the argument and the
+    problem."""
+    from jaxmb import rigid_limit
+
+    model = chain_model
+    q0, qd0 = model.q0, jnp.zeros(model.n)
+    pin = model.pair_names[0]
+    for value in ("abc", None, True):
+        with pytest.raises(ValueError, match=f"Compliance: stiffness of pair '{pin}' must be a "
+                                             "positive number"):
+            mb.Compliance({pin: value})
+    with pytest.raises(ValueError, match="Compliance: default must be a positive number"):
+        mb.Compliance({}, default="1e3")
+    soft = rigid_limit.with_bushings(model, {pin: 1e4})
+    with pytest.raises(ValueError, match=r"pair_forces: \['O9'\] are not Bushings.*did you "
+                                         f"mean '{pin}'"):
+        rigid_limit.pair_forces(soft, soft.q0, qd0, ["O9"])
+
+    class ThreeNumbers(mb.AbstractAccelerationFormulation):
+        def accelerations(self, model, terms, label):
+            return jnp.zeros(3)
+
+    with pytest.raises(ValueError, match=r"ThreeNumbers.accelerations returned shape \(3,\).*"
+                                         rf"shape \(n,\) = \({model.n},\)"):
+        mb.simulate(model, q0, qd0, 0.1, formulation=ThreeNumbers())
+    batch = (jnp.stack([q0, q0]), jnp.stack([qd0, qd0]))
+    for kwargs, what in ((dict(chunk=float("nan")), "chunk must be an integer >= 1"),
+                         (dict(chunk=0), "chunk must be an integer >= 1"),
+                         (dict(devices=[]), "devices must be a non-empty sequence")):
+        with pytest.raises(ValueError, match=f"batch.map: {what}"):
+            mb.batch.map(lambda q, qd: q, *batch, **kwargs)
+
+
+def test_a_huge_time_span_is_not_blamed_on_gravity():
+    """t1 = 1e308 makes dtmin = 1e-12 |t1 - t0| = 1e296 s, longer than any step the motion
+    allows: the step size collapses at t0. That used to be blamed on gravity, a constant force;
+    now no force element is named, the long span is, and dtmin's value is given."""
+    from jaxmb.models import slider_crank
+
+    model = slider_crank.build()  # under gravity
+    assert any(isinstance(f, mb.Gravity) for f in model.force_elements)
+    qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n))
+    with pytest.raises(RuntimeError) as err:
+        mb.simulate(model, model.q0, qd0, 1e308, formulation="null_space")
+    text = str(err.value)
+    assert "where no applied force changes" in text and "time span" in text
+    assert "Gravity" not in text and "dtmin = 1e+296 s" in text

@@ -65,7 +65,12 @@ def messages(model, when=TRACED_TIME) -> tuple[str, ...]:
         for suspect in [
             f" (the applied force changing fastest there is {type(f).__name__} {f.name!r})"
             for f in model.force_elements
-        ] or [""]
+        ]
+    ) + (
+        f"simulate: the step size collapsed (below dtmin = {DTMIN_RTOL:g} |t1 - t0|) at "
+        f"t = {when}, where no applied force changes: a drive function varies too fast or is "
+        "discontinuous there, or the time span t1 - t0 is so long that dtmin exceeds the steps "
+        "the motion needs (simulate shorter spans); check them, or loosen rtol and atol",
     )
     others = (
         f"simulate: max_steps ran out at t = {when}, before t1. The usual cause is a very "
@@ -107,12 +112,15 @@ def diagnose(model, result, t0, q0, t, q, qd, probe_dt):
     E, P = len(model.force_elements), len(model.pairs)
     collapse = 1 + E + P
     failed = result != diffrax.RESULTS.successful
-    cause = jnp.where(failed, collapse + max(E, 1) + 1, 0)
+    cause = jnp.where(failed, collapse + E + 2, 0)
     cause = jnp.where(failed & (result == diffrax.RESULTS.max_steps_reached), cause - 1, cause)
     if E:
         now, later = _forces(model, q, qd, t), _forces(model, q + probe_dt * qd, qd, t + probe_dt)
         change = jnp.nan_to_num(jnp.max(jnp.abs(later - now), axis=1), nan=jnp.inf)
-        collapse = collapse + jnp.argmax(change)
+        # only a force that changes is suspected (a constant one, e.g. gravity, never is)
+        collapse = collapse + jnp.where(jnp.max(change) > 0.0, jnp.argmax(change), E)
+    else:
+        collapse = collapse + E
     cause = jnp.where(failed & (result == diffrax.RESULTS.dt_min_reached), collapse, cause)
     ratio, share, singular = jnp.asarray(1.0), jnp.zeros(P), jnp.asarray(False)
     if P:
@@ -163,8 +171,10 @@ def check_stop(model, result, start, stop, dtmin, saved, throw):
         return _errors.branched_error_if(saved, cause != 0, cause, messages(model)), singular
     code = int(_errors.concrete(cause))
     text = messages(model, when=f"{float(_errors.concrete(t)):.10g}")[code]
-    E = len(model.force_elements)
-    if E < code <= E + len(model.pairs):
+    E, P = len(model.force_elements), len(model.pairs)
+    if 1 + E + P <= code <= 1 + 2 * E + P:  # a step-size collapse: how short dtmin was
+        text += f"; dtmin = {float(_errors.concrete(dtmin)):.3g} s"
+    if E < code <= E + P:
         share, ratio = _errors.concrete(share), float(_errors.concrete(ratio))
         names = [nm for nm, w in zip(model.pair_names, share) if w > 0.1]
         text += f"; pairs involved: {names}; sigma_k / sigma_max = {ratio:.2e}"

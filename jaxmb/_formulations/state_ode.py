@@ -45,8 +45,23 @@ class VectorField(eqx.Module):
         if model.num_rows == 0:
             return qd, terms.F / model.mass_diagonal()
         if self.ratios:  # for the passage monitor (`jaxmb._formulations.passages.PassageMonitor`)
-            return (qd, *self.formulation.accelerations_and_ratios(model, terms, self.label))
-        return qd, self.formulation.accelerations(model, terms, self.label)
+            qdd, ratios = self.formulation.accelerations_and_ratios(model, terms, self.label)
+            return qd, checked_accelerations(qdd, model, self.formulation), ratios
+        return qd, checked_accelerations(self.formulation.accelerations(model, terms, self.label),
+                                         model, self.formulation)
+
+
+def checked_accelerations(qdd, model, formulation):
+    """qdd, refused at trace time unless it is a float array of shape (n,): a formulation
+    written by a user gets a message naming it, not a broadcasting error inside diffrax."""
+    shape, dtype = jnp.shape(qdd), getattr(qdd, "dtype", None)
+    if shape != (model.n,) or dtype is None or not jnp.issubdtype(dtype, jnp.floating):
+        raise ValueError(
+            f"simulate: formulation {type(formulation).__name__}.accelerations returned "
+            f"{'shape ' + str(shape) if dtype is not None else type(qdd).__name__}"
+            f"{' of ' + str(dtype) if dtype is not None else ''}; it must return the "
+            f"accelerations qdd, a float array of shape (n,) = ({model.n},)")
+    return qdd
 
 
 def stabilization_of(formulation: "AbstractStateFormulation", stabilization):

@@ -15,7 +15,7 @@ from ..elements import AbstractElement, AbstractForceElement, AbstractPair
 from ..elements._base import VALUE_PROBLEMS
 from ..elements.drive import AbstractDrive
 from ..elements.friction import AbstractFriction, check_friction
-from ..elements.geometry import GROUND_INDEX, Body, is_concrete
+from ..elements.geometry import GROUND_INDEX, Body, is_concrete, is_real
 from .model import Model
 
 _tokens = itertools.count(1)
@@ -52,7 +52,7 @@ class Mechanism:
         if name == "ground" or any(b.name == name for b, *_ in self._bodies):
             raise ValueError(f"body name {name!r} is already used")
         for label, value in (("mass", mass), ("inertia", inertia), ("q", q)):
-            if not _is_real(value):
+            if not is_real(value):
                 raise ValueError(f"body {name!r}: {label} must be a real number (or numbers), got "
                                  f"{value!r} of type {type(value).__name__}")
         for label, value in (("mass", mass), ("inertia", inertia)):
@@ -114,24 +114,6 @@ class Mechanism:
         )
         check_friction(model)
         return model
-
-
-def _is_real(value) -> bool:
-    """True for real numbers, arrays (traced ones included) and (nested) sequences of them;
-    False for text, booleans and complex numbers (which jnp.asarray would take silently)."""
-    leaves = jax.tree.leaves(value)
-    for leaf in leaves:
-        if isinstance(leaf, (str, bytes, bool, np.bool_)):
-            return False
-        dtype = getattr(leaf, "dtype", None)
-        if dtype is None:
-            try:
-                dtype = np.asarray(leaf).dtype
-            except (TypeError, ValueError):
-                return False
-        if np.dtype(dtype).kind not in "iuf":
-            return False
-    return bool(leaves)
 
 
 def _checked_finite(x, labels):

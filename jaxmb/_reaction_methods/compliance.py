@@ -71,7 +71,7 @@ from .._linalg.dense import RANK_RTOL, pinv
 from .._model.blocks import mass_row_norms, multiply, multiply_transposed
 from .._model.model import Model
 from .._runtime import errors as _errors
-from ..elements.geometry import is_concrete
+from ..elements.geometry import is_concrete, is_real
 from ._base import AbstractReactionMethod, ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
 from ._common import unique_accelerations
 
@@ -200,7 +200,7 @@ def sparse_compliance_multipliers(model: Model, C: Float[Array, "rows n"],
 
 
 class Compliance(AbstractReactionMethod):
-    """Reactions set by the compliance of the joints (module docstring; seed 001, section 5).
+    """Reactions set by the compliance of the joints (seed 001, section 5).
 
     lambda* = K C (C^T K C)^+ (F - M qdd): the multipliers of least complementary energy
     1/2 lambda^T K^-1 lambda, i.e. the rigid limit of the mechanism with its pairs replaced by
@@ -213,8 +213,8 @@ class Compliance(AbstractReactionMethod):
       rows' own units: N/m for position rows (a revolute's x and y), N m/rad for angle rows
       (a weld's or a translational pair's angle, an angle driver). For a knife edge the number
       is its lateral damping d (N s/m: lateral force per slip velocity, a tyre's cornering
-      stiffness over its rolling speed); knife-edge reactions follow the quasi-static rule
-      of the module docstring (knife edges shared by D first, then the springs by K).
+      stiffness over its rolling speed); knife-edge reactions follow a quasi-static rule
+      (the knife edges share the load by D first, then the springs by K).
     - `default`: the number for every pair not in `stiffness` (None: every pair must be
       listed). Only ratios within the holonomic rows, and within the knife edges, matter.
 
@@ -303,6 +303,9 @@ class Compliance(AbstractReactionMethod):
 def _checked(value, label, scalar=False):
     """value as float64; concrete values must be positive and finite (one number, or one per
     row unless `scalar`)."""
+    if value is None or isinstance(value, (str, bytes, bool)) or not is_real(value):
+        raise ValueError(f"Compliance: {label} must be a positive number (N/m, or N m/rad for "
+                         f"angle rows), or one per row, got {value!r}")
     x = jnp.asarray(value, jnp.float64)
     if x.ndim > (0 if scalar else 1):
         want = "one number" if scalar else "one number or one per row"

@@ -101,3 +101,21 @@ def as_f64(x):
     if isinstance(x, (str, bytes)):
         return x
     return jnp.asarray(x, dtype=jnp.float64)
+
+
+def is_real(value) -> bool:
+    """True for real numbers, arrays (traced ones included) and (nested) sequences of them;
+    False for text, booleans and complex numbers (which jnp.asarray would take silently)."""
+    leaves = jax.tree.leaves(value)
+    for leaf in leaves:
+        if isinstance(leaf, (str, bytes, bool, np.bool_)):
+            return False
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is None:
+            try:
+                dtype = np.asarray(leaf).dtype
+            except (TypeError, ValueError):
+                return False
+        if np.dtype(dtype).kind not in "iuf":
+            return False
+    return bool(leaves)
