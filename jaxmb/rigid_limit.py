@@ -141,13 +141,19 @@ def pair_forces(model, q, qd, names):
     return {n: elements[n].force(q, qd) for n in names}
 
 
+BALANCE_RTOL = 1e-6
+"""`static_equilibrium` refuses a solution whose force residual exceeds this fraction of the
+applied forces (1e4 N/m bushings balance to 1e-13, 1e10 N/m to 3e-7, 1e14 N/m to 1e-3)."""
+
+
 def static_equilibrium(model, q, t=0.0, *, max_steps=50):
     """Equilibrium of `model` (typically a compliant variant) near `q` at time `t`:
     F(q, 0, t) = C^T lambda and Phi(q, t) = 0 for the constraint rows left (independent ones:
     the compliant model should have no redundancy left), by Newton's method with the Jacobian
     by forward-mode autodiff.
 
-    **Returns:** `(q, lambda)`. Raises (also inside jit) when Newton does not converge.
+    **Returns:** `(q, lambda)`. Raises (also inside jit) when Newton does not converge, or when
+    the forces it reaches do not balance to `BALANCE_RTOL` (a stiffness too high for float64).
     """
     if model.h:
         raise ValueError("static_equilibrium: the model has knife edges, which fix no position "
@@ -179,6 +185,17 @@ def static_equilibrium(model, q, t=0.0, *, max_steps=50):
     x = _errors.error_if(x, ~(size < NEWTON_TOL * (1.0 + jnp.max(jnp.abs(q)))),
                      "static_equilibrium: Newton's method did not converge (no equilibrium "
                      "near q, or the load is too large for the joints' stiffness)")
+    # Newton also stops when its steps fall below the resolution of q (about 1e-16 |q|): with
+    # stiffness k the forces are then resolved only to about k 1e-16 |q|, and at 5e18 N/m the
+    # steps vanish at once, leaving zero spring forces: the balance itself is checked
+    imbalance = jnp.max(jnp.abs(residual(x)[:n]), initial=0.0)
+    scale = 1.0 + jnp.max(jnp.abs(model.forces(x[:n], zeros, t)))
+    x = _errors.error_if(
+        x, ~(imbalance <= BALANCE_RTOL * scale),
+        f"static_equilibrium: the forces balance only to more than {BALANCE_RTOL:g} of the "
+        "applied forces: the stiffness is so high that the deflections the load needs (F / k) "
+        "are below the float64 resolution of the coordinates (about 1e-16 |q|); lower the "
+        "stiffness, or take the rigid limit itself (mb.statics with mb.Compliance)")
     return x[:n], x[n:]
 
 

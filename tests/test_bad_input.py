@@ -988,3 +988,59 @@ def test_a_huge_time_span_is_not_blamed_on_gravity():
     text = str(err.value)
     assert "where no applied force changes" in text and "time span" in text
     assert "Gravity" not in text and "dtmin = 1e+296 s" in text
+
+
+def test_gradient_at_a_singular_configuration_is_nan_not_plausible():
+    """The N = 1 N-four-bar at its collinear position (cranks horizontal): A0's y reaction is
+    unique there, but C loses rank, so the reactions are not differentiable: the rank held
+    fixed gave -1.56 where the one-sided derivatives (central differences at +-1e-3 rad) are
+    -0.976 and -1.024. Now the gradient is NaN, eagerly with a SingularDerivativeWarning and
+    inside jit, and `Reactions.singular` marks the state; off the singular position it equals
+    central differences (1e-6 relative)."""
+    from jaxmb._analyses.reactions import SingularDerivativeWarning
+    from jaxmb.models import n_four_bar
+
+    model = n_four_bar.build(1)
+    row = model.rows("A0")
+
+    def a0_y(angle):
+        q, qd = n_four_bar.configuration(angle, 1), n_four_bar.velocity(angle, -1.0, 1)
+        return mb.reactions(model, q, qd, method="min_norm").lam[row][1]
+
+    assert bool(mb.reactions(model, n_four_bar.configuration(0.0, 1),
+                             n_four_bar.velocity(0.0, -1.0, 1)).singular)
+    with pytest.warns(SingularDerivativeWarning, match="singular configuration"):
+        assert np.isnan(float(jax.grad(a0_y)(0.0)))
+    assert np.isnan(float(jax.jit(jax.grad(a0_y))(0.0)))
+    h = 1e-6
+    for angle in (1e-3, 0.3):
+        fd = (a0_y(angle + h) - a0_y(angle - h)) / (2 * h)
+        assert abs(float(jax.grad(a0_y)(angle)) - float(fd)) < 1e-6 * abs(float(fd))
+
+
+def test_extreme_stiffness_is_refused_with_its_reason():
+    """Compliance stiffness ratios of 1e16 made the parallelogram's statics report "not an
+    equilibrium" where there is one; ratios above 1e12 (where float64 leaves errors of 1e-4
+    of the largest force) are now refused naming the ratio, the two pairs and the limit,
+    eagerly and traced. A 1e12 ratio still gives the reactions of a 1e6 one's limit (the
+    stiff pair rigid: 1e-5 relative). Bushings of 5e18 N/m "converged" in
+    `static_equilibrium` to zero forces (Newton's steps below the resolution of q); now the
+    unbalanced result is refused with that reason."""
+    from jaxmb import rigid_limit
+    from jaxmb.models import parallelogram
+
+    model = parallelogram.build()
+    stiff = lambda k: mb.Compliance({"O1": k}, default=1.0)  # noqa: E731
+    with pytest.raises(ValueError, match=r"Compliance stiffness ratio 1e\+16 \(pair 'O1': "
+                                         r"1e\+16, pair 'O2': 1\) exceeds 1e\+12"):
+        mb.statics(model, model.q0, method=stiff(1e16))
+    traced = eqx.filter_jit(lambda k: mb.statics(model, model.q0, method=stiff(k)).lam)
+    with pytest.raises(Exception, match="ratio of the largest to the smallest stiffness "
+                                        r"exceeds 1e\+12 \(traced value\)"):
+        traced(jnp.asarray(1e16))
+    near, far = traced(jnp.asarray(1e12)), traced(jnp.asarray(1e6))
+    assert float(jnp.max(jnp.abs(near - far))) < 1e-5 * float(jnp.max(jnp.abs(far)))
+    soft = rigid_limit.with_bushings(model, {n: 5e18 for n in rigid_limit.PARALLELOGRAM_STIFFNESS})
+    with pytest.raises(Exception, match="static_equilibrium: the forces balance only to more "
+                                        "than 1e-06.*float64 resolution"):
+        rigid_limit.static_equilibrium(soft, soft.q0)

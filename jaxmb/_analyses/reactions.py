@@ -76,6 +76,11 @@ class Reactions(eqx.Module):
     `friction`); the multipliers then balance M qdd - F minus the friction. `pair_bodies`:
     the bodies (ground left out) of each pair. Printed, it shows the values: each pair's
     force and torque on each of its bodies and its flag (min .. max along a trajectory).
+    `singular`: the rank of C at the state is below its rank at `model.q0` (a singular
+    configuration, e.g. a four-bar's collinear position): the reactions have no derivative
+    there, so their tangents and gradients are NaN (and an eager `jax.grad` warns,
+    `SingularDerivativeWarning`), never a plausible wrong number. Models above
+    `DENSE_BODIES` bodies (the sparse path) leave it None.
 
     Shapes: `rows` = m + h rows of C, `n` coordinates, `pairs`, `k` friction elements;
     `*batch` is empty at one state and the time axis (T,) along a Trajectory or in
@@ -93,6 +98,7 @@ class Reactions(eqx.Module):
     friction_force: Float[Array, "*batch k"] | None = None
     friction_array: Float[Array, "*batch k n"] | None = None
     pair_bodies: tuple[tuple[str, ...], ...] = eqx.field(static=True, default=())
+    singular: Bool[Array, " *batch"] | None = None
 
     def __repr__(self) -> str:
         """The values: per pair the force and torque on each of its bodies and whether they
@@ -126,6 +132,49 @@ class Reactions(eqx.Module):
         f = self.generalized[pair_name]
         k = 3 * self.body_names.index(body_name)
         return f[..., k], f[..., k + 1], f[..., k + 2]
+
+
+class SingularDerivativeWarning(UserWarning):
+    """Reactions were differentiated at a singular configuration: the derivatives are NaN."""
+
+
+@jax.custom_jvp
+def _no_derivative_where(singular, x):
+    """x; its tangent is NaN where `singular` (broadcast over x's trailing axes). At a
+    configuration where C loses rank the rank decision makes the reactions discontinuous, and
+    differentiating their formula with the rank held fixed gives a finite, wrong number (the
+    N = 1 N-four-bar's A0 y at the collinear position: -1.56 against the one-sided -1.0)."""
+    return x
+
+
+@_no_derivative_where.defjvp
+def _no_derivative_where_jvp(primals, tangents):
+    singular, x = primals
+    _, dx = tangents
+    flag = jnp.reshape(singular, singular.shape + (1,) * (x.ndim - singular.ndim))
+    return x, dx * jnp.where(flag, jnp.nan, 1.0)
+
+
+def _rank_dropped(model, rank, t):
+    """Whether `rank` (of C at the state) is below the rank of C at model.q0, at time t."""
+    from .._linalg.dense import rank_mask, singular_values
+
+    C0 = jax.lax.stop_gradient(model.C(model.q0, t))
+    return rank < jnp.sum(rank_mask(singular_values(C0)))
+
+
+def _warn_singular_derivative(rx, where, *inputs):
+    """Eagerly under jax.grad / jvp (inputs are tracers with known values): warn when the
+    state is singular, where the derivatives are NaN."""
+    if rx.singular is None or not _traced(*inputs):
+        return
+    known = _errors.concrete(rx.singular)
+    if known is not None and bool(known.any()):
+        warnings.warn(
+            f"{where}: differentiated at a singular configuration (the rank of C is below its "
+            "rank at model.q0): the reactions have no derivative there, so their derivatives "
+            "are NaN (Reactions.singular marks the states)", SingularDerivativeWarning,
+            stacklevel=3)
 
 
 def _label(method, bound, traced, where="reactions"):
@@ -167,6 +216,7 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
     else:
         qdd, lam = method.multipliers(model, M, F, C, gamma, qdd, label)
     gen = [-C[rows].T @ lam[rows] for rows in model.row_table.slices]
+    gen = jnp.stack(gen) if gen else jnp.zeros((0, model.n))
     # the flags are piecewise constant: no derivative flows into the analysis (whose pivoted QR
     # has no batched JVP rule either)
     frozen = jax.tree.map(
@@ -175,19 +225,28 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
     report = solvability(frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t),
                          method=flags_method(model))
     lam = _friction.check_unique(lam, model, report.solvable, method, label)
+    singular = None
+    if flags_method(model) == "qr" and model.num_rows:
+        singular = _rank_dropped(frozen, report.rank, jax.lax.stop_gradient(t))
+        lam, qdd, gen = (_no_derivative_where(singular, x) for x in (lam, qdd, gen))
+        if solution is not None:
+            solution = dataclasses.replace(
+                solution, force=_no_derivative_where(singular, solution.force),
+                generalized=_no_derivative_where(singular, solution.generalized))
     return Reactions(
         pair_names=model.pair_names,
         body_names=model.body_names,
         method=method.name,  # replaced by the caller's method's name outside the compiled part
         lam=lam,
         qdd=qdd,
-        generalized_array=jnp.stack(gen) if gen else jnp.zeros((0, model.n)),
+        generalized_array=gen,
         solvable_array=report.solvable,
         friction_names=tuple(f.name for f in model.friction),
         friction_force=None if solution is None else solution.force,
         friction_array=None if solution is None else solution.generalized,
         pair_bodies=tuple(tuple(b.name for b in p.bodies() if not b.is_ground)
                           for p in model.pairs),
+        singular=singular,
     )
 
 
@@ -202,12 +261,16 @@ def reactions(
 ) -> Reactions:
     """Constraint reactions at a state, or along a `Trajectory` (vmapped over time).
 
-    **Arguments:** `model`; `q`, `qd`, `t` (or a `Trajectory` as `q`); `method`: a reaction
-    method, `mb.MinNorm()` (or "min_norm", the default), `mb.Auto()` (or "auto"),
-    `mb.Eliminate(rows=(...))` or `mb.Compliance(stiffness, default)`; `check`: refuse (also
-    inside jit) a state with a non-finite entry or violating the constraints (|Phi| or
-    |C qd + b| above `STATE_TOL` relative; e.g. a Trajectory that stopped early holds inf after
-    `t_stop`), naming the entry or the pair; False computes at any state.
+    **Arguments:**
+    - `model`: a built `Model`.
+    - `q`, `qd`, `t`: the state, coordinates (n,), their rates and the time (s); or a
+      `Trajectory` as `q` (then `qd` and `t` are left out), for the reactions along it.
+    - `method`: a reaction method, `mb.MinNorm()` (or "min_norm", the default), `mb.Auto()`
+      (or "auto"), `mb.Eliminate(rows=(...))` or `mb.Compliance(stiffness, default)`.
+    - `check`: refuse (also inside jit) a state with a non-finite entry or violating the
+      constraints (|Phi| or |C qd + b| above `STATE_TOL` relative; e.g. a Trajectory that
+      stopped early holds inf after `t_stop`), naming the entry or the pair; False computes
+      at any state.
 
     **Returns:** `Reactions`. Only the pairs flagged in `Reactions.solvable` have reactions
     that do not depend on `method`; `mb.Compliance` gives the physical ones of the others.
@@ -228,6 +291,7 @@ def reactions(
                                 bound, label, check=check)
     rx = _named(rx, method)
     _warn_not_unique(method, rx, "reactions")
+    _warn_singular_derivative(rx, "reactions", model, q, qd, t)
     return rx
 
 

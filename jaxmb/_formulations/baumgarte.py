@@ -45,7 +45,7 @@ class Baumgarte(eqx.Module):
         """alpha and beta >= 0: a negative alpha makes the violations grow like exp(2|alpha| t)."""
         return (value >= 0.0) & (value < float("inf"))
 
-    def checked(self, x: Array) -> Array:
+    def checked(self, x: Float[Array, "*shape"]) -> Float[Array, "*shape"]:
         """x, after the check of alpha and beta where they are traced (inside jit)."""
         for name, value in self._parameters():
             x = _errors.error_if(x, ~jnp.all(self._valid(value)),

@@ -272,7 +272,25 @@ class Compliance(AbstractReactionMethod):
         if missing and self.default is None:
             raise ValueError(f"{where}: Compliance has no stiffness for pair(s) {missing} and "
                              "no default; list them or pass default=...")
+        known = [_errors.concrete(v) for v in (*self.values, self.default) if v is not None]
+        if rows and all(v is not None for v in known):  # else checked at run time
+            values = dict(zip(self.pairs, known))
+            default = None if self.default is None else known[-1]
+            k = np.concatenate([np.broadcast_to(values.get(name, default), (count,))
+                                for name, count in rows.items()])
+            self._check_ratio(k, model, where)
         return self
+
+    @staticmethod
+    def _check_ratio(k, model, where):
+        """Refuse concrete row stiffnesses `k` whose ratio exceeds MAX_STIFFNESS_RATIO."""
+        if k.size and k.max() > MAX_STIFFNESS_RATIO * k.min():
+            pair_of_row = np.asarray(model.row_pair_index)
+            stiff, soft = (model.pair_names[pair_of_row[i]] for i in (k.argmax(), k.argmin()))
+            raise ValueError(
+                f"{where}: Compliance stiffness ratio {k.max() / k.min():.3g} (pair {stiff!r}: "
+                f"{k.max():g}, pair {soft!r}: {k.min():g}) exceeds {MAX_STIFFNESS_RATIO:g}: "
+                f"{RATIO_REASON}")
 
     def row_stiffness(self, model: Model) -> Float[Array, " rows"]:
         """The number of every row of C (row order), checked positive and finite at run time
@@ -287,7 +305,11 @@ class Compliance(AbstractReactionMethod):
         if not messages or is_concrete(k):
             return k
         bad = ~(k >= SMALLEST_STIFFNESS) | ~jnp.isfinite(k)
-        return _errors.branched_error_if(k, jnp.any(bad), jnp.argmax(bad), messages)
+        k = _errors.branched_error_if(k, jnp.any(bad), jnp.argmax(bad), messages)
+        return _errors.error_if(  # after the check above (checks under jit run in any order)
+            k, ~jnp.any(bad) & (jnp.max(k) > MAX_STIFFNESS_RATIO * jnp.min(k)),
+            f"Compliance: the ratio of the largest to the smallest stiffness exceeds "
+            f"{MAX_STIFFNESS_RATIO:g} (traced value): {RATIO_REASON}")
 
     def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
                     gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
@@ -298,6 +320,16 @@ class Compliance(AbstractReactionMethod):
         if model.h == 0 and model.num_rows and not al.is_dense(model):
             return qdd, sparse_compliance_multipliers(model, C, F - M @ qdd, k)
         return qdd, compliance_multipliers(C, F - M @ qdd, k, model.holonomic_rows)
+
+
+MAX_STIFFNESS_RATIO = 1e12
+"""Largest ratio of two pairs' stiffness that `Compliance` accepts."""
+
+RATIO_REASON = (
+    "float64 resolves the compliant reactions only to about 1e-16 times this ratio of the "
+    "largest force (statics of the parallelogram stop balancing at 1e16). Only ratios matter: "
+    "a pair this much stiffer than the others acts as rigid, so give it a stiffness at most "
+    f"{MAX_STIFFNESS_RATIO:g} times the softest, or leave the soft pairs out of the model")
 
 
 def _checked(value, label, scalar=False):

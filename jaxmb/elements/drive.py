@@ -108,7 +108,7 @@ class Spline(AbstractDrive):
                 f"Spline: values has shape {jnp.shape(self.values)}, t has {jnp.shape(self.t)}"
             )
 
-    def invalid(self):
+    def invalid(self) -> tuple[tuple[Bool[Array, ""], str], ...]:
         return ((~jnp.all(jnp.diff(self.t) > 0.0), "knot times t must be strictly increasing"),)
 
     def _second_derivatives(self):
@@ -157,7 +157,7 @@ class SmoothSteps(AbstractDrive):
         if len(shapes) != 1 or jnp.ndim(self.starts) != 1:
             raise ValueError("SmoothSteps: starts, ends and levels must be 1-D of equal length")
 
-    def invalid(self):
+    def invalid(self) -> tuple[tuple[Bool[Array, ""], str], ...]:
         return ((~jnp.all(self.ends > self.starts), "every transition must end after it starts"),)
 
     def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, ""]:
@@ -180,7 +180,7 @@ class Offset(AbstractDrive):
     def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
         return self.base + self.delta(t)
 
-    def invalid(self):
+    def invalid(self) -> tuple[tuple[Bool[Array, ""], str], ...]:
         return self.delta.invalid()
 
 
