@@ -193,3 +193,27 @@ def test_augmented_lagrangian_parameters_are_checked_both_ways(name):
         model, model.q0, qd0, 0.05, formulation=mb.AugmentedLagrangian(**{name: v})).q)
     with pytest.raises(Exception, match=f"AugmentedLagrangian: {name} .*\\(traced value\\)"):
         run(jnp.asarray(-1.0))
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda m, v: mb.solvability(m, m.q0, rtol=v).rank, "solvability: rtol must be a finite "
+                                                        r"number in \(0, 1\)"),
+    (lambda m, v: mb.solvability(m, m.q0, btol=v).rank, "solvability: btol must be a finite "
+                                                        r"number in \(0, 1\)"),
+    (lambda m, v: mb.assemble(m, m.q0, tol=v), "assemble: tol must be a positive finite"),
+    (lambda m, v: mb.kinematics(m, jnp.zeros(1), tol=v).q, "kinematics: tol must be a "
+                                                             "positive finite"),
+])
+def test_analysis_tolerances_are_checked_both_ways(call, message):
+    """A nan rank tolerance gave rank 0 and a negative one every singular value; a negative
+    assembly tolerance was reported as "no configuration satisfies the constraints". Each
+    tolerance is refused eagerly (with its value, or as text) and inside jit."""
+    model = slider_crank.build()
+    for value in (np.nan, -1.0):
+        with pytest.raises(ValueError, match=message):
+            call(model, value)
+    with pytest.raises(ValueError, match="must be a number, got 'a'"):
+        call(model, "a")
+    traced = eqx.filter_jit(lambda v: call(model, v))
+    with pytest.raises(Exception, match=message + r".*\(traced value\)"):
+        traced(jnp.asarray(-1.0))

@@ -31,6 +31,7 @@ from .._linalg.dense import (
     split_inexact,
     svd,
 )
+from .._model.arguments import checked_count, checked_option
 from .._model.input_checks import check_shapes, checked_finite
 from .._model.model import Model
 from .._runtime import errors as _errors
@@ -156,6 +157,8 @@ def assemble(
     q_init = jnp.asarray(model.q0 if q is None else q, dtype=jnp.float64)
     t = jnp.asarray(t, dtype=jnp.float64)
     check_shapes(model, "assemble", q=q_init)
+    q_init = checked_option(q_init, tol, "tol", "assemble")
+    max_steps = checked_count(max_steps, "max_steps", "assemble")
     return _assemble_compiled(model, q_init, t, tol, max_steps, throw)
 
 

@@ -52,6 +52,7 @@ from .._linalg.dense import (
     svd,
     svd_full,
 )
+from .._model.arguments import checked_option
 from .._model.input_checks import check_shapes, checked_finite
 from .._model.model import Model
 from .._runtime import errors as _errors
@@ -370,7 +371,7 @@ def solvability(
     - `model`, `q`, `t`: the configuration.
     - `method`: "qr" (pivoted QR, eq. 21-27), "svd" or "rank" (the three tests of seed 001), or
       "sparse" (the same verdicts for models of hundreds of bodies, without a dense
-      factorization: module docstring).
+      factorization; the docs' Solvability of reactions page).
     - `groups`: optional {name: (pair names)}; a group's combined reaction is tested against the
       rest (direct sum of the group's rows against all other rows).
     - `rtol`: relative rank tolerance; `btol`: B_X is zero when |B_X|_F <= btol |C_X|_F.
@@ -393,6 +394,8 @@ def solvability(
     q = jnp.asarray(q, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
     check_shapes(model, "solvability", q=q)
+    for label, value in (("rtol", rtol), ("btol", btol)):
+        q = checked_option(q, value, label, "solvability", below_one=True)
     if method != "sparse":
         return _solvability_compiled(model, q, t, method, groups, rtol, btol)
     strict = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((model, q, t)))

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._linalg.dense import pinv_solve
+from .._model.arguments import checked_option
 from .._model.input_checks import check_shapes, checked_finite
 from .._model.model import Model
 from .._runtime import errors as _errors
@@ -87,6 +88,7 @@ def kinematics(
     q_start = jnp.asarray(model.q0 if q is None else q, jnp.float64)
 
     q_start = checked_finite(model, q_start, "assemble", "q")
+    q_start = checked_option(q_start, tol, "tol", "kinematics")
 
     def step(q_prev, t):
         # the assembly check leaves the loop as data (a check inside it would be a callback)

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._runtime import errors as _errors
-from ..elements.geometry import is_concrete
+from ..elements.geometry import is_concrete, is_real
 
 
 def _scalar(x, label, where):
@@ -73,6 +73,8 @@ def checked_tolerances(rtol, atol, where="simulate"):
     """(rtol, atol), each a positive finite scalar."""
     out = []
     for label, x in (("rtol", rtol), ("atol", atol)):
+        if not is_real(x):
+            raise ValueError(f"{where}: {label} must be a number, got {x!r}")
         x = jnp.asarray(x, jnp.float64)
         if x.shape != ():
             raise ValueError(f"{where}: {label} must be a scalar, got shape {x.shape}")
@@ -82,6 +84,30 @@ def checked_tolerances(rtol, atol, where="simulate"):
             raise ValueError(f"{problem}, got {float(x)}")
         out.append(_errors.error_if(x, ~(jnp.isfinite(x) & (x > 0.0)), problem))
     return tuple(out)
+
+
+def checked_option(x, value, label, where, *, below_one=False):
+    """x (an argument the check rides on), after checking that the numerical option `value`
+    is a positive finite scalar (and below 1 with `below_one`, for relative tolerances):
+    eagerly a ValueError with the value, traced a run-time check."""
+    if not is_real(value) or jnp.shape(value) != ():
+        raise ValueError(f"{where}: {label} must be a number, got {value!r}")
+    v = jnp.asarray(value)
+    problem = (f"{where}: {label} must be a finite number in (0, 1)" if below_one
+               else f"{where}: {label} must be a positive finite number")
+    bad = ~(jnp.isfinite(v) & (v > 0) & ((v < 1) if below_one else True))
+    if is_concrete(v):
+        if bool(bad):
+            raise ValueError(f"{problem}, got {value!r}")
+        return x
+    return _errors.error_if(x, bad, f"{problem} (traced value)")
+
+
+def checked_count(value, label, where):
+    """value, checked to be an integer >= 1 (a static count such as max_steps)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{where}: {label} must be an integer >= 1, got {value!r}")
+    return int(value)
 
 
 def checked_direction(t0, t1, where):
