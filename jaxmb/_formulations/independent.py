@@ -51,7 +51,11 @@ class IndependentCoordinates(AbstractFormulation):
     """`simulate(..., formulation=IndependentCoordinates())`: integrate the minimal-order
     equations of seed 002 (eq. 5). `switch_ratio`: re-partition when cond(Phi_y) exceeds this
     multiple of the best partition's; `rank`: r, computed at q0 when not given; `initial_z`:
-    indices of q to start with as independent coordinates (default: the best at q0)."""
+    indices of q to start with as independent coordinates (default: the best at q0).
+
+    It stops (with the time and cause, `stop_messages`) where no partition is regular: where
+    Phi_q loses rank (`Trajectory.singular`) or Newton finds no dependent coordinates (a
+    limit or dead position); a `rank` that is not the rank at q0 is refused."""
 
     switch_ratio: float = eqx.field(static=True, default=10.0)
     rank: int | None = eqx.field(static=True, default=None)
