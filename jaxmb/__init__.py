@@ -11,6 +11,7 @@ from ._runtime import config as _config
 
 _config.set_safe_xla_flags()
 _config.enable_float64()
+_config.pin_blas_threads()
 
 from . import batch as batch, drive as drive
 

@@ -54,3 +54,29 @@ def test_private_apis_only_in_the_runtime_folder():
                  if private.search(line.split("#")[0])]
     assert offenders == []
     assert any(private.search(p.read_text()) for p in (ROOT / "_runtime").glob("*.py"))
+
+
+_BLAS_THREADS = ("import jaxmb, jax.numpy as jnp, threadpoolctl; jnp.linalg.qr(jnp.ones((9, 9)));"
+                 "print(sorted({i['num_threads'] for i in threadpoolctl.threadpool_info()"
+                 " if i['user_api'] == 'blas'}))")
+
+
+def _blas_threads(**env_changes):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", config.KEEP_BLAS_THREADS)}
+    env.update(env_changes)
+    out = subprocess.run([sys.executable, "-c", _BLAS_THREADS], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return eval(out.stdout.strip().splitlines()[-1])
+
+
+def test_blas_runs_one_thread_unless_the_user_says_otherwise():
+    """After importing jaxmb and a first LAPACK call (which loads scipy's OpenBLAS for
+    jaxlib), every BLAS library of the process runs one thread (numpy's, loaded before jaxmb,
+    included); OPENBLAS_NUM_THREADS set by the user and the opt-out are respected. The
+    slowdown this prevents is measured by benchmarks/bench_concurrency.py."""
+    assert _blas_threads() == [1]
+    assert _blas_threads(OPENBLAS_NUM_THREADS="2") == [2]
+    if (os.cpu_count() or 1) > 1:  # OpenBLAS's default is the core count
+        assert _blas_threads(**{config.KEEP_BLAS_THREADS: "1"}) != [1]

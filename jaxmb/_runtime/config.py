@@ -15,6 +15,16 @@ with an opt-out. Nothing else in jaxmb changes a setting of the process.
   parallelism costs little; GPU backends are unaffected. Opt out: JAXMB_KEEP_XLA_FLAGS=1 in the
   environment before importing jaxmb.
 
+- `pin_blas_threads()`: one OpenBLAS thread for the LAPACK calls jaxmb makes (XLA's CPU
+  backend calls scipy's LAPACK for each QR, SVD and Cholesky; jaxmb hands it one small matrix at
+  a time, where threads cannot help). A measured hazard: threaded OpenBLAS oversubscribes the
+  cores as soon as anything else computes: 1 s of a 6 x 6 rotating-squares linkage took 7.0 s
+  beside a second jaxmb process against 0.135 s alone with one thread, and an A02 N = 40 run
+  went from 45 s to over 200 s (`benchmarks/bench_concurrency.py` measures it). It sets
+  OPENBLAS_NUM_THREADS=1 for the libraries loaded later (scipy's, which jaxlib loads at its
+  first LAPACK call) and, with threadpoolctl, limits the ones loaded already. Opt out:
+  JAXMB_KEEP_BLAS_THREADS=1, or set OPENBLAS_NUM_THREADS yourself (it is respected).
+
 The other hazard of jaxlib 0.10's CPU runtime, batched LAPACK kernels splitting a batch over the
 thread pool and waiting for it, is removed at the source: jaxmb never hands LAPACK more than one
 matrix (`jaxmb._linalg.dense`), under any vmap.
@@ -44,6 +54,23 @@ def set_safe_xla_flags(environ=os.environ) -> str:
             flags = f"{flags} {flag}".strip()
     environ["XLA_FLAGS"] = flags
     return flags
+
+
+KEEP_BLAS_THREADS = "JAXMB_KEEP_BLAS_THREADS"
+"""The environment variable that opts out of `pin_blas_threads` (value "1")."""
+
+
+def pin_blas_threads(environ=os.environ) -> bool:
+    """One BLAS thread (module docstring), unless JAXMB_KEEP_BLAS_THREADS=1 or the user set
+    OPENBLAS_NUM_THREADS; returns whether it pinned."""
+    if environ.get(KEEP_BLAS_THREADS) == "1" or "OPENBLAS_NUM_THREADS" in environ:
+        return False
+    environ["OPENBLAS_NUM_THREADS"] = "1"
+    import scipy.linalg  # noqa: F401  (loads the OpenBLAS that jaxlib's LAPACK calls use)
+    import threadpoolctl
+
+    threadpoolctl.threadpool_limits(limits=1, user_api="blas")
+    return True
 
 
 def enable_float64() -> None:
