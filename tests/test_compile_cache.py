@@ -23,9 +23,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Eager simulate, reactions along the run and jax.grad of a reaction loss (through assemble,
 # consistent_velocity and reactions), with mb.enable_compilation_cache (so also the program
-# store, jaxmb._runtime.program_store), counting the traces of the eager calls, the persistent cache's
-# misses and the programs it refused for their host callbacks (a pendulum: the smallest model
-# that has every program kind, so the two processes compile little).
+# store, jaxmb._runtime.program_store), counting the traces of the eager calls, the persistent
+# cache's misses and the programs it refused for their host callbacks (a pendulum: the smallest
+# model that has every program kind, so the two processes compile little).
 _SCRIPT = textwrap.dedent(
     """
     import collections, json, logging, sys
@@ -91,8 +91,8 @@ def _run(cache_dir):
                JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0", JAXMB_NO_CACHE="",
                JAXMB_PROGRAM_STORE="1",
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-c", _SCRIPT, str(cache_dir)], env=env, capture_output=True,
-                          text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run([sys.executable, "-c", _SCRIPT, str(cache_dir)], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -164,3 +164,122 @@ def test_save_time_checks_still_raise():
         run(outside.at[2].set(jnp.nan))
     with pytest.raises(RuntimeError, match="ts must be ordered from t0 towards t1"):
         run(jnp.linspace(0.5, 0.0, 6))
+
+
+_SETTINGS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
+             "jax_persistent_cache_min_entry_size_bytes")
+
+
+@pytest.fixture
+def jax_cache_setting(monkeypatch):
+    """The program store on (the suite leaves it off); JAX's compilation cache settings (the
+    suite's folder) restored after the test."""
+    from jax.experimental.compilation_cache import compilation_cache
+
+    monkeypatch.setenv("JAXMB_PROGRAM_STORE", "1")
+    saved = {name: getattr(jax.config, name) for name in _SETTINGS}
+    yield
+    moved = jax.config.jax_compilation_cache_dir != saved["jax_compilation_cache_dir"]
+    for name, value in saved.items():
+        jax.config.update(name, value)
+    if moved:
+        compilation_cache.reset_cache()
+
+
+def _bad_folder(tmp_path, case):
+    """A cache folder and the end of the message that refuses it."""
+    folder = tmp_path / "cache"
+    if case == "file":
+        folder.write_text("not a folder")
+        return str(folder), "is a file, not a folder"
+    if case == "under a file":
+        folder.write_text("not a folder")
+        return str(folder / "jax"), "cannot be a folder: a part of that path is a file"
+    if case == "programs folder shared":
+        (folder / "jaxmb-programs").mkdir(parents=True)
+        (folder / "jaxmb-programs").chmod(0o777)
+        return str(folder / "jaxmb-programs"), "is writable by group and others (mode 0o777)"
+    folder.mkdir()
+    folder.chmod(0o777 if case == "world-writable" else 0o770)
+    who = "group and others (mode 0o777)" if case == "world-writable" else "group (mode 0o770)"
+    return str(folder), f"is writable by {who}"
+
+
+_CASES = ["file", "under a file", "world-writable", "group-writable", "programs folder shared"]
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+@pytest.mark.parametrize("case", _CASES)
+def test_enable_compilation_cache_refuses_a_folder_it_cannot_trust(tmp_path, case,
+                                                                   jax_cache_setting):
+    """An explicit folder: ValueError naming it and the problem; nothing switched on (JAX's
+    compilation cache setting and the program store unchanged)."""
+    from jaxmb._runtime import program_store as _program_store
+
+    folder, problem = _bad_folder(tmp_path, case)
+    path = str(tmp_path / "cache") if case == "programs folder shared" else folder
+    saved = jax.config.jax_compilation_cache_dir
+    with pytest.raises(ValueError) as err:
+        mb.enable_compilation_cache(path)
+    assert str(err.value).startswith(f"enable_compilation_cache: {folder} {problem}")
+    assert "\n" not in str(err.value)
+    assert jax.config.jax_compilation_cache_dir == saved
+    assert _program_store.directory() is None
+    if case != "programs folder shared":  # JAX's own folder is checked without the store too
+        with pytest.raises(ValueError, match="^enable_compilation_cache: "):
+            mb.enable_compilation_cache(path, store_programs=False)
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+@pytest.mark.parametrize("case", _CASES)
+def test_a_bad_cache_folder_in_the_environment_warns_and_leaves_the_cache_off(
+        tmp_path, case, monkeypatch, jax_cache_setting):
+    """`$JAX_COMPILATION_CACHE_DIR` (the default folder): one warning naming it and the
+    problem, the cache off, JAX's own use of the variable included."""
+    from jaxmb._runtime import program_store as _program_store
+
+    folder, problem = _bad_folder(tmp_path, case)
+    path = str(tmp_path / "cache") if case == "programs folder shared" else folder
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", path)
+    jax.config.update("jax_compilation_cache_dir", path)  # as JAX reads it at import
+    with pytest.warns(UserWarning) as record:
+        assert mb.enable_compilation_cache() is None
+    assert [str(w.message) for w in record] == [
+        f"the compilation cache is off: {folder} (from JAX_COMPILATION_CACHE_DIR) {problem}"
+        + ("" if case in ("file", "under a file") else
+           f": a program planted there would run in this process; use a folder of your own or "
+           f"remove their write access (chmod go-w {folder})")]
+    assert jax.config.jax_compilation_cache_dir is None
+    assert _program_store.directory() is None
+
+
+def test_a_new_cache_folder_is_the_users_only(tmp_path, jax_cache_setting):
+    old = os.umask(0o002)  # a umask that would let the group write
+    try:
+        path = mb.enable_compilation_cache(tmp_path / "new" / "cache")
+    finally:
+        os.umask(old)
+    from jaxmb._runtime import program_store as _program_store
+
+    _program_store.disable()
+    for folder in (path, os.path.join(path, "jaxmb-programs")):
+        assert os.stat(folder).st_mode & 0o777 == 0o700
+
+
+def test_cli_with_a_file_as_cache_folder_says_one_line(tmp_path, monkeypatch, capsys):
+    """`JAX_COMPILATION_CACHE_DIR=<a file> jaxmb simulate ...`: the command runs without the
+    cache and says why on one line (no traceback)."""
+    from jaxmb import cli
+
+    not_a_folder = tmp_path / "cache-file"
+    not_a_folder.write_text("a file")
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(not_a_folder))
+    monkeypatch.setenv("JAXMB_NO_CACHE", "")
+    out = tmp_path / "run.csv"
+    assert cli.main(["--quiet", "simulate", "slider_crank", "--t1", "0.05", "--num-saves", "3",
+                     "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        f"jaxmb: warning: the compilation cache is off: {not_a_folder} (from "
+        "JAX_COMPILATION_CACHE_DIR) is a file, not a folder"]
+    assert out.exists() and "wrote" in captured.out

@@ -1,5 +1,6 @@
-"""The program store (`jaxmb._runtime.program_store`): eager calls with the compilation cache on keep
-their traced programs on disk (`jax.export`), so a later process neither traces nor compiles.
+"""The program store (`jaxmb._runtime.program_store`): eager calls with the compilation cache on
+keep their traced programs on disk (`jax.export`), so a later process neither traces nor
+compiles.
 
 References: a stored program must give the ordinary path's numbers bit for bit (it is the same
 traced program) and raise the ordinary path's messages; "a later process" is simulated here by
@@ -8,6 +9,7 @@ processes. The key is checked against hand-made changes of what a program depend
 """
 
 import os
+import re
 
 import equinox as eqx
 import jax
@@ -46,6 +48,12 @@ def store(tmp_path):
     _program_store.disable()
 
 
+def _kinds(store):
+    """Each store file's kind ("program", or "skip" for a program that cannot be exported)."""
+    return {name: _program_store._unpack(name, (store / name).read_bytes())[0]["kind"]
+            for name in os.listdir(store)}
+
+
 @pytest.fixture
 def traces(monkeypatch):
     """The number of checked programs traced (one _Collector per trace)."""
@@ -64,7 +72,7 @@ def test_stored_programs_equal_the_ordinary_path_and_are_not_traced_again(store,
     model = _pendulum()
     exported = _analyses(model)
     assert len(traces) > 0 and len(os.listdir(store)) >= 5  # one file per program kind
-    assert not [f for f in os.listdir(store) if f.endswith(".skip")]
+    assert set(_kinds(store).values()) == {"program"}  # every one stored
     _program_store._loaded.clear()  # as a new process: the programs come from the files
     traces.clear()
     loaded = _analyses(model)
@@ -114,7 +122,8 @@ def test_key_pins_what_the_program_depends_on(monkeypatch):
         assert key(*args(model)) != base  # a JAX setting a trace depends on
     finally:
         jax.config.update("jax_numpy_rank_promotion", saved)
-    monkeypatch.setenv("JAXMB_NATIVE_KERNELS", "0")  # the jnp batched kernels, not jaxmb._linalg.native
+    # the jnp batched kernels, not jaxmb._linalg.native
+    monkeypatch.setenv("JAXMB_NATIVE_KERNELS", "0")
     assert key(*args(model)) != base
     monkeypatch.delenv("JAXMB_NATIVE_KERNELS")
     assert key(*args(model)) == base
@@ -126,6 +135,10 @@ def test_key_pins_what_the_program_depends_on(monkeypatch):
 
 class _UserRevolute(mb.Revolute):
     """A user's own element class: its source is not part of any key."""
+
+
+class _UserGravity(mb.Gravity):
+    """A user's own element class: not rebuilt from a store file."""
 
 
 def test_what_the_key_cannot_pin_takes_the_ordinary_path(store):
@@ -190,18 +203,212 @@ def test_host_callback_programs_are_marked_and_run_ordinarily(store, capsys):
     model = _pendulum()
     q0, qd0 = model.q0, jnp.array([0.0, 1.0, 1.0])
     traj = mb.simulate(model, q0, qd0, 0.1, ts=jnp.linspace(0.0, 0.1, 3), progress=True)
-    assert [f for f in os.listdir(store) if f.endswith(".skip")]  # the progress meter
+    assert "skip" in _kinds(store).values()  # the progress meter
     _program_store.disable()
     plain = mb.simulate(model, q0, qd0, 0.1, ts=jnp.linspace(0.0, 0.1, 3))
     assert np.array_equal(np.asarray(traj.q), np.asarray(plain.q))
 
 
-def test_an_unreadable_store_file_is_rewritten(store):
+def _velocity(model):
+    return mb.consistent_velocity(model, model.q0, jnp.array([0.0, 1.0, 1.0]), 0.0)
+
+
+def _flip(data, at):
+    data = bytearray(data)
+    data[at] ^= 0x04
+    return bytes(data)
+
+
+def _repack(name, data, meta=None, program=None):
+    """The store file `data` with its metadata or program replaced, checksum made valid."""
+    old_meta, old_program = _program_store._unpack(name, data)
+    meta = {k: v for k, v in (old_meta if meta is None else meta).items() if k != "key"}
+    return _program_store._pack(name, meta, old_program if program is None else program)
+
+
+def _deeply_nested(name, data):
+    """Metadata nested beyond Python's recursion limit, checksummed."""
+    import hashlib
+
+    program = _program_store._unpack(name, data)[1]
+    text = (f'{{"kind":"program","key":"{name}","msgs":["tuple",[]],"skeleton":'
+            + "[" * 100_000 + "]" * 100_000 + "}").encode()
+    payload = len(text).to_bytes(8, "big") + text + program
+    return _program_store._FORMAT + hashlib.sha256(payload).digest() + payload
+
+
+def _garbled_stablehlo(name, data):
+    """A well-formed export whose StableHLO does not deserialize (the issue's "Failed to
+    deserialize StableHLO"), checksummed as if written so."""
+    exported = jax.export.deserialize(bytearray(_program_store._unpack(name, data)[1]))
+    module = bytearray(exported.mlir_module_serialized)
+    module[len(module) // 3:len(module) // 3 + 64] = b"\x5a" * 64
+    import dataclasses
+
+    broken = dataclasses.replace(exported, mlir_module_serialized=bytes(module))
+    return _repack(name, data, program=bytes(broken.serialize()))
+
+
+_DAMAGE = {
+    "truncated": lambda name, data: data[: len(data) // 2],
+    "a flipped bit in the program": lambda name, data: _flip(data, len(data) * 2 // 3),
+    "a flipped bit in the metadata": lambda name, data: _flip(data, 80),
+    "a flipped bit in the header": lambda name, data: _flip(data, 3),
+    "another format": lambda name, data: b"truncated",
+    "empty": lambda name, data: b"",
+    "unloadable StableHLO": _garbled_stablehlo,
+    "a class outside the libraries": lambda name, data: _repack(
+        name, data, meta=dict(kind="program", skeleton=["object", "os:system", []],
+                              msgs=["tuple", []])),
+    "a builtin reached through jaxmb": lambda name, data: _repack(
+        name, data, meta=dict(kind="program", skeleton=["function", "jaxmb:_os.system"],
+                              msgs=["tuple", []])),
+    "an output the program lacks": lambda name, data: _repack(
+        name, data, meta=dict(kind="program", skeleton=["slot", 7], msgs=["tuple", []])),
+    "metadata without its parts": lambda name, data: _repack(name, data,
+                                                             meta=dict(kind="program")),
+    "deeply nested metadata": _deeply_nested,
+    "another key": lambda name, data: _program_store._pack(
+        "0" * 64, _program_store._unpack(name, data)[0], _program_store._unpack(name, data)[1]),
+}
+
+
+@pytest.mark.parametrize("damage", list(_DAMAGE))
+def test_a_damaged_store_file_is_a_miss_and_rewritten(store, damage):
+    """Disk corruption or a file that fails any check: one warning naming the file, the program
+    traced again, the same numbers, and a valid file in its place (no exception, then or in a
+    later process)."""
     model = _pendulum()
-    first = mb.consistent_velocity(model, model.q0, jnp.array([0.0, 1.0, 1.0]), 0.0)
+    first = _velocity(model)
     (name,) = os.listdir(store)
-    (store / name).write_bytes(b"truncated")
-    _program_store._loaded.clear()
-    again = mb.consistent_velocity(model, model.q0, jnp.array([0.0, 1.0, 1.0]), 0.0)
+    (store / name).write_bytes(_DAMAGE[damage](name, (store / name).read_bytes()))
+    _program_store._loaded.clear()  # as a new process
+    with pytest.warns(UserWarning, match=f"the stored program .*{name} is unusable .*; it is "
+                      "traced again and rewritten"):
+        again = _velocity(model)
     assert np.array_equal(np.asarray(first), np.asarray(again))
-    assert (store / name).stat().st_size > len(b"truncated")
+    assert _kinds(store) == {name: "program"}  # rewritten, valid
+    _program_store._loaded.clear()
+    assert np.array_equal(np.asarray(_velocity(model)), np.asarray(first))  # from the file
+
+
+class _Planted:
+    """Unpickling it runs code: it creates the file `marker`."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return open, (self.marker, "w")
+
+
+def test_a_planted_pickle_never_runs(store, tmp_path):
+    """Store files are data: a pickle in the folder (under a program's own name, or as the
+    earlier format's dictionary) is never unpickled; it is a damaged file, rewritten."""
+    import pickle
+
+    model = _pendulum()
+    first = _velocity(model)
+    (name,) = os.listdir(store)
+    marker = tmp_path / "pickle-ran"
+    for planted in (_Planted(str(marker)), dict(exported=_Planted(str(marker)), skeleton=None,
+                                                msgs=())):
+        (store / name).write_bytes(pickle.dumps(planted))
+        _program_store._loaded.clear()
+        with pytest.warns(UserWarning, match="is unusable"):
+            again = _velocity(model)
+        assert not marker.exists()
+        assert np.array_equal(np.asarray(first), np.asarray(again))
+    import ast  # and nothing that could unpickle is imported
+
+    with open(_program_store.__file__) as fh:
+        tree = ast.parse(fh.read())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import | ast.ImportFrom) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert not imported & {"pickle", "cloudpickle", "dill", "marshal", "shelve"}
+
+
+def test_outputs_are_rebuilt_from_data():
+    """The output structures of every kind of entry point (equinox Modules with static fields,
+    diffrax's result enumeration, tuples and None) go through JSON and come back equal."""
+    import itertools
+    import json
+
+    import diffrax
+
+    from jaxmb.models import slider_crank
+
+    Slot = _program_store._Slot
+
+    def skeleton(tree):  # arrays as the program's outputs
+        count = itertools.count()
+        return jax.tree.map(lambda x: Slot(next(count)) if eqx.is_array(x) else x, tree)
+
+    cases = [
+        (Slot(0), (Slot(1), None, diffrax.RESULTS.successful, 3, "x", 2.5, -0.0, float("nan"))),
+        dict(a=[Slot(0), (np.float64(1.5), np.arange(3, dtype=np.int32))], b=True),
+        skeleton(mb.Gravity((0.0, -9.81))),
+        skeleton(slider_crank.build()),  # a whole model: elements, drives, names
+    ]
+    for value in cases:
+        encoded = _program_store._encode(value)
+        text = json.loads(json.dumps(encoded))
+        rebuilt = _program_store._decode(text, 100)
+        assert _program_store._encode(rebuilt) == encoded
+        assert _program_store._same(value, text, 100)
+        assert type(rebuilt) is type(value)
+    with pytest.raises(_program_store._Unpinned):  # not data: not stored (ordinary path)
+        _program_store._encode(_UserGravity((0.0, -9.81)))
+    with pytest.raises(_program_store._Unpinned):
+        _program_store._encode(lambda q: q)
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+@pytest.mark.parametrize("case", ["others", "group", "owner", "file", "under a file"])
+def test_a_folder_others_could_write_to_is_refused(tmp_path, case):
+    """A store folder whose files someone else could write chooses the programs this process
+    runs: refused, naming the folder and the problem; nothing is enabled."""
+    cache = tmp_path / "cache"
+    programs = cache / "jaxmb-programs"
+    programs.mkdir(parents=True)
+    expected = {
+        "others": r"is writable by others \(mode 0o702\)",
+        "group": r"is writable by group \(mode 0o720\)",
+        "owner": r"belongs to another user \(uid \d+, yours is \d+\)",
+        "file": "is a file, not a folder",
+        "under a file": "cannot be a folder: a part of that path is a file",
+    }[case]
+    if case == "others":
+        programs.chmod(0o702)
+    elif case == "group":
+        programs.chmod(0o720)
+    elif case == "owner":
+        if os.getuid() != 0:  # an ordinary user cannot give a folder away: root's own
+            assert os.stat("/").st_uid != os.getuid()
+            assert re.match(expected, _program_store.folder_problem("/"))
+            return
+        os.chown(programs, 65534, -1)
+    elif case == "file":
+        programs.rmdir()
+        programs.write_text("not a folder")
+    else:
+        programs.rmdir()
+        cache.rmdir()
+        cache.write_text("not a folder")
+    where = os.path.join(cache, "jaxmb-programs")
+    with pytest.raises(ValueError, match=f"^the program store folder {re.escape(where)} "
+                                         f"{expected}"):
+        _program_store.enable(cache)
+    assert _program_store.directory() is None
+
+
+def test_a_new_store_folder_is_the_users_only(tmp_path):
+    old = os.umask(0o002)  # a umask that would let the group write
+    try:
+        folder = _program_store.enable(tmp_path / "new" / "cache")
+    finally:
+        os.umask(old)
+        _program_store.disable()
+    assert os.stat(folder).st_mode & 0o777 == 0o700

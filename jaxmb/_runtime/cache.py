@@ -7,6 +7,7 @@ that runs the same calls loads them instead of compiling.
 """
 
 import os
+import warnings
 
 DEFAULT_SUBDIR = os.path.join("jaxmb", "jax")
 
@@ -31,8 +32,17 @@ def enable_compilation_cache(
 
     jaxmb's own programs, called eagerly, are also kept traced (`jax.export`) in
     `<path>/jaxmb-programs`, so a later process does not trace them either
-    (`jaxmb._runtime.program_store`; `store_programs=False` or the environment variable
-    `JAXMB_PROGRAM_STORE=0` leaves that off).
+    (`store_programs=False` or the environment variable `JAXMB_PROGRAM_STORE=0` leaves that
+    off).
+
+    The folder (and `jaxmb-programs` in it) is created where missing, readable and writable by
+    you only. Whoever can write to it chooses the programs later processes run (the cache
+    holds compiled machine code), so a folder that is a file, cannot be created, belongs to
+    another user or is writable by group or others (POSIX) is refused: an explicit `path`
+    raises ValueError naming the folder and the problem; the default folder
+    (`$JAX_COMPILATION_CACHE_DIR` or ~/.cache/jaxmb/jax) gives a one-line warning instead and
+    the cache stays off, JAX's own use of `$JAX_COMPILATION_CACHE_DIR` included, so that the
+    program (or the `jaxmb` command) runs, only without the cache.
 
     Does nothing when the environment sets `JAXMB_NO_CACHE=1`. Returns the folder used, or
     None when switched off. Call it before the first computation, e.g. after `import jaxmb`.
@@ -47,16 +57,34 @@ def enable_compilation_cache(
     import jax
     from jax.experimental.compilation_cache import compilation_cache
 
+    from . import program_store as _program_store
+
+    explicit = path is not None
     path = os.fspath(default_cache_dir() if path is None else path)
-    os.makedirs(path, exist_ok=True)
+    store = store_programs and os.environ.get("JAXMB_PROGRAM_STORE") != "0"
+    for folder in [path] + ([os.path.join(path, _program_store.SUBFOLDER)] if store else []):
+        problem = _program_store.folder_problem(folder)
+        if problem is None:
+            continue
+        if explicit:
+            raise ValueError(f"enable_compilation_cache: {folder} {problem}")
+        source = ("from JAX_COMPILATION_CACHE_DIR" if os.environ.get("JAX_COMPILATION_CACHE_DIR")
+                  else "the default cache folder")
+        warnings.warn(f"the compilation cache is off: {folder} ({source}) {problem}",
+                      stacklevel=2)
+        if jax.config.jax_compilation_cache_dir is not None and \
+                jax.config.jax_compilation_cache_dir in (path, os.environ.get(
+                    "JAX_COMPILATION_CACHE_DIR")):
+            jax.config.update("jax_compilation_cache_dir", None)  # JAX read it from there
+            compilation_cache.reset_cache()
+        _program_store.disable()
+        return None
     if jax.config.jax_compilation_cache_dir != path:
         jax.config.update("jax_compilation_cache_dir", path)
         compilation_cache.reset_cache()  # a process that already compiled re-reads the setting
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_secs))
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    from . import program_store as _program_store
-
-    if store_programs and os.environ.get("JAXMB_PROGRAM_STORE") != "0":
+    if store:
         _program_store.enable(path)
     else:
         _program_store.disable()

@@ -23,19 +23,31 @@ compilation cache): a class, function or value from outside jaxmb and those libr
 user's own element class or drive: its source could change between processes), a closure or
 lambda (its captured values), an unknown object, a traced argument (the user's jit, vmap or
 grad). A program that cannot be exported (a host callback, e.g. the progress meter) is
-remembered as such (`<key>.skip`) and takes the ordinary path too. A store file that cannot be
-read is ignored and rewritten.
+remembered as such (a marker entry) and takes the ordinary path too.
+
+A store file is data, never code: a header naming the format, a SHA-256 of the rest, the
+metadata as JSON (the key, the check messages and the output's structure, whose classes are
+named and must be dataclasses of jaxmb or the pinned libraries, rebuilt field by field without
+running their code) and the serialized `jax.export` program. A file that fails any check
+(another format, a flipped bit, another key, an unknown class, a program that does not
+deserialize or compile) is a miss: one warning, the program is traced again and the file
+rewritten (atomically). The folder must belong to the user and be writable by nobody else
+(`folder_problem`), since whoever writes there chooses the programs this process runs.
 """
 
+import base64
 import dataclasses
 import enum
 import functools
 import hashlib
+import importlib
+import json
 import os
-import pickle
+import stat
 import sys
 import tempfile
 import types
+import warnings
 
 import equinox as eqx
 import jax
@@ -53,6 +65,10 @@ _VERSIONED = ("jax", "jaxlib", "equinox", "diffrax", "optimistix", "lineax", "nu
 _ANY_CUSTOM_CALL = (jax.export.DisabledSafetyCheck.custom_call("ALL"),)
 _CALLBACK = b"_callback"  # in the call targets of host callbacks (xla_ffi_python_cpu_callback)
 
+SUBFOLDER = "jaxmb-programs"
+_FORMAT = b"jaxmb program store, format 2\n"  # a file without this header is a miss
+_DIGEST = 32  # bytes of the SHA-256 that follows the header, over everything after it
+
 _directory: str | None = None
 compile_listeners: list = []
 """Callables f(analysis) called before a program is traced and compiled for the store (its
@@ -62,12 +78,58 @@ _loaded: dict = {}  # key -> (jitted Exported.call, skeleton, msgs), in this pro
 _unexportable: set = set()
 
 
+def folder_problem(path: str) -> str | None:
+    """Why the folder `path` must not hold cached programs, as the end of a sentence that
+    starts with the path ("is a file, not a folder"), or None where it may. A missing folder
+    is created, readable and writable by the user only. Refused: a file, a folder that cannot
+    be created or read, and (POSIX) one owned by another user or writable by group or others:
+    whoever can write there chooses the programs a later process runs (JAX's compilation cache
+    holds machine code)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        try:
+            os.makedirs(path, mode=0o700)  # the leaf: the user only (whatever the umask)
+        except FileExistsError:  # made meanwhile by another process: checked below
+            pass
+        except NotADirectoryError:
+            return "cannot be a folder: a part of that path is a file"
+        except OSError as err:
+            return f"cannot be created ({err.strerror})"
+        try:
+            info = os.stat(path)
+        except OSError as err:
+            return f"cannot be read ({err.strerror})"
+    except NotADirectoryError:
+        return "cannot be a folder: a part of that path is a file"
+    except OSError as err:
+        return f"cannot be read ({err.strerror})"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is a file, not a folder"
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:  # not POSIX: no owner or mode bits to check
+        return None
+    if info.st_uid != getuid():
+        return (f"belongs to another user (uid {info.st_uid}, yours is {getuid()}): a program "
+                "stored there would run in this process; use a folder of your own")
+    others = [who for who, bit in (("group", stat.S_IWGRP), ("others", stat.S_IWOTH))
+              if info.st_mode & bit]
+    if others:
+        return (f"is writable by {' and '.join(others)} (mode {stat.S_IMODE(info.st_mode):#o}): "
+                "a program planted there would run in this process; use a folder of your own "
+                f"or remove their write access (chmod go-w {path})")
+    return None
+
+
 def enable(cache_dir: str | os.PathLike) -> str:
     """Keep exported programs in `<cache_dir>/jaxmb-programs` (called by
-    `enable_compilation_cache`); returns that folder."""
+    `enable_compilation_cache`); returns that folder. Raises ValueError naming the folder
+    where `folder_problem` refuses it."""
     global _directory
-    path = os.path.join(os.fspath(cache_dir), "jaxmb-programs")
-    os.makedirs(path, exist_ok=True)
+    path = os.path.join(os.fspath(cache_dir), SUBFOLDER)
+    problem = folder_problem(path)
+    if problem is not None:
+        raise ValueError(f"the program store folder {path} {problem}")
     _directory = path
     return path
 
@@ -229,7 +291,20 @@ def call(fn, collect, args, kwargs, analysis=None):
     name = key(fn, args, kwargs)
     if name is None or name in _unexportable:
         return None
-    entry = _loaded.get(name) or _read(name)
+    inputs = _inputs(args, kwargs)
+    entry, result = _loaded.get(name), None
+    if entry is None:
+        entry = _read(name)
+        if entry is _SKIP:
+            _unexportable.add(name)
+            return None
+        if entry is not None:  # from a file: its first run compiles it, which may still fail
+            try:
+                result = entry[0](*inputs)
+            except Exception as err:  # any failure of a stored program: a miss
+                first = next(iter(str(err).strip().splitlines()), "")[:120]
+                _warn_unusable(name, f"it does not run: {type(err).__name__}: {first}")
+                entry = None
     if entry is None:
         for listener in compile_listeners:
             listener(analysis or fn.__module__.rsplit(".", 1)[-1].lstrip("_"))
@@ -238,7 +313,7 @@ def call(fn, collect, args, kwargs, analysis=None):
             return None
     _loaded[name] = entry
     run, skeleton, msgs = entry
-    flat, flags, indices = run(*_inputs(args, kwargs))
+    flat, flags, indices = run(*inputs) if result is None else result
     out = jax.tree.map(lambda s: flat[s.index] if isinstance(s, _Slot) else s, skeleton,
                        is_leaf=lambda s: isinstance(s, _Slot))
     return out, flags, indices, msgs
@@ -253,24 +328,85 @@ def _path(name):
     return os.path.join(_directory, name)
 
 
+_SKIP = object()  # _read: the entry marks a program that cannot be exported
+
+
+class _Invalid(Exception):
+    """A store file that fails a check (the reason)."""
+
+
+def _warn_unusable(name, reason):
+    warnings.warn(f"the stored program {_path(name)} is unusable ({reason}); it is traced "
+                  "again and rewritten", stacklevel=2)
+
+
 def _read(name):
-    if os.path.exists(_path(name) + ".skip"):
-        _unexportable.add(name)
-        return None
+    """The entry stored under `name` as (run, skeleton, msgs), _SKIP, or None (a miss: no
+    file, or one that fails a check, with a warning)."""
     try:
         with open(_path(name), "rb") as fh:
-            stored = pickle.load(fh)
-        exported = jax.export.deserialize(bytearray(stored["exported"]))
-        return jax.jit(exported.call), stored["skeleton"], stored["msgs"]
+            data = fh.read()
     except FileNotFoundError:
         return None
-    except Exception:  # unreadable (e.g. an interrupted write): export it again
+    except OSError as err:  # e.g. a folder of that name, no permission
+        _warn_unusable(name, f"cannot be read: {err.strerror}")
         return None
+    try:
+        meta, program = _unpack(name, data)
+        if meta.get("kind") == "skip":
+            return _SKIP
+        if meta.get("kind") != "program":
+            raise _Invalid("an unknown kind of entry")
+        try:
+            exported = jax.export.deserialize(bytearray(program))
+        except Exception as err:
+            raise _Invalid(f"the program does not deserialize: {type(err).__name__}") from None
+        num_out = len(exported.out_avals) - 2  # the output's arrays, then flags and indices
+        skeleton, msgs = _decode(meta["skeleton"], num_out), _decode(meta["msgs"], 0)
+        if not _is_msgs(msgs):
+            raise _Invalid("malformed check messages")
+    except Exception as err:  # any check failed (_Invalid), or data of the wrong shape
+        _warn_unusable(name, str(err) if isinstance(err, _Invalid) else
+                       f"malformed metadata: {type(err).__name__}")
+        return None
+    return jax.jit(exported.call), skeleton, msgs
+
+
+def _pack(name, meta, program=b""):
+    """A store file: the format header, the SHA-256 of the rest, the length of the JSON
+    metadata (8 bytes, big-endian), the metadata (with the key: a file is valid only under its
+    own name) and the serialized program."""
+    text = json.dumps(dict(meta, key=name), separators=(",", ":"), allow_nan=False).encode()
+    payload = len(text).to_bytes(8, "big") + text + program
+    return _FORMAT + hashlib.sha256(payload).digest() + payload
+
+
+def _unpack(name, data):
+    """(metadata, serialized program) of a store file, or _Invalid."""
+    if not data.startswith(_FORMAT):
+        raise _Invalid("not a program store file of this format")
+    head = len(_FORMAT)
+    digest, payload = data[head:head + _DIGEST], data[head + _DIGEST:]
+    if hashlib.sha256(payload).digest() != digest:
+        raise _Invalid("its checksum does not match: a damaged file")
+    size = int.from_bytes(payload[:8], "big")
+    try:
+        meta = json.loads(payload[8:8 + size].decode())
+    except Exception:  # not UTF-8, not JSON, nested too deep
+        raise _Invalid("malformed metadata") from None
+    if not isinstance(meta, dict) or meta.get("key") != name:
+        raise _Invalid("stored under another key")
+    return meta, payload[8 + size:]
+
+
+def _is_msgs(msgs):
+    return isinstance(msgs, tuple) and all(
+        isinstance(m, tuple) and all(isinstance(t, str) for t in m) for m in msgs)
 
 
 def _export(name, collect, args, kwargs):
     """Trace and export collect for these arguments' structure and write it to the store; None
-    (and a `.skip` marker) where the program cannot be exported or its outputs stored."""
+    (and a marker entry) where the program cannot be exported or its outputs stored."""
     dynamic, static = eqx.partition((args, kwargs), eqx.is_array)
     leaves, treedef = jax.tree.flatten(dynamic)
     side = {}
@@ -284,6 +420,7 @@ def _export(name, collect, args, kwargs):
         side["skeleton"] = eqx.combine(slots, out_static,
                                        is_leaf=lambda s: isinstance(s, _Slot))
         side["msgs"] = msgs
+        side["num_out"] = len(out_leaves)
         return out_leaves, flags, indices
 
     specs = [jax.ShapeDtypeStruct(np.shape(x), x.dtype, weak_type=bool(getattr(x, "weak_type",
@@ -296,13 +433,17 @@ def _export(name, collect, args, kwargs):
         exported = jax.export.export(jax.jit(flat), disabled_checks=_ANY_CUSTOM_CALL)(*specs)
         if _CALLBACK in exported.mlir_module_serialized:
             raise ValueError("a host callback")
-        blob = pickle.dumps(dict(exported=bytes(exported.serialize()),
-                                 skeleton=side["skeleton"], msgs=side["msgs"]))
-    except Exception:  # an output that cannot be pickled, a trace error
+        skeleton, msgs = _encode(side["skeleton"]), _encode(side["msgs"])
+        if not (_same(side["skeleton"], skeleton, side["num_out"]) and _is_msgs(side["msgs"])
+                and _decode(msgs, 0) == side["msgs"]):
+            raise ValueError("an output the store cannot rebuild exactly")
+        data = _pack(name, dict(kind="program", skeleton=skeleton, msgs=msgs),
+                     bytes(exported.serialize()))
+    except Exception:  # an output the store cannot hold as data, a trace error
         _unexportable.add(name)
-        _write(name + ".skip", b"")
+        _write(name, _pack(name, dict(kind="skip")))
         return None
-    _write(name, blob)
+    _write(name, data)
     return jax.jit(exported.call), side["skeleton"], side["msgs"]
 
 
@@ -315,3 +456,171 @@ def _write(name, data):
         os.replace(tmp, _path(name))
     except OSError:
         pass  # a read-only cache: this process still runs the program
+
+
+# The output's structure as JSON data. Plain values are themselves (None, bool, int, str);
+# everything else is a list whose first item names its kind. Classes, enumerations and
+# functions are named "module:qualname" and must belong to jaxmb or a pinned library; objects
+# are dataclasses (equinox Modules included), rebuilt as equinox rebuilds a Module from its
+# leaves: object.__new__ and each field set, no code of theirs run.
+
+_LIBRARIES = frozenset({"jaxmb", "jax", "jaxlib", "equinox", "diffrax", "optimistix", "lineax",
+                        "numpy"})
+_PLAIN_DTYPES = "biufc"  # numpy kinds stored by their bytes: bool, integers, floats, complex
+
+
+def _encode(x):
+    if type(x) in (bool, int, str) or x is None:
+        return x
+    if isinstance(x, _Slot):
+        return ["slot", x.index]
+    if isinstance(x, enum.Enum):
+        return ["enum", _name(type(x)), x.name]
+    if isinstance(x, np.generic | np.ndarray):
+        array = np.asarray(x)
+        if array.dtype.kind not in _PLAIN_DTYPES:
+            raise _Unpinned(x)
+        data = base64.b64encode(np.ascontiguousarray(array).tobytes()).decode()
+        return ["ndarray" if isinstance(x, np.ndarray) else "scalar", array.dtype.str,
+                list(array.shape), data]
+    if type(x) is float:
+        return ["float", repr(x)]
+    if type(x) is complex:
+        return ["complex", repr(x.real), repr(x.imag)]
+    if type(x) is bytes:
+        return ["bytes", base64.b64encode(x).decode()]
+    if type(x) in (tuple, list):
+        return [type(x).__name__, [_encode(v) for v in x]]
+    if isinstance(x, tuple) and hasattr(type(x), "_fields"):  # a namedtuple
+        return ["namedtuple", _name(type(x)), [_encode(v) for v in x]]
+    if type(x) is dict and all(type(k) is str for k in x):
+        return ["dict", [[k, _encode(v)] for k, v in x.items()]]
+    if isinstance(x, np.dtype):
+        if x.kind not in _PLAIN_DTYPES:
+            raise _Unpinned(x)
+        return ["dtype", x.str]
+    if isinstance(x, type):
+        return ["class", _name(x)]
+    if isinstance(x, types.FunctionType) and not x.__closure__:
+        return ["function", _name(x)]
+    if dataclasses.is_dataclass(x):
+        names = [f.name for f in dataclasses.fields(x)]
+        if not set(vars(x)) <= set(names):  # state beyond the fields (e.g. a wrapped function)
+            raise _Unpinned(x)
+        return ["object", _name(type(x)),
+                [[n, _encode(getattr(x, n))] for n in names if hasattr(x, n)]]
+    raise _Unpinned(x)
+
+
+def _name(obj):
+    """"module:qualname" of a class or function of jaxmb or a pinned library."""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if (not isinstance(module, str) or not isinstance(qualname, str)
+            or module.split(".")[0] not in _LIBRARIES or "<" in qualname):
+        raise _Unpinned(obj)
+    return f"{module}:{qualname}"
+
+
+def _lookup(name):
+    """The class or function named "module:qualname" (see _name), or _Invalid."""
+    module_name, _, qualname = name.partition(":")
+    parts = qualname.split(".")
+    if (module_name.split(".")[0] not in _LIBRARIES
+            or not all(p.isidentifier() for p in module_name.split(".") + parts)):
+        raise _Invalid(f"a name outside the pinned libraries: {name!r}")
+    try:
+        obj = importlib.import_module(module_name)
+        for part in parts:
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        raise _Invalid(f"an unknown name: {name!r}") from None
+    if (not isinstance(obj, type | types.FunctionType)
+            or getattr(obj, "__module__", None) != module_name
+            or getattr(obj, "__qualname__", None) != qualname):
+        raise _Invalid(f"not a class or function: {name!r}")
+    return obj
+
+
+def _decode(x, num_slots):
+    """The value _encode(value) came from; _Invalid where x is not such data (slots index the
+    program's `num_slots` array outputs)."""
+    try:
+        return _decoded(x, num_slots)
+    except _Invalid:
+        raise
+    except Exception as err:  # malformed data: wrong types, lengths, values
+        raise _Invalid(f"a malformed output structure ({type(err).__name__})") from None
+
+
+def _decoded(x, num_slots):
+    if x is None or type(x) in (bool, int, str):
+        return x
+    if type(x) is not list or not x or type(x[0]) is not str:
+        raise _Invalid("a malformed output structure")
+    kind, rest = x[0], x[1:]
+    if kind == "slot":
+        (index,) = rest
+        if type(index) is not int or not 0 <= index < num_slots:
+            raise _Invalid("an output that the program does not have")
+        return _Slot(index)
+    if kind in ("tuple", "list"):
+        (items,) = rest
+        values = [_decoded(v, num_slots) for v in items]
+        return tuple(values) if kind == "tuple" else values
+    if kind == "dict":
+        (items,) = rest
+        return {_text(k): _decoded(v, num_slots) for k, v in items}
+    if kind == "float":
+        return float(_text(rest[0]))
+    if kind == "complex":
+        return complex(float(_text(rest[0])), float(_text(rest[1])))
+    if kind == "bytes":
+        return base64.b64decode(_text(rest[0]), validate=True)
+    if kind in ("ndarray", "scalar", "dtype"):
+        dtype = np.dtype(_text(rest[0]))
+        if dtype.kind not in _PLAIN_DTYPES:
+            raise _Invalid("an array of a non-numeric type")
+        if kind == "dtype":
+            return dtype
+        shape = tuple(rest[1])
+        if not all(type(n) is int and n >= 0 for n in shape):
+            raise _Invalid("a malformed array shape")
+        array = np.frombuffer(base64.b64decode(_text(rest[2]), validate=True),
+                              dtype=dtype).reshape(shape).copy()
+        return array if kind == "ndarray" else array[()]
+    cls = _lookup(_text(rest[0]))
+    if kind == "class" and isinstance(cls, type):
+        return cls
+    if kind == "function" and isinstance(cls, types.FunctionType):
+        return cls
+    if kind == "enum" and isinstance(cls, type) and issubclass(cls, enum.Enum):
+        return cls[_text(rest[1])]
+    if kind == "namedtuple" and isinstance(cls, type) and issubclass(cls, tuple) and \
+            hasattr(cls, "_make"):
+        return cls._make(_decoded(v, num_slots) for v in rest[1])
+    if kind == "object" and isinstance(cls, type) and dataclasses.is_dataclass(cls):
+        names = {f.name for f in dataclasses.fields(cls)}
+        obj = object.__new__(cls)  # as equinox's unflatten: no __init__, no checks of theirs
+        for field, value in rest[1]:
+            if field not in names:
+                raise _Invalid(f"a field that {cls.__qualname__} does not have: {field!r}")
+            object.__setattr__(obj, field, _decoded(value, num_slots))
+        return obj
+    raise _Invalid(f"a malformed output structure ({kind!r})")
+
+
+def _text(x):
+    if type(x) is not str:
+        raise _Invalid("a malformed output structure")
+    return x
+
+
+
+def _same(value, encoded, num_slots):
+    """Whether `encoded` rebuilds `value` exactly: the same data again, the same tree."""
+    rebuilt = _decode(encoded, num_slots)
+    if _encode(rebuilt) != encoded:
+        return False
+    is_slot = lambda s: isinstance(s, _Slot)  # noqa: E731
+    a, b = (jax.tree.flatten(v, is_leaf=is_slot) for v in (value, rebuilt))
+    return a[1] == b[1] and [type(v) for v in a[0]] == [type(v) for v in b[0]]
