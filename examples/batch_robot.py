@@ -76,13 +76,11 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     fig, axes = plotting.new_figure(1, 1, size=(8.0, 6.0))
     ax = axes[0, 0]
-    colors = plotting.plt.cm.coolwarm((np.asarray(amplitudes) + 0.03) / 0.06)
-    for xy, c in zip(np.asarray(paths_sh)[:256], colors[:256]):
-        ax.plot(xy[:, 0], xy[:, 1], color=c, lw=0.7)
-    ax.set_aspect("equal", adjustable="datalim")
-    ax.set_xlabel("x (m)")
-    ax.set_ylabel("y (m)")
-    ax.set_title("Platform paths (colour: steering amplitude)")
+    shown = min(size, 256)
+    plotting.plot_fan(ax, paths_sh, amplitudes, "steering amplitude (m)", max_paths=shown,
+                      center=0.0)
+    which = f"{shown} of the {size}" if shown < size else f"the {size}"
+    ax.set_title(f"Platform paths of {which} runs over {t_end:g} s")
     path = plotting.save_figure(fig, os.path.join(args.out, "robot_fan.png"))
     print(f"wrote {path}")
     return dict(paths=paths, paths_sharded=paths_sh, ok=ok_sh, shards=shards,

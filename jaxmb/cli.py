@@ -254,25 +254,20 @@ _QUIET = [False]
 
 
 def announce_compiles(model_name):
-    """Say which analysis compiles on a first run
-    (`jaxmb._runtime.program_store.compile_listeners`)."""
-    from jaxmb._runtime import program_store as _program_store
+    """Say on stderr (not with --quiet) when an analysis compiles and how long it took,
+    naming the model (`jaxmb._runtime.announce`)."""
+    import logging
 
-    said = set()
+    from jaxmb._runtime import announce
 
-    def listener(analysis):
-        if analysis not in said:
-            said.add(analysis)
-            name = {"velocity": "consistent_velocity"}.get(analysis, analysis)
-            say(f"compiling {name} for {model_name} (first run; kept in the cache for the "
-                "next)")
-
-    _program_store.compile_listeners[:] = [listener]
+    announce.name_models(model_name)
+    announce.log_progress(logging.WARNING if _QUIET[0] else logging.INFO)
 
 
 def _trajectory(spec, t1, num_saves, rtol=1e-8, progress=False):
     """MODEL simulated from its assembled q0 and consistent initial velocity (the module's
-    `initial_velocity`, else zero) to t1, saved at num_saves times: (model, Trajectory).
+    `initial_velocity`, else zero) to t1 (None: `jaxmb.plotting.default_duration`, one cycle
+    of the driven motion or the drive's length), saved at num_saves times: (model, Trajectory).
     simulate runs eagerly (its integration is compiled inside), so a failure is reported
     with the time it happened. `progress`: diffrax's text progress meter (a host callback:
     that program is compiled every time instead of coming from the cache)."""
@@ -289,6 +284,10 @@ def _trajectory(spec, t1, num_saves, rtol=1e-8, progress=False):
     init = getattr(module, "initial_velocity", None)
     qd0 = init(model) if init is not None else jnp.zeros(model.n)
     qd0 = mb.consistent_velocity(model, q0, qd0, 0.0)
+    if t1 is None:
+        from jaxmb.plotting import default_duration
+
+        t1 = default_duration(model, qd0)
     ts = jnp.linspace(0.0, t1, num_saves)
     say(f"simulating {t1:g} s of {os.path.basename(spec)}")
     start = time.perf_counter()
@@ -388,7 +387,8 @@ def cmd_plot(args):
             "minimum-norm ones (one of infinitely many); `jaxmb report MODEL --stiffness` "
             "compares those the joints' stiffness selects")
     drawing.overview(model, traj, rx, report, args.out)
-    print(f"simulated {args.t1:g} s; wrote {args.out} (mechanism at t = 0 with the solvability "
+    print(f"simulated {float(traj.ts[-1]):g} s; wrote {args.out} (mechanism at t = 0 with the "
+          "solvability "
           "of each pair, paths, reactions; dashed: not unique, method-dependent)")
     return 0
 
@@ -404,7 +404,7 @@ def cmd_animate(args):
                                solvable=flags)
     except RuntimeError as e:
         raise SystemExit(f"jaxmb: {e}") from None
-    print(f"simulated {args.t1:g} s; wrote {args.out} ({len(info['frames'])} frames, "
+    print(f"simulated {float(traj.ts[-1]):g} s; wrote {args.out} ({len(info['frames'])} frames, "
           f"{info['size_bytes'] / 1e3:.0f} kB)")
     return 0
 
@@ -445,9 +445,9 @@ def main(argv=None):
     _QUIET[0] = args.quiet
     if args.command == "models":
         return cmd_models(args)
-    use_compilation_cache()
     try:
         with _warnings_on_one_line():
+            use_compilation_cache()  # a refused cache folder: one warning line, no cache
             return COMMANDS[args.command](args)
     except (RuntimeError, ValueError) as err:
         if os.environ.get("JAXMB_TRACEBACK") == "1":

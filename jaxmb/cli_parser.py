@@ -68,6 +68,11 @@ _MODEL_HELP = ("a built-in model (`jaxmb models` lists them), a model file (.jso
 
 _PROGRESS_HELP = "show the integration's progress meter (that run is then not cached)"
 
+_DURATION_HELP = ("simulated time, in seconds (default: one cycle of the driven motion, the "
+                  "longest period of the drivers, or the length of a drive profile that ends "
+                  "plus 15%%; undriven, two periods of a pendulum as long as the mechanism under "
+                  "its gravity)")
+
 
 def _fail(message):
     """End the command with one line on stderr and status 1 (as sys.exit does with a text)."""
@@ -198,9 +203,8 @@ def build_parser(width=None) -> argparse.ArgumentParser:
     plot.add_argument("--out", required=True, metavar="FIG",
                       help="output image (required): .png, .pdf, .svg, ... (any of "
                            f"{', '.join(IMAGE_SUFFIXES)})")
-    plot.add_argument("--t1", type=float, default=1.0, metavar="T",
-                      help="simulated time, in seconds (default: %(default)s)")
-    plot.add_argument("--num-saves", type=int, default=101, metavar="N",
+    plot.add_argument("--t1", type=float, default=None, metavar="T", help=_DURATION_HELP)
+    plot.add_argument("--num-saves", type=int, default=201, metavar="N",
                       help="number of saved instants the paths and reactions are drawn from "
                            "(default: %(default)s)")
     plot.add_argument("--progress", action="store_true", help=_PROGRESS_HELP)
@@ -211,8 +215,7 @@ def build_parser(width=None) -> argparse.ArgumentParser:
     anim.add_argument("model", metavar="MODEL", type=check_model, help=_MODEL_HELP)
     anim.add_argument("--out", required=True, metavar="ANIM",
                       help="output animation (required): .gif, or .mp4 (needs ffmpeg)")
-    anim.add_argument("--t1", type=float, default=1.0, metavar="T",
-                      help="simulated time, in seconds (default: %(default)s)")
+    anim.add_argument("--t1", type=float, default=None, metavar="T", help=_DURATION_HELP)
     anim.add_argument("--frames", type=int, default=50, metavar="N",
                       help="number of frames, evenly spaced from 0 to T (default: %(default)s)")
     anim.add_argument("--fps", type=float, default=None, metavar="F",

@@ -22,19 +22,26 @@ Artists carry gids for programmatic checks: "body:NAME" (links), "com:NAME" (cen
 import contextlib
 import functools
 import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.artist  # noqa: E402
+import matplotlib.axes  # noqa: E402
+import matplotlib.figure  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.text  # noqa: E402
 import numpy as np  # noqa: E402
 import PIL.Image  # noqa: E402
 from matplotlib import animation as mpl_animation  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.markers import MarkerStyle  # noqa: E402
-from matplotlib.patches import Circle, FancyArrowPatch, Polygon  # noqa: E402
+from matplotlib.patches import Circle, FancyArrowPatch, Patch, Polygon  # noqa: E402
 from matplotlib.ticker import FixedLocator  # noqa: E402
+from numpy.typing import ArrayLike  # noqa: E402
 
 from . import plotting  # noqa: E402
 from .elements import (  # noqa: E402
@@ -55,13 +62,21 @@ from .elements import (  # noqa: E402
     Weld,
 )
 
+if TYPE_CHECKING:
+    from ._analyses.reactions import Reactions
+    from ._analyses.solvability import SolvabilityReport
+    from ._formulations.trajectory import Trajectory
+    from ._model.model import Model
+
+__all__ = ["animate", "draw_mechanism", "frame_indices", "overview", "save_drawing"]
+
 UNIQUE_COLOR = "#2b8a3e"
 NOT_UNIQUE_COLOR = "#c92a2a"
 NOT_UNIQUE = "not unique"
 DRIVER_COLOR = "#d9480f"
 FORCE_COLOR = "#1864ab"
 MAX_FRAMES = 120
-"""Default frame cap of `animate`: an 8 x 6 in GIF at 80 dpi stays under a few MB."""
+"""Default frame cap of `animate`: an 8 in wide GIF at 100 dpi stays under a few MB."""
 
 # symbol sizes as fractions of the mechanism's size (`scale`)
 _PIN = 0.018
@@ -69,8 +84,6 @@ _SUPPORT = 0.05
 _BOX = (0.09, 0.05)
 _BLADE = 0.075
 _MOTOR = 0.055
-_CHAR = 0.018  # rough width of a label character
-_REACH = (2.3, 6.0)  # label distances from their point, in pin radii: next to it, on a leader
 
 
 # ----- geometry (numpy: drawings are not differentiated) -------------------------------------
@@ -409,64 +422,196 @@ def _label_style(name, flag, color):
     return f"{name} ({NOT_UNIQUE})", dict(color=NOT_UNIQUE_COLOR, fontstyle="italic")
 
 
-def _text_box(p, d, reach, text, scale):
-    """Where a label of `text` goes `reach` pin radii off point p in direction d: (xy, ha, va,
-    points sampled over its approximate extent)."""
-    xy = p + reach * _PIN * scale * d
-    ha = "left" if d[0] > 0.3 else "right" if d[0] < -0.3 else "center"
-    va = "bottom" if d[1] > 0.3 else "top" if d[1] < -0.3 else "center"
-    width = _CHAR * scale * len(text)
-    x0 = {"left": 0.0, "right": -width, "center": -width / 2}[ha]
-    dy = {"bottom": 0.015, "top": -0.015, "center": 0.0}[va] * scale
-    return xy, ha, va, [xy + [x, dy] for x in np.linspace(x0, x0 + width, 8)]
+_DIRECTIONS = np.array([[np.cos(a), np.sin(a)] for a in np.arange(8) * np.pi / 4])
+_LABEL_PAD = 2.0  # px of white around a label's text (its bbox's pad)
+_SAMPLE_PX = 5.0  # spacing of the points sampled along the symbols, in pixels
 
 
-@functools.cache
-def _text_offsets(length):
-    """The samples of `_text_box` for every option (reach outer, direction inner) of a label
-    of `length` characters around the origin, in units of scale: (options, 8, 2)."""
-    dirs = np.array([[np.cos(a), np.sin(a)] for a in np.arange(8) * np.pi / 4])
-    return np.asarray([_text_box(np.zeros(2), d, reach, "x" * length, 1.0)[3]
-                       for reach in _REACH for d in dirs])
+def _sample_polyline(xy, step):
+    """Points every `step` along the polyline xy (k, 2), both ends included."""
+    seg = np.diff(xy, axis=0)
+    lengths = np.hypot(seg[:, 0], seg[:, 1])
+    counts = np.maximum(np.ceil(lengths / step).astype(int), 1)
+    parts = [xy[i] + np.outer(np.arange(c) / c, seg[i]) for i, c in enumerate(counts)]
+    return np.concatenate([*parts, xy[-1:]]) if parts else xy
 
 
-def _text_samples(p, text, scale):
-    """`_text_box`'s samples of every option for `text` at point p: (options, 8, 2)."""
-    return p + scale * _text_offsets(len(text))
+def _symbol_points(artists, dpi):
+    """Points (display coordinates) along every line and patch outline drawn, with the half
+    width each covers there (line width and marker size), px: (points (k, 2), radii (k,))."""
+    points, radii = [], []
+    for artist in artists:
+        if not artist.get_visible():
+            continue
+        if isinstance(artist, Line2D):
+            xy = artist.get_transform().transform(np.asarray(artist.get_xydata(), float))
+            xy = xy[np.all(np.isfinite(xy), axis=1)]
+            if len(xy) == 0:
+                continue
+            half = artist.get_linewidth() * dpi / 144.0
+            if artist.get_linestyle() not in ("None", "", " ") and len(xy) > 1:
+                sampled = _sample_polyline(xy, _SAMPLE_PX)
+                points.append(sampled)
+                radii.append(np.full(len(sampled), max(half, 1.5)))
+            if artist.get_marker() not in ("None", "", " ", None):
+                points.append(xy)
+                radii.append(np.full(len(xy), artist.get_markersize() * dpi / 144.0))
+        elif hasattr(artist, "get_path") and hasattr(artist, "get_linewidth"):
+            path = artist.get_transform().transform_path(artist.get_path())
+            half = max(artist.get_linewidth() * dpi / 144.0, 1.0)
+            for polygon in path.to_polygons(closed_only=False):
+                if len(polygon):
+                    sampled = _sample_polyline(np.asarray(polygon, float), _SAMPLE_PX)
+                    points.append(sampled)
+                    radii.append(np.full(len(sampled), half))
+    if not points:
+        return np.zeros((0, 2)), np.zeros(0)
+    return np.concatenate(points), np.concatenate(radii)
 
 
-def _place_labels(ax, requests, obstacles, centre, scale):
-    """Put each (name, point, flag, color) label next to its point, or farther out on a leader
-    line, in the one of 8 directions where its text stays clearest of the symbols, links and
-    labels already there (other than its own point); ties go away from the mechanism's
-    centre. Long labels go first, the short ones fit in between."""
-    obstacles = np.asarray(obstacles).reshape(-1, 2)
-    dirs = np.array([[np.cos(a), np.sin(a)] for a in np.arange(8) * np.pi / 4])
-    texts = [_label_style(name, flag, color) for name, _, flag, color in requests]
-    for k in sorted(range(len(requests)), key=lambda k: -len(texts[k][0])):
-        (name, p, _, _), (text, style) = requests[k], texts[k]
-        out = p - centre
-        out = out / np.linalg.norm(out) if np.linalg.norm(out) > 1e-9 * scale else dirs[2]
-        others = obstacles[np.linalg.norm(obstacles - p, axis=1) > 1e-6 * scale]
-        options = [(d, reach) for reach in _REACH for d in dirs]
-        samples = _text_samples(p, text, scale).reshape(len(options), -1, 2)  # in order
-        # squared distances of every sample to every obstacle, |a|^2 + |b|^2 - 2 a.b
-        squared = (np.sum(samples**2, axis=2)[:, :, None] + np.sum(others**2, axis=1)
-                   - 2.0 * samples @ others.T)
-        clearance = np.sqrt(np.maximum(np.min(squared, axis=(1, 2), initial=scale**2), 0.0))
-        score = (np.minimum(clearance, 0.06 * scale)
-                 + 0.01 * scale * np.array([d @ out - (reach > _REACH[0]) for d, reach in options]))
-        best = int(np.argmax(score))
-        xy, ha, va, samples = _text_box(p, *options[best], text, scale)
-        obstacles = np.concatenate([obstacles, samples])
-        # patchA=None: the leader starts at the text's anchor (its edge facing the point)
-        # instead of being clipped to the text box (slow: design measurement D7)
+class _Labels(matplotlib.artist.Artist):
+    """The names of a drawing's pairs and force elements, placed when the drawing is drawn, in
+    display coordinates (so they keep clear of each other whatever the figure's size, limits
+    and dpi): each label goes next to its point, or farther out on a leader line, in the
+    one of 8 directions (above and below also shifted to either side, beside also up or down)
+    where its text box covers the fewest symbols (points sampled along every line and outline
+    drawn, and the leaders placed before), overlaps no label placed before it, stays inside
+    the axes and its leader crosses no label; ties go away from the mechanism's centre. Long
+    labels are placed first."""
+
+    def __init__(self, ax, labels, symbols, centre, ring):
+        super().__init__()
+        self._ax = ax
+        self.labels = labels  # [(Annotation, anchor point in data coordinates)]
+        self.symbols = symbols  # the artists the labels keep clear of
+        self.centre = np.asarray(centre, float)
+        self.ring = ring  # radius (data units) of the rings around a pair's point
+        self.set_zorder(6.95)  # before the labels (7): they are drawn where placed
+        self.set_in_layout(False)
+        self.set_gid("labels")
+
+    def draw(self, renderer):
+        self.place(renderer)
+
+    def place(self, renderer):
+        ax = self._ax
+        if not self.labels:
+            return
+        to_px = ax.transData.transform
+        anchors = to_px(np.array([p for _, p in self.labels], float))
+        ring = abs(to_px(self.labels[0][1] + [self.ring, 0.0])[0] - anchors[0][0])
+        ring = max(ring, 4.0)
+        points, radii = _symbol_points(self.symbols, ax.figure.dpi)
+        limits = ax.bbox.extents + [3.0, 3.0, -3.0, -3.0]  # a label keeps 3 px inside
+        out_all = anchors - to_px(self.centre)
+        placed = []  # boxes (x0, y0, x1, y1) in px
+        sizes = []
+        for label, _ in self.labels:
+            extent = matplotlib.text.Text.get_window_extent(label, renderer)
+            sizes.append((extent.width + 2 * _LABEL_PAD, extent.height + 2 * _LABEL_PAD))
+        order = sorted(range(len(self.labels)), key=lambda k: -sizes[k][0])
+        reach = np.array([1.25 * ring + 2.0, 2.2 * ring + 14.0, 3.0 * ring + 30.0,
+                          3.8 * ring + 48.0])
+        # an option: the text's anchor `reach` out in direction d, the text on the far side
+        # of it (left-aligned to the right, ...); above or below the point it may also run
+        # to either side, beside it also sit above or below (ha, va: offsets in box sizes)
+        options = []
+        for k, r in enumerate(reach):
+            for d in _DIRECTIONS:
+                ha = 0.0 if d[0] > 0.3 else -1.0 if d[0] < -0.3 else -0.5
+                va = 0.0 if d[1] > 0.3 else -1.0 if d[1] < -0.3 else -0.5
+                options.append((d, r, k, ha, va, False))
+                if ha == -0.5:
+                    options += [(d, r, k, -0.1, va, True), (d, r, k, -0.9, va, True)]
+                if va == -0.5:
+                    options += [(d, r, k, ha, -0.15, True), (d, r, k, ha, -0.85, True)]
+        dirs = np.array([o[0] for o in options])
+        reaches = np.array([o[1] for o in options])
+        far = np.array([o[2] for o in options], float)
+        ha = np.array([o[3] for o in options])
+        va = np.array([o[4] for o in options])
+        shifted = np.array([o[5] for o in options], float)
+        for k in order:
+            label, _ = self.labels[k]
+            w, h = sizes[k]
+            p = anchors[k]
+            out = out_all[k]
+            norm = np.hypot(*out)
+            out = out / norm if norm > 1e-9 else np.array([0.0, 1.0])
+            x0 = p[0] + reaches * dirs[:, 0] + ha * w
+            y0 = p[1] + reaches * dirs[:, 1] + va * h
+            boxes = np.stack([x0, y0, x0 + w, y0 + h], axis=1)
+            # symbols covered: points (with their half widths) inside a box
+            inside = ((points[None, :, 0] > boxes[:, None, 0] - radii)
+                      & (points[None, :, 0] < boxes[:, None, 2] + radii)
+                      & (points[None, :, 1] > boxes[:, None, 1] - radii)
+                      & (points[None, :, 1] < boxes[:, None, 3] + radii))
+            covered = inside.sum(axis=1)
+            # a leader runs from the point to the nearest point of its box: samples along it
+            ends = np.clip(p, boxes[:, :2], boxes[:, 2:])
+            leaders = p + np.linspace(0.2, 0.95, 6)[None, :, None] * (ends - p)[:, None, :]
+            overlap = np.zeros(len(options))
+            crossed = np.zeros(len(options))
+            for b in placed:
+                dx = np.minimum(boxes[:, 2], b[2]) - np.maximum(boxes[:, 0], b[0])
+                dy = np.minimum(boxes[:, 3], b[3]) - np.maximum(boxes[:, 1], b[1])
+                overlap += np.clip(dx + 4.0, 0, None) * np.clip(dy + 4.0, 0, None)
+                crossed += np.sum((leaders[..., 0] > b[0]) & (leaders[..., 0] < b[2])
+                                  & (leaders[..., 1] > b[1]) & (leaders[..., 1] < b[3]), axis=1)
+            outside = (np.clip(limits[0] - boxes[:, 0], 0, None)
+                       + np.clip(boxes[:, 2] - limits[2], 0, None)) * h \
+                + (np.clip(limits[1] - boxes[:, 1], 0, None)
+                   + np.clip(boxes[:, 3] - limits[3], 0, None)) * w
+            score = (100.0 * overlap / (w * h) + 3000.0 * outside / (w * h) + covered
+                     + 4.0 * crossed * (far > 0)
+                     + 1.5 * far - 1.0 * (dirs @ out) + 0.3 * shifted)
+            best = int(np.argmin(score))
+            x0, y0, x1, y1 = box = boxes[best]
+            placed.append(box)
+            if far[best] > 0:  # later labels keep clear of this leader too
+                points = np.concatenate([points, leaders[best]])
+                radii = np.concatenate([radii, np.full(len(leaders[best]), 1.5)])
+            # the text is anchored on the side of its box that faces the point (where a
+            # leader starts)
+            if x0 >= p[0]:
+                x, halign = x0 + _LABEL_PAD, "left"
+            elif x1 <= p[0]:
+                x, halign = x1 - _LABEL_PAD, "right"
+            else:
+                x, halign = (x0 + x1) / 2, "center"
+            if y0 >= p[1]:
+                y, valign = y0 + _LABEL_PAD, "bottom"
+            elif y1 <= p[1]:
+                y, valign = y1 - _LABEL_PAD, "top"
+            else:
+                y, valign = (y0 + y1) / 2, "center"
+            label.xyann = tuple(ax.transData.inverted().transform((x, y)))
+            label.set_horizontalalignment(halign)
+            label.set_verticalalignment(valign)
+            if label.arrow_patch is not None:
+                label.arrow_patch.set_visible(far[best] > 0)
+                label.arrow_patch.shrinkB = ring * 72.0 / ax.figure.dpi
+
+
+def _place_labels(ax, requests, symbols, centre, scale):
+    """One annotation per (name, point, flag, color) request, placed by a `_Labels` artist
+    when the figure is drawn; returns that artist."""
+    labels = []
+    # patchA=None: the leader starts at the text's anchor (its edge facing the point)
+    # instead of being clipped to the text box (slow: design measurement D7); it ends at the
+    # ring around the point (shrinkB, set in `_Labels.place`)
+    for name, p, flag, color in requests:
+        text, style = _label_style(name, flag, color)
         leader = dict(arrowstyle="-", color="0.55", lw=0.7, shrinkA=0, shrinkB=0, patchA=None)
-        label = ax.annotate(
-            text, xy=p, xytext=xy, textcoords="data", fontsize=9, ha=ha, va=va, zorder=7,
-            arrowprops=leader if options[best][1] > _REACH[0] else None,
-            bbox=dict(boxstyle="round,pad=0.12", fc="white", ec="none", alpha=0.75), **style)
+        label = ax.annotate(text, xy=p, xytext=p, textcoords="data", fontsize=9, zorder=7,
+                            arrowprops=leader, annotation_clip=False,
+                            bbox=dict(boxstyle=f"round,pad={_LABEL_PAD / 9:.3f}", fc="white",
+                                      ec="none", alpha=0.75), **style)
         label.set_gid(f"label:{name}")
+        labels.append((label, np.asarray(p, float)))
+    layout = _Labels(ax, labels, symbols, centre, 1.8 * _PIN * scale)
+    ax.add_artist(layout)
+    return layout
 
 
 @functools.cache
@@ -476,26 +621,37 @@ def _com_marker():
     return MarkerStyle("$\\oplus$")
 
 
-def _obstacles(points, anchors_drawn):
-    """Points a label should keep clear of: symbols, and samples along every link."""
-    samples = [c + s * (p - c) for c, *pts in points.values() for p in pts
-               for s in np.linspace(0.0, 1.0, 7)]
-    return [*anchors_drawn, *samples]
-
-
 # ----- the drawing ---------------------------------------------------------------------------
-def draw_mechanism(model, q, ax=None, *, t=0.0, labels=True, solvable=None, scale=None,
-                   legend=True, frame=True):
+def draw_mechanism(
+    model: "Model",
+    q: ArrayLike,
+    ax: matplotlib.axes.Axes | None = None,
+    *,
+    t: float = 0.0,
+    labels: bool = True,
+    solvable: "SolvabilityReport | Mapping[str, bool] | None" = None,
+    scale: float | None = None,
+    legend: bool | matplotlib.axes.Axes = True,
+    frame: bool = True,
+) -> matplotlib.axes.Axes:
     """Draw `model` at the configuration `q` (time `t`, for applied forces).
 
-    **Arguments:** `model`; `q` (n,); `ax` (a new figure when None); `labels`: name every pair
-    and force element next to its symbol; `solvable`: a `SolvabilityReport` or a dict pair
-    name -> bool (e.g. `mb.solvability(model, q)`): unique reactions get a solid green ring
-    and label, non-unique ones a dashed red ring and "NAME (not unique)"; `scale`: the length
-    symbols are proportional to (default: the diagonal of the box around all attachment
-    points; pass one value to keep the frames of an animation alike); `legend`; `frame`:
-    also set up the axes (equal aspect, limits around the drawing, axis labels, grid; False
-    leaves the axes as they are, as `animate` does for every frame).
+    **Arguments:**
+    - `model`: a built `Model`.
+    - `q`: the configuration (n,).
+    - `ax`: the matplotlib axes to draw in; None: a new figure.
+    - `t`: time (s), for applied forces that depend on it.
+    - `labels`: name every pair and force element next to its symbol (or on a leader line
+      where the space next to it is taken).
+    - `solvable`: a `SolvabilityReport` or a dict pair name -> bool (e.g.
+      `mb.solvability(model, q)`): unique reactions get a solid green ring and label,
+      non-unique ones a dashed red ring and "NAME (not unique)"; None: no rings.
+    - `scale`: the length (m) symbols are proportional to (default: the diagonal of the box
+      around all attachment points; pass one value to keep the frames of an animation alike).
+    - `legend`: a legend of the symbols: True right of the axes, or an axes to hold it (as
+      `overview` gives it one below the drawing); False: none.
+    - `frame`: also set up the axes (equal aspect, limits around the drawing, axis labels,
+      grid); False leaves the axes as they are, as `animate` does for every frame.
 
     **Returns:** the axes.
 
@@ -511,6 +667,7 @@ def draw_mechanism(model, q, ax=None, *, t=0.0, labels=True, solvable=None, scal
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 5.5))
     scale = _scale(model, q) if scale is None else float(scale)
+    before = set(ax.get_children())
     points, _ = _body_points(model, q)
     sliders = {p.i.name for p in model.pairs if isinstance(p, Translational)}
     sliders |= {p.j.name for p in model.pairs if isinstance(p, PinInSlot)}
@@ -519,12 +676,10 @@ def draw_mechanism(model, q, ax=None, *, t=0.0, labels=True, solvable=None, scal
                    name not in sliders)
         ax.plot(*points[name][0], marker=_com_marker(), ms=9, color="black", zorder=6,
                 gid=f"com:{name}")
-    kinds, requests, rings, supports = set(), [], {}, []
+    kinds, requests, rings = set(), [], {}
     for pair in model.pairs:
         kind, p = _draw_pair(ax, model, pair, q, scale)
         kinds.add(kind)
-        if kind == "ground pivot":
-            supports += [p - [0.0, f * _SUPPORT * scale] for f in (0.5, 1.0)]
         flag = None if flags is None else flags.get(pair.name)
         if flag is not None:
             _ring(ax, pair.name, p, flag, _stack_index(rings, p, scale), scale)
@@ -534,19 +689,20 @@ def draw_mechanism(model, q, ax=None, *, t=0.0, labels=True, solvable=None, scal
         if drawn is not None:
             kinds.add(drawn[0])
             requests.append((element.name, drawn[1], None, "0.3"))
-    if labels:
-        centre = _all_points(model, q).mean(axis=0)
-        obstacles = _obstacles(points, [r[1] for r in requests] + supports)
-        _place_labels(ax, requests, obstacles, centre, scale)
     if frame:
-        ax.set_aspect("equal", adjustable="datalim")
+        ax.set_aspect("equal", adjustable="box")
+        ax.margins(0.1)
         ax.autoscale_view()
-        ax.margins(0.12)
+        _widen(ax)
         ax.set_xlabel("x (m)")
         ax.set_ylabel("y (m)")
         ax.grid(True, color="0.92", lw=0.6, zorder=0)
-    if legend:
-        _legend(ax, model, kinds, flags is not None)
+    if labels:
+        symbols = [a for a in ax.get_children()
+                   if a not in before and isinstance(a, (Line2D, Patch))]
+        _place_labels(ax, requests, symbols, _all_points(model, q).mean(axis=0), scale)
+    if legend is not False and legend is not None:
+        _legend(ax, model, kinds, flags is not None, legend)
     return ax
 
 
@@ -565,7 +721,7 @@ _LEGEND = {
 }
 
 
-def _legend(ax, model, kinds, with_flags):
+def _legend(ax, model, kinds, with_flags, where=True):
     handles = [Line2D([], [], label=k, **_LEGEND[k]) for k in _LEGEND if k in kinds]
     for g in (np.asarray(e.g, float) for e in model.force_elements if isinstance(e, Gravity)):
         angle = np.degrees(np.arctan2(g[1], g[0])) - 90.0  # the marker (3, 0, 0) points up
@@ -580,13 +736,63 @@ def _legend(ax, model, kinds, with_flags):
         ]
     handles.append(Line2D([], [], ls="", marker="$\\oplus$", color="black", ms=9,
                           label="centre of mass"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small",
-              frameon=False, borderaxespad=0.0)
+    if isinstance(where, matplotlib.axes.Axes):
+        where.legend(handles=handles, loc="center", ncol=3, fontsize="small", frameon=False,
+                     borderaxespad=0.0)
+    else:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                  fontsize="small", frameon=False, borderaxespad=0.0)
 
 
-def save_drawing(model, q, path, *, t=0.0, solvable=None, title=None, dpi=130, **kwargs):
-    """`draw_mechanism` into a new figure saved to `path`; returns `path`."""
-    fig, ax = plt.subplots(figsize=(8.0, 5.5))
+_NARROWEST = 0.35
+"""The least ratio of the shorter side of a drawing's axes to the longer (a hanging pendulum
+would otherwise get a sliver of axes, its tick labels run together)."""
+
+
+def _widen(ax):
+    """Widen the shorter of ax's data ranges to `_NARROWEST` times the longer, centred."""
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    least = _NARROWEST * max(x1 - x0, y1 - y0)
+    if x1 - x0 < least:
+        ax.set_xlim((x0 + x1 - least) / 2, (x0 + x1 + least) / 2)
+    if y1 - y0 < least:
+        ax.set_ylim((y0 + y1 - least) / 2, (y0 + y1 + least) / 2)
+
+
+def _extent(model, q, scale):
+    """(width, height) of the box around the drawing of `model` at q, with its margins (the
+    shorter at least `_NARROWEST` times the longer, as `_widen` makes the axes)."""
+    xy = _all_points(model, q)
+    width, height = np.ptp(xy, axis=0) + 0.3 * scale
+    least = _NARROWEST * max(width, height)
+    return float(max(width, least)), float(max(height, least))
+
+
+def save_drawing(
+    model: "Model",
+    q: ArrayLike,
+    path: str | os.PathLike,
+    *,
+    t: float = 0.0,
+    solvable: "SolvabilityReport | Mapping[str, bool] | None" = None,
+    title: str | None = None,
+    dpi: float = 130,
+    **kwargs,
+) -> str | os.PathLike:
+    """`draw_mechanism` into a new figure saved to `path`: its axes 7 in along the longer side
+    of the drawing, the legend beside them, margins trimmed.
+
+    **Arguments:**
+    - `model`, `q`, `t`, `solvable`: as `draw_mechanism`.
+    - `path`: the image file (any format matplotlib writes: .png, .pdf, .svg, ...).
+    - `title`: above the drawing; None: none.
+    - `dpi`: pixels per inch of a raster image.
+    - `**kwargs`: further keywords of `draw_mechanism` (`labels`, `scale`, `legend`).
+
+    **Returns:** `path`."""
+    width, height = _extent(model, np.asarray(q, float), _scale(model, np.asarray(q, float)))
+    side = 7.0 / max(width, height)
+    fig, ax = plt.subplots(figsize=(max(width * side, 3.0) + 3.5, max(height * side, 3.0) + 1.0))
     draw_mechanism(model, q, ax, t=t, solvable=solvable, **kwargs)
     if title:
         ax.set_title(title)
@@ -595,28 +801,55 @@ def save_drawing(model, q, path, *, t=0.0, solvable=None, title=None, dpi=130, *
     return path
 
 
-def overview(model, traj, rx, solvable, path=None):
+def overview(
+    model: "Model",
+    traj: "Trajectory",
+    rx: "Reactions",
+    solvable: "SolvabilityReport | Mapping[str, bool] | None",
+    path: str | os.PathLike | None = None,
+) -> matplotlib.figure.Figure:
     """One figure: the mechanism at traj.q[0] with its solvability flags, the paths of the body
-    centres, and the reactions on each pair's first moving body over time (`rx`: `Reactions`
-    along `traj`; non-unique ones dashed and labelled method-dependent, `jaxmb.plotting`).
-    Saved to `path` (then closed) when given; **returns** the figure."""
+    centres, and the reactions on each pair's first moving body over time (non-unique ones
+    dashed and labelled method-dependent, every curve in its own style:
+    `jaxmb.plotting.pair_styles`). The drawing's panel is shaped like the drawing, so it fills
+    it: across the figure above the three time panels when the drawing is wide, else beside
+    the paths above the two reaction panels. `jaxmb plot` draws this figure.
+
+    **Arguments:**
+    - `model`: a built `Model`.
+    - `traj`: its `Trajectory` (or anything with `ts` and `q`).
+    - `rx`: the `Reactions` along `traj` (`mb.reactions(model, traj)`).
+    - `solvable`: the flags of the rings and labels, as `draw_mechanism` takes them.
+    - `path`: an image file to save the figure to (then closed); None: not saved.
+
+    **Returns:** the figure."""
     ts, qs = np.asarray(traj.ts), np.asarray(traj.q)
-    fig = plt.figure(figsize=(15.0, 10.0))
-    grid = fig.add_gridspec(2, 3, height_ratios=(1.2, 1.0))
-    ax = draw_mechanism(model, qs[0], fig.add_subplot(grid[0, :]), t=float(ts[0]),
-                        solvable=solvable)
-    ax.set_title(f"the mechanism at t = {ts[0]:g} s")
+    width, height = _extent(model, qs[0], _scale(model, qs[0]))
+    rows = -(-len(model.pair_names) // 3)  # of the reactions' legend
+    bottom = 0.3 + 0.2 * rows  # in, for that legend
+    if height / width < 0.5:  # wide: the drawing across the figure
+        top = float(np.clip(13.0 * height / width, 1.6, 5.0))
+        fig = plt.figure(figsize=(15.0, top + 0.9 + 4.2 + bottom + 0.6))
+        grid = fig.add_gridspec(3, 3, height_ratios=(top, 0.7, 4.2))
+        cells = grid[0, :], grid[1, :], grid[2, 0], grid[2, 1], grid[2, 2]
+    else:
+        top = float(np.clip(6.5 * height / width, 3.0, 7.0))
+        fig = plt.figure(figsize=(14.5, top + 0.9 + 4.2 + bottom + 0.6))
+        grid = fig.add_gridspec(3, 2, height_ratios=(top, 0.7, 4.2))
+        cells = grid[0, 0], grid[1, 0], grid[0:2, 1], grid[2, 0], grid[2, 1]
+    mechanism, legend, paths_cell, forces_cell, torques_cell = (fig.add_subplot(c) for c in cells)
+    legend.set_axis_off()
+    draw_mechanism(model, qs[0], mechanism, t=float(ts[0]), solvable=solvable, legend=legend)
+    mechanism.set_title(f"the mechanism at t = {ts[0]:g} s")
     paths = {f"{name} centre": qs[:, 3 * k : 3 * k + 2] for k, name in enumerate(model.body_names)}
-    plotting.plot_paths(fig.add_subplot(grid[1, 0]), paths, title="paths of the centres of mass")
+    plotting.plot_paths(paths_cell, paths,
+                        title=f"paths of the centres of mass, t = {ts[0]:g} to {ts[-1]:g} s")
     flags = _flags(model, solvable)
-    forces = plotting.plot_pair_reactions(fig.add_subplot(grid[1, 1]), ts, rx, model, flags,
-                                          legend=False)
-    plotting.plot_pair_reactions(fig.add_subplot(grid[1, 2]), ts, rx, model, flags, torque=True,
-                                 legend=False)
-    rows = -(-len(model.pair_names) // 4)
-    fig.legend(*forces.get_legend_handles_labels(), loc="lower center", ncol=4,
+    plotting.plot_pair_reactions(forces_cell, ts, rx, model, flags, legend=False)
+    plotting.plot_pair_reactions(torques_cell, ts, rx, model, flags, torque=True, legend=False)
+    fig.legend(*forces_cell.get_legend_handles_labels(), loc="lower center", ncol=3,
                fontsize="small", frameon=False, title="reactions on each pair's first moving body")
-    fig.tight_layout(rect=(0.0, 0.022 * rows + 0.04, 1.0, 1.0))
+    fig.tight_layout(rect=(0.0, bottom / fig.get_figheight(), 1.0, 1.0))
     if path is not None:
         fig.savefig(path, dpi=120)
         plt.close(fig)
@@ -658,7 +891,7 @@ def _fixed_data_limits(ax):
         del ax._update_patch_limits, ax._update_line_limits
 
 
-def frame_indices(num_saves, frames=MAX_FRAMES):
+def frame_indices(num_saves: int, frames: int = MAX_FRAMES) -> np.ndarray:
     """Indices of the saved states shown: all of them up to `frames`, else `frames` evenly
     spread ones, first and last included."""
     if frames < 1:
@@ -710,16 +943,56 @@ def _limits(model, qs, scale):
                                                           xy[:, 1].max() + pad)
 
 
-def animate(model, traj, path, *, frames=MAX_FRAMES, fps=None, trace=(), labels=True,
-            solvable=None, figsize=(8.0, 6.0), dpi=80):
-    """Write an animation of `traj` (a `Trajectory`, or anything with `ts` and `q`) to `path`.
+def _figsize(xlim, ylim, width=8.0):
+    """A figure `width` in wide whose equal-aspect axes with limits xlim, ylim fill it: the
+    height follows the drawing (3 to 10 in), with room for the title and axis labels."""
+    aspect = (ylim[1] - ylim[0]) / (xlim[1] - xlim[0])
+    return width, float(np.clip((width - 1.0) * aspect + 1.0, 3.0, 10.0))
 
-    A .gif is written with PIL, each frame drawn over the axes rendered once (`_blit`); an
-    .mp4 with matplotlib's FFMpegWriter, which needs ffmpeg (a RuntimeError suggests .gif when
-    it is missing). At most `frames` evenly spread saved states are shown
-    (`frame_indices`), each drawn by `draw_mechanism` with one symbol scale and fixed axis
-    limits, titled with its time. `fps`: default real time (clipped to 1-30 frames per second).
-    `trace`: pair names whose points (on a moving body) leave a path.
+
+def _crop_box(fig, pad=6):
+    """The pixel box (left, upper, right, lower) of an RGB image of `fig` that holds its
+    drawn content (axes, ticks, labels, title) with `pad` pixels around it."""
+    renderer = fig.canvas.get_renderer()
+    box = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)
+    width, height = fig.canvas.get_width_height()
+    return (max(int(box.x0) - pad, 0), max(int(height - box.y1) - pad, 0),
+            min(int(np.ceil(box.x1)) + pad, width), min(int(np.ceil(height - box.y0)) + pad,
+                                                         height))
+
+
+def animate(
+    model: "Model",
+    traj: "Trajectory",
+    path: str | os.PathLike,
+    *,
+    frames: int = MAX_FRAMES,
+    fps: float | None = None,
+    trace: Sequence[str] = (),
+    labels: bool = True,
+    solvable: "SolvabilityReport | Mapping[str, bool] | None" = None,
+    figsize: tuple[float, float] | None = None,
+    dpi: float = 100,
+) -> dict:
+    """Write an animation of `traj` to `path`.
+
+    A .gif is written with PIL, each frame drawn over the axes rendered once (`_blit`) and
+    cropped to the drawn content (a few pixels of margin); an .mp4 with matplotlib's
+    FFMpegWriter, which needs ffmpeg (a RuntimeError suggests .gif when it is missing). Each
+    frame is drawn by `draw_mechanism` with one symbol scale and fixed axis limits, titled
+    with its time.
+
+    **Arguments:**
+    - `model`: a built `Model`.
+    - `traj`: a `Trajectory`, or anything with `ts` (T,) and `q` (T, n).
+    - `path`: the .gif or .mp4 file.
+    - `frames`: the most frames: at most this many evenly spread saved states are shown
+      (`frame_indices`).
+    - `fps`: frames per second; None: real time (clipped to 1-30).
+    - `trace`: pair names whose points (on a moving body) leave a path.
+    - `labels`, `solvable`: as `draw_mechanism`.
+    - `figsize`: the figure's size (in); None: 8 in wide, as tall as the drawing needs.
+    - `dpi`: pixels per inch of the frames.
 
     **Returns:** dict with `path`, `frames` (indices into traj.ts), `times`, `size_bytes`.
     """
@@ -735,9 +1008,11 @@ def animate(model, traj, path, *, frames=MAX_FRAMES, fps=None, trace=(), labels=
     scale = _scale(model, qs[0])
     paths = {name: np.array([_pair_point(model.pair(name), q) for q in qs]) for name in trace}
     xlim, ylim = _limits(model, qs[shown], scale)
-    fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
+    fig, ax = plt.subplots(figsize=figsize or _figsize(xlim, ylim), dpi=dpi)
     try:
         kept = _animation_axes(ax, model, qs[shown[0]], scale, xlim, ylim)
+        ax.set_title(f"t = {ts[shown[-1]]:.3f} s", fontsize=12)  # its room in the layout
+        fig.tight_layout(pad=0.3)
 
         def draw_frame(k):
             for artist in [a for a in ax.get_children() if a not in kept]:
@@ -748,15 +1023,18 @@ def animate(model, traj, path, *, frames=MAX_FRAMES, fps=None, trace=(), labels=
                 for m, xy in enumerate(paths.values()):
                     ax.plot(*xy[: k + 1].T, color=plt.get_cmap("Dark2")(m % 8), lw=1.4,
                             zorder=1)
-            ax.set_title(f"t = {ts[k]:.3f} s")
+            ax.set_title(f"t = {ts[k]:.3f} s", fontsize=12)
 
         if writer is None:  # a GIF: the axes rendered once, each frame blitted over them
+            fig.canvas.draw()
+            crop = _crop_box(fig)
+            ax.set_title("")
             fig.canvas.draw()
             background = fig.canvas.copy_from_bbox(fig.bbox)
             images = []
             for k in shown:
                 draw_frame(k)
-                images.append(_blit(fig, ax, background, kept))
+                images.append(_blit(fig, ax, background, kept).crop(crop))
             _write_gif(os.fspath(path), images, fps)
         else:
             with writer.saving(fig, os.fspath(path), dpi):

@@ -18,11 +18,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib import animation as mpl_animation
+from matplotlib.text import Text
 from oracle.planar import rot
 from PIL import Image
 
 import jaxmb as mb
-from jaxmb import cli, drawing, plotting
+from jaxmb import cli, cli_parser, drawing, plotting
 from jaxmb.models import mobile_robot, slider_crank
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -118,6 +119,120 @@ def test_robot_solvability_is_drawn_distinctly(robot):
         assert abs(blade @ (rot(alpha) @ [0.0, 1.0])) < TOL
         np.testing.assert_allclose(artist(ax, f"flag:{name}").center, xy.mean(axis=0), atol=TOL)
     plt.close(ax.figure)
+
+
+def label_boxes(ax):
+    """{pair name: (x0, y0, x1, y1)} of the drawn labels' text, in pixels, after a draw."""
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    return {a.get_gid()[len("label:"):]: Text.get_window_extent(a, renderer).extents
+            for a in ax.get_children() if str(a.get_gid()).startswith("label:")}
+
+
+def overlap(a, b):
+    """Area (px^2) shared by two boxes (x0, y0, x1, y1)."""
+    dx = min(a[2], b[2]) - max(a[0], b[0])
+    dy = min(a[3], b[3]) - max(a[1], b[1])
+    return max(dx, 0.0) * max(dy, 0.0)
+
+
+@pytest.mark.parametrize("size", [(7.5, 5.5), (11.0, 9.0)])
+def test_labels_of_the_crowded_robot_do_not_collide(robot, size):
+    """The demo's drawing (the robot at q0, every pair flagged, its centre crowded: F and G on
+    one point, the driver, W4, B and W1 around it): measured with matplotlib's renderer, no two
+    label texts overlap, none covers the point of a pair, and each lies inside the axes. The
+    reference, each label drawn centred on its point, does collide (F and G share one)."""
+    model, flags = robot
+    fig, ax = plt.subplots(figsize=size)
+    try:
+        drawing.draw_mechanism(model, model.q0, ax, solvable=flags)
+        boxes = label_boxes(ax)
+        assert set(boxes) == set(model.pair_names)
+        names = sorted(boxes)
+        shared = [(a, b) for k, a in enumerate(names) for b in names[k + 1:]
+                  if overlap(boxes[a], boxes[b]) > 0]
+        assert shared == []
+        points = {n: ax.transData.transform(artist(ax, f"label:{n}").xy) for n in names}
+        covered = [(n, m) for n in names for m in names
+                   if boxes[n][0] <= points[m][0] <= boxes[n][2]
+                   and boxes[n][1] <= points[m][1] <= boxes[n][3]]
+        assert covered == []
+        x0, y0, x1, y1 = ax.bbox.extents
+        assert all(x0 <= b[0] and b[2] <= x1 and y0 <= b[1] and b[3] <= y1
+                   for b in boxes.values())
+        centred = {n: np.concatenate([points[n] - (b[2:] - b[:2]) / 2,
+                                      points[n] + (b[2:] - b[:2]) / 2])
+                   for n, b in boxes.items()}
+        assert overlap(centred["F"], centred["G"]) > 0
+    finally:
+        plt.close(fig)
+
+
+def test_reaction_curves_and_paths_get_pairwise_distinct_styles(robot):
+    """The robot's 14 reaction curves: every (colour, dash, marker) differs from every other;
+    the unique ones solid, the others dashed. `curve_styles` stays pairwise distinct beyond the
+    10 colours, with dashes or (where the dash carries meaning) with markers."""
+    model, flags = robot
+    styles = plotting.pair_styles(model.pair_names, flags)
+    keys = {n: (mcolors.to_hex(s["color"]), str(s["linestyle"]), s.get("marker", ""))
+            for n, s in styles.items()}
+    assert len(keys) == 14 and len(set(keys.values())) == 14
+    assert all(styles[n]["linestyle"] == ("-" if flags[n] else "--") for n in model.pair_names)
+    for count, dashes in ((45, True), (30, False)):
+        drawn = [(mcolors.to_hex(s["color"]), str(s.get("linestyle")), s.get("marker", ""))
+                 for s in plotting.curve_styles(count, dashes=dashes)]
+        assert len(set(drawn)) == count
+        assert all((s == "None") != dashes for _, s, _ in drawn)
+    fig, ax = plt.subplots()
+    paths = {f"p{k}": np.column_stack([np.arange(3.0), np.full(3, k)]) for k in range(12)}
+    plotting.plot_paths(ax, paths)
+    lines = [line for line in ax.get_lines() if line.get_label() in paths]
+    assert len({(mcolors.to_hex(line.get_color()), str(line.get_linestyle()))
+                for line in lines}) == 12
+    plt.close(fig)
+
+
+def test_fan_of_paths_has_a_colour_bar():
+    """Colour carries the value of each path, so the figure has a colour bar that reads it
+    back: the bar's mappable is the paths, titled with the quantity, its scale symmetric about
+    `center`; each path's colour is the bar's colour of its value."""
+    fig, ax = plt.subplots()
+    paths = np.stack([np.column_stack([np.linspace(0, 1, 5), v * np.linspace(0, 1, 5)])
+                      for v in (-0.02, 0.01, 0.03)])
+    values = np.array([-0.02, 0.01, 0.03])
+    bar = plotting.plot_fan(ax, paths, values, "steering amplitude (m)", center=0.0)
+    assert len(fig.axes) == 2 and bar.ax in fig.axes
+    assert bar.ax.get_ylabel() == "steering amplitude (m)"
+    assert bar.mappable.get_clim() == pytest.approx((-0.03, 0.03))
+    colors = bar.mappable.get_colors() if len(bar.mappable.get_colors()) == 3 else None
+    expected = bar.cmap(bar.norm(values))
+    np.testing.assert_allclose(colors if colors is not None else
+                               bar.mappable.to_rgba(values), expected)
+    plt.close(fig)
+
+
+def test_default_duration_shows_one_cycle_or_the_drive():
+    """One turn of a crank driven at 2 rad/s (pi s); one period of the double pendulum's
+    harmonic drives (2 pi / (pi / 6) = 12 s); the robot's steering manoeuvre (ends at 17 s of
+    20, plus 15%, rounded: 20 s); an undriven four-bar under gravity: two pendulum periods of
+    its size, rounded up; nothing to go by: 1 s. The plot and animate commands take it when
+    --t1 is not given."""
+    from jaxmb.models import composed_pendulum, four_bar
+
+    assert plotting.default_duration(slider_crank.build(omega=2.0)) == pytest.approx(np.pi)
+    assert plotting.default_duration(composed_pendulum.build()) == pytest.approx(12.0)
+    assert plotting.default_duration(mobile_robot.build()) == pytest.approx(20.0)
+    bar = four_bar.build()
+    size = drawing._scale(bar, np.asarray(bar.q0))
+    estimate = 4 * np.pi * np.sqrt(size / 9.81)
+    assert estimate <= plotting.default_duration(bar) <= 1.25 * estimate
+    m = mb.Mechanism()
+    m.body("free", mass=1.0, inertia=0.1, q=(0.0, 0.0, 0.0))
+    assert plotting.default_duration(m.build()) == 1.0
+    for command in ("plot", "animate"):
+        ext = "png" if command == "plot" else "gif"
+        args = cli_parser.parse_args([command, "slider_crank", "--out", f"x.{ext}"])
+        assert args.t1 is None
 
 
 def test_every_element_type_is_drawn_at_its_points():
@@ -233,7 +348,8 @@ def crank_trajectory(num):
 
 def test_animate_writes_the_requested_frames(crank, tmp_path, monkeypatch):
     """25 saved states shown in 5 frames: indices round(linspace(0, 24, 5)) = 0, 6, 12, 18, 24;
-    the GIF read back with PIL has 5 distinct frames of 8 x 6 in at 80 dpi."""
+    the GIF read back with PIL has 5 distinct frames, 8 in wide at 100 dpi less the cropped
+    margins: the drawn content reaches within 10 pixels of every edge."""
     np.testing.assert_array_equal(drawing.frame_indices(10, 4), [0, 3, 6, 9])
     np.testing.assert_array_equal(drawing.frame_indices(3, 5), [0, 1, 2])
     traj = crank_trajectory(25)
@@ -242,12 +358,17 @@ def test_animate_writes_the_requested_frames(crank, tmp_path, monkeypatch):
     np.testing.assert_array_equal(info["frames"], [0, 6, 12, 18, 24])
     with Image.open(out) as gif:
         assert gif.n_frames == 5
-        assert gif.size == (640, 480)
+        assert 700 <= gif.size[0] <= 800 and gif.size[1] >= 250
         frames = []
         for k in range(gif.n_frames):
             gif.seek(k)
             frames.append(np.asarray(gif.convert("RGB"), dtype=float))
     assert all(np.abs(f1 - f0).sum() > 0 for f0, f1 in zip(frames, frames[1:]))
+    ink = np.any(frames[0] < 200, axis=2)  # darker than the white background
+    rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+    height, width = ink.shape
+    assert rows[0] <= 10 and cols[0] <= 10 and height - 1 - rows[-1] <= 10
+    assert width - 1 - cols[-1] <= 10
     with pytest.raises(ValueError, match="expected a .gif or .mp4"):
         drawing.animate(crank, traj, tmp_path / "crank.avi", frames=2)
     monkeypatch.setattr(mpl_animation.FFMpegWriter, "isAvailable", classmethod(lambda c: False))
@@ -295,13 +416,14 @@ def run_cli(*args):
 
 
 def test_cli_plot_and_animate_end_to_end(tmp_path):
-    """`jaxmb plot` writes the 15 x 10 in overview at 120 dpi; `jaxmb animate --frames 4` a GIF
-    with 4 frames; a wrong file type is refused before any simulation."""
+    """`jaxmb plot` writes the overview 15 in wide at 120 dpi (the slider-crank is wide: its
+    drawing across the top); `jaxmb animate --frames 4` a GIF with 4 frames; a wrong file type
+    is refused before any simulation."""
     fig = tmp_path / "fig.png"
     proc = run_cli("plot", "slider_crank", "--out", str(fig), "--t1", "0.2", "--num-saves", "11")
     assert proc.returncode == 0, proc.stderr
     with Image.open(fig) as image:
-        assert image.size == (1800, 1200)
+        assert image.size[0] == 1800 and 900 <= image.size[1] <= 1500
     anim = tmp_path / "anim.gif"
     proc = run_cli("animate", "slider_crank", "--out", str(anim), "--t1", "0.2", "--frames", "4")
     assert proc.returncode == 0, proc.stderr
