@@ -4,9 +4,12 @@ public name of jaxmb has an entry in the API reference; the code in the pages re
 names jaxmb has; the signatures the reference shows for equinox Modules are their real ones."""
 
 import ast
+import html as html_lib
+import importlib
 import importlib.util
 import inspect
 import os
+import pkgutil
 import re
 import subprocess
 import sys
@@ -15,6 +18,7 @@ import equinox as eqx
 import pytest
 
 import jaxmb
+import jaxmb.models
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "docs")
@@ -40,6 +44,13 @@ def site(tmp_path_factory):
     return site
 
 
+def load_extension():
+    spec = importlib.util.spec_from_file_location("jaxmb_docs_griffe_lists", EXTENSION)
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    return ext
+
+
 def public_names():
     """The names jaxmb/__init__.py re-exports (`from .x import y as y`; modules `mb.batch` and
     `mb.drive` included), read from the source: vars(jaxmb) would also list any submodule
@@ -62,14 +73,13 @@ def documented_identifiers():
 
 def test_site_builds_strict_with_every_public_name(site):
     """The strict build passed (fixture); each public name has its own anchor in the rendered
-    reference, and the `**Arguments:**` lists of the docstrings render as lists."""
+    reference."""
     html = "".join(
         open(os.path.join(d, f)).read()
         for d, _, files in os.walk(site / "api") for f in files if f.endswith(".html")
     )
     missing = [n for n in public_names() if f'id="jaxmb.{n}"' not in html]
     assert missing == []
-    assert "<li><code>rtol</code>, <code>atol</code>: error tolerances" in html  # simulate
     for page in ("notebooks/01_getting_started", "model_files", "concepts/solvability", "cli"):
         assert (site / page / "index.html").is_file(), page
 
@@ -136,9 +146,7 @@ def test_equinox_signatures_match_the_real_ones():
     fields by static analysis; compare with `inspect.signature` of the imported class: same
     parameter names in the same order, same defaults."""
     griffe = pytest.importorskip("griffe")
-    spec = importlib.util.spec_from_file_location("jaxmb_docs_griffe_lists", EXTENSION)
-    ext = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ext)
+    ext = load_extension()
     package = griffe.load("jaxmb", search_paths=[ROOT],
                           extensions=griffe.load_extensions(ext.EquinoxSignatures()))
     checked = 0
@@ -163,10 +171,221 @@ def test_equinox_signatures_match_the_real_ones():
 def test_separate_lists_inserts_blank_lines_only_where_needed():
     """A list right under its lead-in line gets a blank line before its first item only;
     fenced code is untouched (hand-written cases)."""
-    spec = importlib.util.spec_from_file_location("jaxmb_docs_griffe_lists", EXTENSION)
-    ext = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ext)
+    ext = load_extension()
     text = "**Arguments:**\n- `a`: one,\n  continued.\n- `b`: two.\n\nText.\n```\nx\n- y\n```"
     want = "**Arguments:**\n\n- `a`: one,\n  continued.\n- `b`: two.\n\nText.\n```\nx\n- y\n```"
     assert ext.separate_lists(text) == want
     assert ext.separate_lists(want) == want
+
+
+def page_html(site, page):
+    return (site / page / "index.html").read_text(encoding="utf-8")
+
+
+def text_of(fragment, tag=" "):
+    """The visible text of an HTML fragment, its tags replaced by `tag`, whitespace collapsed."""
+    return " ".join(html_lib.unescape(re.sub(r"<[^>]+>", tag, fragment)).split())
+
+
+def parameter_rows(html, identifier):
+    """{name: (type, description, default)} of the parameter table of the object whose heading
+    has id `identifier`, read from the rendered page (rows in order)."""
+    start = html.index(f'id="{identifier}"')
+    end = html.find('class="doc doc-heading"', html.index(">", start))
+    section = html[start:end if end > 0 else len(html)]
+    table = section[section.index("Parameters:"):]
+    table = table[:table.index("</table>")]
+    rows = {}
+    for row in re.findall(r'<tr class="doc-section-item">(.*?)</tr>', table, flags=re.S):
+        name, kind, description, default = (text_of(c, "") for c in
+                                            re.findall(r"<td>(.*?)</td>", row, flags=re.S))
+        rows[name] = (kind, description, default)
+    return rows
+
+
+def test_parameter_tables_give_name_type_description_and_default(site):
+    """Each parameter of a function or class has a table row: its type and default from the
+    signature, its description from the docstring's `**Arguments:**` list (which then is not
+    repeated as prose). simulate: every parameter in signature order; rtol and atol share one
+    item; a class (Bushing) gets its fields with units; an equinox Module without an
+    `**Arguments:**` list (Revolute) still gets names and types."""
+    html = page_html(site, "api/simulation")
+    rows = parameter_rows(html, "jaxmb.simulate")
+    assert list(rows) == list(inspect.signature(jaxmb.simulate).parameters)
+    described = "error tolerances of the adaptive step-size controller (positive)."
+    assert rows["rtol"] == ("Real[ArrayLike, '']", described, "1e-08")
+    assert rows["atol"] == ("Real[ArrayLike, '']", described, "1e-10")
+    assert rows["model"] == ("Model", "a built Model.", "required")
+    assert rows["max_steps"][0::2] == ("int", "200000")
+    assert all(description for _, description, _ in rows.values())  # every one documented
+    simulate = html[html.index('id="jaxmb.simulate"'):html.index('id="jaxmb.Trajectory"')]
+    assert "Arguments:" not in text_of(simulate)  # the list became the table
+    assert "Returns:" in text_of(simulate) and "Trajectory" in text_of(simulate)
+
+    elements = page_html(site, "api/elements")
+    bushing = parameter_rows(elements, "jaxmb.Bushing")
+    assert list(bushing) == ["name", "i", "j", "s_i", "s_j", "stiffness", "damping",
+                             "free_angle"]
+    assert bushing["stiffness"][1] == "(kx, ky, kphi) in N/m, N/m, N m/rad."
+    assert bushing["damping"][2] == "(0.0, 0.0, 0.0)"
+    revolute = parameter_rows(elements, "jaxmb.Revolute")
+    assert {name: kind for name, (kind, _, _) in revolute.items()} == {
+        "name": "str", "i": "Body", "j": "Body", "s_i": "Float[Array, 2]",
+        "s_j": "Float[Array, 2]"}
+
+
+def test_argument_lists_of_the_public_api_become_tables():
+    """Every `**Arguments:**` block of a function or class the reference shows is a list whose
+    items start with the names of its parameters (`- `a`, `b`: text`), so the extension can
+    turn it into the parameter table: a prose block, or an item naming no parameter (a typo, a
+    renamed argument) stays prose on the site, and fails here naming the object."""
+    griffe = pytest.importorskip("griffe")
+    ext = load_extension()
+    package = griffe.load("jaxmb", search_paths=[ROOT], extensions=griffe.load_extensions(
+        ext.ListsAfterLeadIn(), ext.EquinoxSignatures()))
+    seen, problems, lists = set(), [], 0
+
+    def walk(obj):
+        obj = obj.final_target if obj.is_alias else obj
+        if obj.path in seen:
+            return
+        seen.add(obj.path)
+        if (obj.is_function or obj.is_class) and obj.docstring is not None:
+            check(obj)
+        if obj.is_module or obj.is_class:
+            for name, member in obj.members.items():
+                if not name.startswith("_") and not (obj.is_module and member.is_alias):
+                    walk(member)
+
+    def check(obj):
+        nonlocal lists
+        text = obj.docstring.value
+        if re.search(r"^\*\*Arguments:\*\*[ \t]*\S", text, flags=re.M):
+            problems.append((obj.path, "prose after **Arguments:**"))
+            return
+        items = ext.split_docstring(text)["items"]
+        if "**Arguments:**" in text and items is None:
+            problems.append((obj.path, "no list after **Arguments:**"))
+        names = {name for name, _ in ext._signature(obj)}
+        for item in items or ():
+            parsed = ext.parse_item(item)
+            if parsed is None or not set(parsed[0]) <= names:
+                problems.append((obj.path, item[:60]))
+        lists += items is not None
+
+    for identifier in sorted(documented_identifiers()):
+        walk(package[identifier.removeprefix("jaxmb.")])
+    assert problems == []
+    assert lists >= 15  # the check above is not vacuous
+
+
+def test_parse_item_and_split_docstring():
+    """The grammar of an argument list item, and the parts of a docstring (hand-written)."""
+    ext = load_extension()
+    assert ext.parse_item("`a`: one; two") == (["a"], "one; two")
+    assert ext.parse_item("`rtol`, `atol`: tolerances;") == (["rtol", "atol"], "tolerances")
+    assert ext.parse_item("`k` (static): K, the count") == (["k"], "(static) K, the count")
+    assert ext.parse_item("`q` (n,) the state") is None  # no colon: prose
+    assert ext.parse_item("state `q`: the state") is None  # not led by the name
+    text = ("Lead.\n\n**Arguments:**\n\n- `a`: one,\n  continued.\n- `b`: two.\n\nMiddle.\n\n"
+            "**Returns:** the\nresult.\n\nAfter.")
+    assert ext.split_docstring(text) == {
+        "before": "Lead.", "items": ["`a`: one, continued.", "`b`: two."],
+        "between": "Middle.", "returns": "the result.", "after": "After."}
+    inline = "Lead.\n\n**Arguments:** `a`; `b`.\n"
+    assert ext.split_docstring(inline)["items"] is None
+
+
+def nav_pages():
+    """The pages of the site's navigation (mkdocs.yml `nav:`), as site folders."""
+    with open(os.path.join(ROOT, "mkdocs.yml")) as f:
+        config = f.read()
+    nav = re.search(r"^nav:\n((?:[ -].*\n)+)", config, flags=re.M).group(1)
+    pages = re.findall(r":\s*(\S+\.(?:md|ipynb))\s*$", nav, flags=re.M)
+    return {os.path.splitext(p)[0].removesuffix("index") for p in pages}
+
+
+PUBLIC_MODULES = ["jaxmb.batch", "jaxmb.drive", "jaxmb.drawing", "jaxmb.plotting",
+                  "jaxmb.elements", "jaxmb.rigid_limit", "jaxmb.studies"]
+"""jaxmb's public modules besides the package (and `jaxmb.models.*`): their public functions
+and classes are part of the reference."""
+
+NOT_API = {"jaxmb.cli", "jaxmb.cli_parser"}
+"""Public-named modules that are the command line, documented on the Command line page."""
+
+
+def module_api(name):
+    """The public functions and classes of module `name`: those of its `__all__`, else those it
+    defines or re-exports (`from .x import y as y`) without a leading underscore."""
+    module = importlib.import_module(name)
+    names = getattr(module, "__all__", None)
+    if names is None:
+        with open(module.__file__) as f:
+            tree = ast.parse(f.read())
+        exported = {a.asname for node in tree.body if isinstance(node, ast.ImportFrom)
+                    for a in node.names if a.asname == a.name}
+        names = [n for n, v in vars(module).items() if not n.startswith("_")
+                 and (inspect.isfunction(v) or inspect.isclass(v))
+                 and (v.__module__ == name or n in exported)]
+    return {n: getattr(module, n) for n in names
+            if inspect.isfunction(getattr(module, n)) or inspect.isclass(getattr(module, n))}
+
+
+def test_every_public_function_and_class_is_reachable_from_the_navigation(site):
+    """Every public function and class, of jaxmb and of its public modules, has an anchor on a
+    page of the navigation (under its own name or another public spelling of the same object,
+    as `jaxmb.elements.Revolute` is documented as `jaxmb.Revolute`). Every public-named module
+    is either part of the API or the command line, so a new module has to be placed."""
+    modules = [m.name for m in pkgutil.iter_modules(jaxmb.__path__) if not m.name.startswith("_")]
+    assert {f"jaxmb.{m}" for m in modules} - {"jaxmb.models"} == set(PUBLIC_MODULES) | NOT_API
+    models = [f"jaxmb.models.{m.name}" for m in pkgutil.iter_modules(jaxmb.models.__path__)]
+    anchors = set()
+    for page in nav_pages():
+        path = site / page / "index.html"
+        assert path.is_file(), page
+        anchors |= set(re.findall(r'id="(jaxmb[\w.]*)"', path.read_text(encoding="utf-8")))
+    spellings = {}  # object id -> its documented public names
+    for name in public_names():
+        spellings.setdefault(id(getattr(jaxmb, name)), set()).add(f"jaxmb.{name}")
+    missing, count = [], 0
+    for module in PUBLIC_MODULES + models:
+        assert module in anchors or module in {"jaxmb.elements"}, module
+        for name, obj in module_api(module).items():
+            count += 1
+            if not ({f"{module}.{name}"} | spellings.get(id(obj), set())) & anchors:
+                missing.append(f"{module}.{name}")
+    missing += [f"jaxmb.{n}" for n in public_names() if f"jaxmb.{n}" not in anchors]
+    assert missing == []
+    assert count > 60
+
+
+PRIVATE = re.compile(r"jaxmb[./]_\w[\w./]*")
+
+
+def private_links(html):
+    """(attribute, value) of every href, id or title naming a private object."""
+    return [(attr, value) for attr, value in re.findall(r'\b(href|id|title)="([^"]*)"', html)
+            if PRIVATE.search(value)]
+
+
+def test_the_site_names_no_private_object(site):
+    """A link check: no link of the site points at a private name (`jaxmb._x`), no anchor is one
+    and no link title shows one; and the API reference does not mention one in its text (the
+    pages `jaxmb._...` would lead to are not on the site). The checks catch each kind in a
+    hand-written sample."""
+    links = []
+    for folder, _, files in os.walk(site):
+        for f in files:
+            if f.endswith(".html"):
+                html = open(os.path.join(folder, f), encoding="utf-8").read()
+                page = os.path.relpath(os.path.join(folder, f), site)
+                links += [(page, *link) for link in private_links(html)]
+    assert links == []
+    mentions = [(page, m) for page in sorted(nav_pages()) if page.startswith("api/")
+                for m in PRIVATE.findall(text_of(page_html(site, page)))]
+    assert mentions == []
+    sample = ('<a href="../x/#jaxmb._io.load">load</a> <span title="jaxmb._model.rows.RowTable">'
+              'RowTable</span> <h3 id="jaxmb._io.to_dict"></h3> see <code>jaxmb._analyses.friction'
+              '</code> and jaxmb/_model/terms.py')
+    assert [a for a, _ in private_links(sample)] == ["href", "title", "id"]
+    assert PRIVATE.findall(text_of(sample)) == ["jaxmb._analyses.friction", "jaxmb/_model/terms.py"]

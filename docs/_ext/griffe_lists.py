@@ -7,6 +7,13 @@
   annotated fields, which static analysis does not see; this builds that signature (fields in
   definition order, base classes first, defaults from `= value` or `eqx.field(default=...)`,
   class variables and `eqx.AbstractVar` skipped), so `Revolute(name, i, j, s_i, s_j)` is shown.
+- `ParameterTables`: every function, method and class with parameters gets a parameter table
+  (name, type and default from the signature); the items of its `**Arguments:**` list
+  (`- `name`: description`, or `- `a`, `b`: description` for several) fill the descriptions
+  and leave the prose, and `**Returns:** text` becomes a returns table with the return
+  annotation. An `**Arguments:**` block that is not such a list stays prose (tests/test_docs.py
+  checks that the public API has none). Names of private objects in signatures are shown
+  as plain names, so the site names no private path.
 """
 
 import re
@@ -115,3 +122,248 @@ class EquinoxSignatures(griffe.Extension):
                                    parameters=griffe.Parameters(self_param, *_init_parameters(cls)),
                                    returns="None")
             cls.set_member("__init__", init)
+
+
+_LEAD = re.compile(r"^\*\*(Arguments|Returns):\*\*[ \t]*(.*)$")
+_NAMES = re.compile(r"`(\*{0,2}\w+)`((?:\s*(?:,|/|and|or)\s*`\*{0,2}\w+`)*)")
+_FENCE_BLOCK = re.compile(r"\n*```.*?```\s*\Z", re.S)
+
+
+def _closing_paren(text: str, start: int) -> int:
+    """Index of the parenthesis closing the one at text[start], or -1."""
+    depth = 0
+    for k in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[k], 0)
+        if depth == 0:
+            return k
+    return -1
+
+
+def parse_item(item: str) -> tuple[list[str], str] | None:
+    """(names, description) of an argument list item "`a`, `b` (qualifier): text", or None
+    when the item does not start with backticked names followed by `:` (or a parenthesized
+    qualifier and `:`, kept at the front of the description)."""
+    match = _NAMES.match(item)
+    if match is None:
+        return None
+    names = re.findall(r"`(\*{0,2}\w+)`", match.group(0))
+    rest = item[match.end():].lstrip()
+    qualifier = ""
+    if rest.startswith("("):
+        end = _closing_paren(rest, 0)
+        if end < 0:
+            return None
+        qualifier, rest = rest[:end + 1], rest[end + 1:].lstrip()
+    if not rest.startswith(":"):
+        return None
+    description = " ".join(part for part in (qualifier, rest[1:].strip()) if part)
+    return names, description.rstrip(";").rstrip()
+
+
+def _list_items(lines: list[str]) -> list[str]:
+    """The items of a Markdown list given as lines (continuations joined), or [] if the lines
+    are not one list."""
+    items = []
+    for line in lines:
+        if re.match(r"[-*+] ", line):
+            items.append(line[2:].strip())
+        elif items and line.startswith(" ") and line.strip():
+            items[-1] += " " + line.strip()
+        else:
+            return []
+    return items
+
+
+def split_docstring(text: str) -> dict:
+    """The `**Arguments:**` list (items), the `**Returns:**` paragraph and the prose around
+    them: {"before", "items", "between", "returns", "after"}; "items" is None where there is
+    no `**Arguments:**` list (an inline one stays in the prose)."""
+    lines = text.splitlines()
+    parts = {"before": [], "items": None, "between": [], "returns": None, "after": []}
+    where = "before"
+    k = 0
+    while k < len(lines):
+        lead = _LEAD.match(lines[k])
+        if lead and lead.group(1) == "Arguments" and not lead.group(2) \
+                and parts["items"] is None and where == "before":
+            end = k + 1
+            while end < len(lines) and not lines[end].strip():
+                end += 1
+            start = end
+            while end < len(lines) and (re.match(r"[-*+] ", lines[end])
+                                        or (lines[end].startswith(" ") and lines[end].strip())):
+                end += 1
+            items = _list_items(lines[start:end])
+            if items:
+                parts["items"], where, k = items, "between", end
+                continue
+        if lead and lead.group(1) == "Returns" and parts["returns"] is None:
+            end = k + 1
+            while end < len(lines) and lines[end].strip() and not _LEAD.match(lines[end]):
+                end += 1
+            parts["returns"] = " ".join([lead.group(2)] + [x.strip() for x in lines[k + 1:end]])
+            where, k = "after", end
+            continue
+        parts[where].append(lines[k])
+        k += 1
+    for key in ("before", "between", "after"):
+        parts[key] = "\n".join(parts[key]).strip("\n")
+    return parts
+
+
+def _signature(obj):
+    """The parameters a reader passes: a function's, or a class's `__init__` (self left out)."""
+    function = obj
+    if obj.is_class:
+        function = obj.all_members.get("__init__")
+        if function is None or function.is_alias:
+            try:
+                function = function.final_target if function is not None else None
+            except Exception:  # an external base: no signature to show
+                return []
+    if function is None or not function.is_function:
+        return []
+    params = list(function.parameters)
+    if params and params[0].name in ("self", "cls") and (obj.is_class or obj.parent.is_class):
+        params = params[1:]
+    star = {griffe.ParameterKind.var_positional: "*", griffe.ParameterKind.var_keyword: "**"}
+    return [(star.get(p.kind, "") + p.name, p) for p in params]
+
+
+def parameter_sections(obj) -> list | None:
+    """The parsed docstring sections of `obj`, with the parameter and returns tables; None
+    where `obj` has no docstring or nothing to tabulate."""
+    if obj.docstring is None or "property" in obj.labels:
+        return None
+    own_init = obj.members.get("__init__") if obj.is_class else None
+    if own_init is not None and not own_init.is_alias and own_init.docstring is not None:
+        return None  # merged into the class's page: the `__init__` docstring has the table
+    signature = _signature(obj) if (obj.is_function or obj.is_class) else []
+    parts = split_docstring(obj.docstring.value)
+    described = {}
+    prose_items = None
+    for item in parts["items"] or []:
+        parsed = parse_item(item)
+        known = {name for name, _ in signature}
+        if parsed is None or not set(parsed[0]) <= known:
+            prose_items = parts["items"]  # not a parameter list: keep it as written
+            described = {}
+            break
+        for name in parsed[0]:
+            described.setdefault(name, parsed[1])
+    if not signature and parts["returns"] is None:
+        return None
+    sections = []
+    before = parts["before"]
+    if prose_items is not None:
+        before += "\n\n**Arguments:**\n\n" + "\n".join(f"- {i}" for i in prose_items)
+    trailer = ""
+    if parts["returns"] is None and not parts["between"] and not parts["after"]:
+        fence = _FENCE_BLOCK.search(before)  # the table goes above a closing example
+        if fence:
+            before, trailer = before[:fence.start()], fence.group(0).strip("\n")
+    if before:
+        sections.append(griffe.DocstringSectionText(before))
+    if signature:
+        sections.append(griffe.DocstringSectionParameters([
+            griffe.DocstringParameter(name, description=described.get(name, ""),
+                                      annotation=p.annotation, value=p.default)
+            for name, p in signature
+        ]))
+    if parts["between"]:
+        sections.append(griffe.DocstringSectionText(parts["between"]))
+    if parts["returns"] is not None:
+        returns = obj.returns if obj.is_function else None
+        sections.append(griffe.DocstringSectionReturns([
+            griffe.DocstringReturn("", description=parts["returns"], annotation=returns)
+        ]))
+    for text in (parts["after"], trailer):
+        if text:
+            sections.append(griffe.DocstringSectionText(text))
+    return sections
+
+
+def _objects(obj):
+    for member in obj.members.values():
+        if member.is_alias:
+            continue
+        if member.is_function or member.is_class:
+            yield member
+        if member.is_module or member.is_class:
+            yield from _objects(member)
+
+
+def _is_private(path: str) -> bool:
+    return any(part.startswith("_") for part in path.split("."))
+
+
+def _public_targets(pkg) -> set[str]:
+    """The paths of the objects that the package's public names stand for (`jaxmb.Model` for
+    `jaxmb._model.model.Model`): the site documents them under the public name."""
+    targets, todo = set(), [pkg]
+    while todo:
+        module = todo.pop()
+        for name, member in module.members.items():
+            if name.startswith("_"):
+                continue
+            if member.is_alias:
+                try:
+                    targets.add(member.final_target.path)
+                except (griffe.AliasResolutionError, griffe.CyclicAliasError):
+                    pass
+            elif member.is_module:
+                todo.append(member)
+    return targets
+
+
+def _expressions(obj):
+    """The annotations and defaults of `obj`'s signature, or its annotation and value."""
+    if obj.is_function:
+        for p in obj.parameters:
+            yield p.annotation
+            yield p.default
+        yield obj.returns
+    elif obj.is_attribute:
+        yield obj.annotation
+        yield obj.value
+
+
+def detach_private_names(pkg) -> None:
+    """A name in a signature whose object is private and not documented under a public name
+    (`Problem`, `RANK_RTOL`) is shown as a plain name: without this its cross-reference, left
+    unresolved, would carry the private path (`jaxmb._formulations.problem.Problem`)."""
+    public = _public_targets(pkg)
+    todo = [pkg]
+    while todo:
+        obj = todo.pop()
+        for member in obj.members.values():
+            if member.is_alias:
+                continue
+            if member.is_module or member.is_class:
+                todo.append(member)
+            for expr in _expressions(member):
+                if not isinstance(expr, griffe.Expr):
+                    continue
+                for name in expr.iterate(flat=True):
+                    if not isinstance(name, griffe.ExprName) or name.parent is None:
+                        continue
+                    try:
+                        path = name.canonical_path
+                    except Exception:  # unresolvable: left as it is
+                        continue
+                    if path.startswith(pkg.name + ".") and _is_private(path) \
+                            and path not in public:
+                        name.parent = None
+
+
+class ParameterTables(griffe.Extension):
+    """Give every function and class its parameter (and returns) table: the parsed sections
+    are set once, after `EquinoxSignatures` has given equinox Modules their `__init__`; and
+    show names of private objects in signatures as plain names (`detach_private_names`)."""
+
+    def on_package(self, *, pkg, **kwargs):
+        for obj in _objects(pkg):
+            sections = parameter_sections(obj)
+            if sections is not None:
+                obj.docstring.__dict__["parsed"] = sections  # the cached `Docstring.parsed`
+        detach_private_names(pkg)

@@ -26,11 +26,15 @@ def accelerations(
 ) -> Float[Array, " n"]:
     """Accelerations qdd from the null-space formulation (seed 001, eq. 13).
 
-    **Arguments:** `model`, state `q`, `qd`, time `t`; `gamma` optionally replaces the
-    acceleration right-hand side (e.g. with constraint stabilization terms); `method`: for a
-    model with friction elements, the reaction method their normal loads come from (default
-    the minimum-norm multipliers; `mb.Compliance` where a friction pair's reactions are not
-    unique, see `jaxmb._analyses.friction`).
+    **Arguments:**
+    - `model`: a built `Model`.
+    - `q`, `qd`: the state, coordinates (n,) and their rates.
+    - `t`: time (s), for drivers and time-dependent forces.
+    - `gamma`: replaces the acceleration right-hand side (e.g. with constraint stabilization
+      terms); None: the model's.
+    - `method`: for a model with friction elements, the reaction method their normal loads
+      come from (default the minimum-norm multipliers; `mb.Compliance` where a friction pair's
+      reactions are not unique).
 
     **Returns:** qdd, unique even when C is rank-deficient. jit, vmap and grad work. A q or qd
     of the wrong shape, or with a nan or inf entry, raises naming the entry (also inside jit).

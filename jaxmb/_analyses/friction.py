@@ -281,10 +281,14 @@ def friction_forces(
 ) -> FrictionForces:
     """The friction forces at a state: the equations of motion with friction solved there.
 
-    **Arguments:** `model` (with friction elements), state `q`, `qd`, time `t`; `method`: the
-    reaction method the friction's normal loads come from (a pair's reaction must be unique
-    unless it is `mb.Compliance`, see `jaxmb._analyses.friction`); `qdd`: given accelerations (a
-    driven motion) or None for those of the model.
+    **Arguments:**
+    - `model`: a built `Model` with friction elements.
+    - `q`, `qd`: the state, coordinates (n,) and their rates.
+    - `t`: time (s).
+    - `method`: the reaction method the friction's normal loads come from; a pair's reaction
+      must be unique unless it is `mb.Compliance` (the joints' stiffness then shares the load
+      of an overconstrained pair).
+    - `qdd`: given accelerations (a driven motion), or None for those of the model.
 
     **Returns:** `FrictionForces` (friction forces, their generalized forces and dissipated
     power, normal loads, qdd, lambda, and whether Newton's method converged). jit, vmap and

@@ -58,24 +58,30 @@ def simulate(
     default one that passes singular positions (`default_formulation`).
 
     **Arguments:**
-    - `model`, initial state `q0`, `qd0` (consistent: see `assemble`, `consistent_velocity`),
-      final time `t1`, start `t0` (finite; t1 < t0 integrates backwards, the Baumgarte
-      damping acting in the direction of integration; not with "independent").
+    - `model`: a built `Model`.
+    - `q0`, `qd0`: the initial state, coordinates (n,) and their rates, consistent with the
+      constraints (see `assemble`, `consistent_velocity`).
+    - `t1`: the final time (s, finite); t1 < t0 integrates backwards, the Baumgarte damping
+      acting in the direction of integration (not with "independent").
+    - `t0`: the start time (s, finite).
     - `ts`: times to save (default 201 equally spaced instants from t0 to t1): a non-empty
       1-D array within [t0, t1], ordered from t0 towards t1.
     - `rtol`, `atol`: error tolerances of the adaptive step-size controller (positive).
     - `solver`: a diffrax solver (default `diffrax.Tsit5()`; `diffrax.Dopri5()` is the
       Dormand-Prince pair used by seed 001).
+    - `dt0`: the first step (s, with the sign of t1 - t0); None lets the controller choose it.
+    - `max_steps`: the most integrator steps; a run that needs more stops (and raises with
+      `throw`).
     - `stabilization`: `Baumgarte(alpha, beta)` or None; "default" is `Baumgarte()`, and None
       for `mb.Projection()` (its projections hold the constraints at round-off).
     - `adjoint`: diffrax adjoint for reverse-mode gradients (default recursive checkpointing);
       for forward mode (jax.jacfwd, jax.jvp) pass `diffrax.ForwardMode()`.
     - `throw`: raise on failure, naming the cause (a singular configuration and the pair
-      involved, a non-finite force element, step-size collapse, max_steps; see
-      `jaxmb._formulations.failures`); with False, inspect `Trajectory.result`, `t_stop` and
-      `singular` (per item under vmap); an initial state that would raise (non-finite, off the
-      constraints, non-finite forces) is then refused per item instead: `start_error` > 0
-      indexes `START_ERRORS`, and nothing is integrated for that item.
+      involved, a non-finite force element, step-size collapse, max_steps); with False,
+      inspect `Trajectory.result`, `t_stop` and `singular` (per item under vmap); an initial
+      state that would raise (non-finite, off the constraints, non-finite forces) is then
+      refused per item instead: `start_error` > 0 indexes `START_ERRORS`, and nothing is
+      integrated for that item.
     - `progress`: print a text progress meter.
     - `stepsize_controller`: replaces the default `diffrax.PIDController(rtol, atol)` (with
       dtmin = 1e-12 |t1 - t0|, so a collapsing step size stops the run), e.g.
@@ -100,7 +106,7 @@ def simulate(
       come from (default: the formulation's, i.e. the minimum-norm multipliers for
       "null_space"). Where the reactions of a pair with friction are not unique (an
       overconstrained mechanism) only `mb.Compliance(stiffness, default)` is accepted, and
-      another method raises naming the pair (`jaxmb._analyses.friction`). Each right-hand side
+      another method raises naming the pair. Each right-hand side
       solves the friction forces by Newton's method; where it does not converge the step is
       rejected, and a run stopped by that raises saying so.
 

@@ -82,9 +82,9 @@ class AugmentedLagrangian(AbstractStateFormulation):
     """`simulate(..., formulation=mb.AugmentedLagrangian())` (or "augmented_lagrangian"): the
     accelerations of the augmented-Lagrangian iteration on the sparse matrix M + alpha C'^T C'
     and mass-orthogonal projections of q and qd after every accepted step with the same
-    matrix (module docstring). No rank decision anywhere: it passes redundant constraints and
-    singular positions (the IFToMM A02 N-four-bar) alike, and its cost grows with the number
-    of pairs, not rows x n.
+    matrix (the docs' Formulations page). No rank decision anywhere: it passes redundant
+    constraints and singular positions (the IFToMM A02 N-four-bar) alike, and its cost grows
+    with the number of pairs, not rows x n.
 
     **Arguments:**
     - `penalty` (data: a new value reuses the compiled program): alpha, dimensionless (rows
@@ -169,7 +169,7 @@ class AugmentedLagrangian(AbstractStateFormulation):
     def project_state(
         self, model: Model, q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
     ) -> tuple[Float[Array, " n"], Float[Array, " n"], Float[Array, ""]]:
-        """(q, qd, max |Phi| left): the position and velocity projections (module docstring)."""
+        """(q, qd, max |Phi| left): the position and velocity projections."""
         return project_state(model, self, q, qd, t)
 
     def reuses_last_stage(self, model: Model) -> bool:

@@ -32,7 +32,7 @@ from .trajectory import Trajectory
 
 
 class AbstractFormulation(eqx.Module):
-    """A formulation of the equations of motion for `simulate` (module docstring)."""
+    """A formulation of the equations of motion for `simulate` (the docs' Formulations page)."""
 
     @abc.abstractmethod
     def integrate(self, model: Model, problem: Problem) -> Trajectory:
@@ -43,12 +43,12 @@ class AbstractStateFormulation(AbstractFormulation):
     """A formulation whose ODE is y = (q, qd), y' = (qd, qdd(q, qd, t)), integrated by
     simulate's diffrax program. It supplies
 
-    - `accelerations(model, terms, label)`: qdd from the `jaxmb._model.terms.StateTerms` at a
-      state (runtime errors start with `label`);
+    - `accelerations(model, terms, label)`: qdd from the terms of the equations of motion at
+      a state (M, F, C, gamma; runtime errors start with `label`);
     - `accelerations_and_ratios(model, terms, label)`: qdd and the pivot ratios the passage
       monitor follows (`with_ratios` forms them apart);
     - `wrap_solver(solver, model, from_rhs)`: the diffrax solver as this formulation runs it
-      (`monitored_solver` for the passage monitor of `jaxmb._formulations.passages`);
+      (`monitored_solver` for the singular-passage monitor, `Trajectory.t_passage`);
     - `check_start(model, q0, t0, label)`: trace-time checks of the formulation against the
       model, and q0 with runtime checks of the initial state;
     - `diagnose_stop(model, failed, stop)`: eagerly, after a run that stopped early, raise

@@ -50,12 +50,14 @@ from .wrapped_solver import TransparentSolver
 class Projection(AbstractStateFormulation):
     """`simulate(..., formulation=mb.Projection())` (or "projection"): the null-space
     formulation with mass-orthogonal projections of q and qd onto the constraints after every
-    accepted step (see `jaxmb._formulations.projection`); it passes singular configurations on the
+    accepted step (the docs' Formulations page); it passes singular configurations on the
     branch that the velocity selects (the IFToMM A02 N-four-bar, `benchmarks/bench_a02.py`).
 
-    **Arguments:** `iterations`: Gauss-Newton iterations of the position projection (fixed,
-    so derivatives flow through it); `tol`: largest max |Phi| they may leave -- a step whose
-    projection does not get there is rejected and retried with a smaller step."""
+    **Arguments:**
+    - `iterations`: Gauss-Newton iterations of the position projection (fixed, so derivatives
+      flow through it).
+    - `tol`: the largest max |Phi| they may leave; a step whose projection does not get there
+      is rejected and retried with a smaller step."""
 
     iterations: int = eqx.field(static=True, default=3)
     tol: float = eqx.field(static=True, default=1e-10)

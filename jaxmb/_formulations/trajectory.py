@@ -12,10 +12,11 @@ class Trajectory(eqx.Module):
     the saved instants where the independent-coordinate formulation changed its partition
     (None for the other formulations). `t_stop` is the time the integration reached (t1 on
     success; saved states after it are inf) and `singular` says whether it stopped at a
-    singular configuration (see `jaxmb._formulations.failures`); both None where not integrated.
+    singular configuration (a rank drop of C that the formulation cannot pass); both None where
+    not integrated.
     `start_error` is 0, or with throw=False the index in `START_ERRORS` of the reason the
     initial state was refused. `t_passage` is the time of the first singular passage of the
-    null-space and eliminated formulations (inf if none; see `jaxmb._formulations.passages`), where
+    null-space and eliminated formulations (inf if none; see `mb.SingularPassageWarning`), where
     they may switch branch; None for the projection and independent formulations.
 
     Shapes: `T` saved times, `n` coordinates; `*batch` is empty for one simulation and the

@@ -123,7 +123,9 @@ class Model(eqx.Module):
 
     @property
     def row_table(self) -> RowTable:
-        """Which rows of C belong to which pair (`jaxmb._model.rows.RowTable`)."""
+        """Which rows of C belong to which pair: `slices` (one slice of rows per pair, in pair
+        order), `owner` (rows,), the index of the pair of each row, and `holonomic` (rows,), True
+        for the rows of holonomic pairs."""
         return row_table(self.pairs)
 
     def rows(self, name: str) -> slice:
@@ -176,7 +178,7 @@ class Model(eqx.Module):
         """Constraint matrix C(q, t) = dg/dqd, shape (m + h, n) (seed 001, eq. 5).
 
         Each pair is differentiated with respect to its own bodies' coordinates only (a block of
-        num_rows x 3 bodies), pairs of one type together (`jaxmb._model.groups`)."""
+        num_rows x 3 bodies), pairs of one type together (one vmapped evaluation per type)."""
         check_shapes(self, "Model.C", q=q)
         t = jnp.asarray(t, dtype=q.dtype)
         pairs, groups = self._groups()

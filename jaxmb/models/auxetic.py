@@ -111,22 +111,30 @@ def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
           lock_mode=False, sizes=None, offsets=None, aspect=1.0, hold="plate"):
     """The n x m linkage on its mode at `theta`, plate (0, 0) welded to the ground ("hold").
 
-    **Arguments:** `n`, `m` (static; m = n by default, both >= 2) plates per row and column;
-    `theta` the mode angle (0 < theta < pi / 4 keeps neighbours apart), `side` the plates' side
-    a, `mass` each plate's mass (a uniform square: J = m a^2 / 6), `gravity` (None: none);
-    `pull` (None: none) a force in N on every plate of the left and right edges, at its centre,
-    outwards (-x on column 0, +x on column n - 1: the grid pulled at two opposite edges, which
-    drives the auxetic mode); `lock_mode` (static) adds "mode", a relative angle driver that
-    holds the angle between plates (0, 0) and (1, 0) at 2 theta, so the linkage is a
-    structure (dof 0) and any load is an equilibrium (its reaction is the torque that holds
-    the mode). `sizes` (one side per plate) and `offsets` (per hinge, a 2-vector) design
-    the pattern (`hinge_points`; a plate of side s has mass `mass` (s / side)^2); `aspect`
-    makes the plates rectangles side x aspect side (rotating rectangles: the mode's Poisson
-    ratio is -1 only for squares). `hold` (static): "plate" welds plate (0, 0) to the ground;
-    "edge" holds the left edge instead, a pin "hold" at the centre of plate (0, 0) and a
-    roller "roller{j}" (x held, y and the angle free) at the centre of every other plate of
-    column 0: the mode keeps every centre of column 0 on x = 0, so it stays free (dof 1, and
-    m - 2 more redundant rows than "plate"). All but n, m, lock_mode and hold traceable. Bodies
+    **Arguments:**
+    - `n`, `m` (static): plates per row and column (m = n by default, both >= 2).
+    - `theta`: the mode angle (rad; 0 < theta < pi / 4 keeps neighbours apart).
+    - `side`: the plates' side a (m).
+    - `mass`: each plate's mass (kg; a uniform square: J = m a^2 / 6).
+    - `gravity`: (gx, gy) in m/s^2, or None for none.
+    - `pull`: a force in N on every plate of the left and right edges, at its centre,
+      outwards (-x on column 0, +x on column n - 1: the grid pulled at two opposite edges,
+      which drives the auxetic mode), or None for none.
+    - `lock_mode` (static): adds "mode", a relative angle driver that holds the angle between
+      plates (0, 0) and (1, 0) at 2 theta, so the linkage is a structure (dof 0) and any load
+      is an equilibrium (its reaction is the torque that holds the mode).
+    - `sizes`: one side per plate (m), designing the pattern with `offsets` (`hinge_points`;
+      a plate of side s has mass `mass` (s / side)^2).
+    - `offsets`: per hinge, a 2-vector (m, global frame).
+    - `aspect`: makes the plates rectangles side x aspect side (rotating rectangles: the
+      mode's Poisson ratio is -1 only for squares).
+    - `hold` (static): "plate" welds plate (0, 0) to the ground; "edge" holds the left edge
+      instead, a pin "hold" at the centre of plate (0, 0) and a roller "roller{j}" (x held, y
+      and the angle free) at the centre of every other plate of column 0: the mode keeps every
+      centre of column 0 on x = 0, so it stays free (dof 1, and m - 2 more redundant rows than
+      "plate").
+
+    All but n, m, lock_mode and hold are traceable. Bodies
     "P{i}_{j}"; pairs: "hold" (and the rollers), then "mode" if locked, then the hinges of
     `hinges(n, m)`; forces "pull_L{j}" and "pull_R{j}".
     """

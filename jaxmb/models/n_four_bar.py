@@ -80,9 +80,13 @@ def build(N=2, angle0=np.pi / 2, *, length=1.0, mass=1.0, gravity=(0.0, -9.81),
           rigid_coupler=False):
     """Build the N-four-bar (benchmark A02 with the defaults and N = 2) at crank angle `angle0`.
 
-    **Arguments:** `N` (static, >= 1) windows; `angle0` crank angle from +x; `length`, `mass`
-    of every bar (traceable); `gravity` (None: no gravity); `rigid_coupler`: one coupler bar of
-    length N L instead of N bars (the redundant variant, p = N - 1).
+    **Arguments:**
+    - `N`: the number of windows (static, >= 1).
+    - `angle0`: the crank angle from +x (rad).
+    - `length`, `mass`: of every bar (m, kg; traceable).
+    - `gravity`: (gx, gy) in m/s^2, or None for no gravity.
+    - `rigid_coupler`: one coupler bar of length N L instead of N bars (the redundant variant,
+      p = N - 1).
 
     ```python
     model = n_four_bar.build(3)

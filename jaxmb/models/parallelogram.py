@@ -36,10 +36,16 @@ def build(L=0.2, d=0.4, theta=0.7, *, motor=True, masses=(0.5, 0.5, 0.5, 1.0),
           gravity=(0.0, -9.81), load=None):
     """Build the linkage at crank angle `theta` (every argument but the flags is traceable).
 
-    **Arguments:** crank length `L`, coupler length `d`; `motor`: True (hold crank 1 at
-    `theta`), False, or a drive function of crank 1's absolute angle; `masses` of the three
-    cranks and the coupler (slender rods); `gravity` (None: none); `load`: a constant global
-    force (fx, fy) at the coupler's right end (the Force element "load"), or None.
+    **Arguments:**
+    - `L`: the crank length (m).
+    - `d`: the coupler length (m).
+    - `theta`: the crank angle from +x (rad).
+    - `motor`: True (hold crank 1 at `theta`), False, or a drive function of crank 1's
+      absolute angle.
+    - `masses`: of the three cranks and the coupler (kg; slender rods).
+    - `gravity`: (gx, gy) in m/s^2, or None for none.
+    - `load`: a constant global force (fx, fy) in N at the coupler's right end (the Force
+      element "load"), or None.
     """
     m = Mechanism()
     q = configuration(theta, L, d).reshape(4, 3)
