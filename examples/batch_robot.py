@@ -42,6 +42,7 @@ def main(argv=None):
     parser.add_argument("--size", type=int, default=None, help="number of trajectories")
     parser.add_argument("--out", default="out")
     args = parser.parse_args(argv)
+    mb.log_progress()  # say on stderr what compiles, and for how long
     size = args.size or (16 if args.quick else 1024)
     t_end = 4.0 if args.quick else 20.0
     num_devices = jax.device_count()

@@ -177,6 +177,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="a shorter robot run")
     parser.add_argument("--out", default="out", help="folder for the figures (default out/)")
     args = parser.parse_args(argv)
+    mb.log_progress()  # say on stderr what compiles, and for how long
     os.makedirs(args.out, exist_ok=True)
     start = time.perf_counter()
     robot = robot_reactions(*((5.0, 51) if args.quick else (20.0, 201)))

@@ -46,6 +46,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="61 instants instead of 601")
     parser.add_argument("--out", default="out", help="folder for the figures")
     args = parser.parse_args(argv)
+    mb.log_progress()  # say on stderr what compiles, and for how long
     os.makedirs(args.out, exist_ok=True)
 
     ts = np.linspace(0.0, 6.0, 61 if args.quick else 601)

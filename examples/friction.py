@@ -308,6 +308,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="72 instants per period, not 720")
     parser.add_argument("--out", default="out", help="folder for the figures (default out/)")
     args = parser.parse_args(argv)
+    mb.log_progress()  # say on stderr what compiles, and for how long
     os.makedirs(args.out, exist_ok=True)
     samples = 72 if args.quick else 720
     start = time.perf_counter()

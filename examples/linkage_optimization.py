@@ -337,6 +337,7 @@ def main(argv=None):
     parser.add_argument("--out", default="out", help="folder for the figures (default out/)")
     parser.add_argument("--iterations", type=int, default=None, help="override the count")
     args = parser.parse_args(argv)
+    mb.log_progress()  # say on stderr what compiles, and for how long
     s, iterations = settings_for(args.quick)
     iterations = args.iterations or iterations
     os.makedirs(args.out, exist_ok=True)

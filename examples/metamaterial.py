@@ -323,6 +323,7 @@ def main(argv=None):
     parser.add_argument("--n", type=int, default=None, help="plates per side (default 20)")
     parser.add_argument("--out", default="out")
     args = parser.parse_args(argv)
+    mb.log_progress()  # say on stderr what compiles, and for how long
     n = args.n or (5 if args.quick else 20)
     os.makedirs(args.out, exist_ok=True)
     say(f"rotating squares, {n} x {n} plates (this takes a while the first time: compiling)")

@@ -21,6 +21,9 @@ def main(argv=None):
                         help="2 s instead of 20 s, one integration shared by the variants")
     parser.add_argument("--out", default="out", help="folder for the figures")
     args = parser.parse_args(argv)
+    import jaxmb as mb
+
+    mb.log_progress()  # say on stderr what compiles, and for how long
     t_end = 2.0 if args.quick else 20.0
     how = "one shared integration" if args.quick else "each integrated separately"
     print(f"Mobile robot, {t_end:g} s, four ways to resolve the redundancy ({how}):")

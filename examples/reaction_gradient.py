@@ -43,6 +43,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
+    mb.log_progress()  # say on stderr what compiles, and for how long
     t_end, num_saves = (1.0, 21) if args.quick else (5.0, 101)
     a = jnp.asarray(0.05)
     f = jax.jit(lambda a: peak_and_final(a, t_end, num_saves))

@@ -605,6 +605,7 @@ def main(argv=None):
     parser.add_argument("--out", default="out", help="folder for the figures (default out/)")
     parser.add_argument("--N", type=int, default=3, help="windows of the N-four-bar")
     args = parser.parse_args(argv)
+    mb.log_progress()  # say on stderr what compiles, and for how long
     os.makedirs(args.out, exist_ok=True)
     timings = {}
     start = time.perf_counter()

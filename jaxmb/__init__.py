@@ -69,6 +69,7 @@ from ._reaction_methods.auto import Auto as Auto
 from ._reaction_methods.compliance import Compliance as Compliance
 from ._reaction_methods.eliminate import Eliminate as Eliminate
 from ._reaction_methods.min_norm import MinNorm as MinNorm
+from ._runtime.announce import log_progress as log_progress
 from ._runtime.cache import enable_compilation_cache as enable_compilation_cache
 from .elements import (
     AbsoluteDriver as AbsoluteDriver,

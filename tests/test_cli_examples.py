@@ -15,8 +15,11 @@ import sys
 import textwrap
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
+
+import jaxmb as mb
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -225,7 +228,7 @@ def test_checks_that_need_no_model_each_refusal(tmp_path):
             parse_args(argv)
         assert info.value.code.startswith("jaxmb: " + message), (argv, info.value.code)
     assert parse_args(["report", str(tmp_path / "crank.yaml"), "--group", "a=O,A"]).group
-    assert parse_args(["plot", "four_bar", "--out", out + ".PDF"]).t1 > 0
+    assert parse_args(["plot", "four_bar", "--out", out + ".PDF"]).t1 is None  # one cycle
 
 
 def test_builtin_registry_is_the_models_package():
@@ -328,30 +331,52 @@ def test_warnings_are_one_line_and_plot_names_non_unique_reactions(capsys, monke
 
 
 def test_progress_lines_name_the_analysis_and_stay_off_stdout(capsys, monkeypatch):
-    """The first-run lines (tests/test_compile_cache.py checks that the store announces each
-    compiled program once, in the first process only) go to stderr, once per analysis, with
-    its public name; --quiet silences them."""
-    from jaxmb import cli
-    from jaxmb._runtime import program_store as _program_store
+    """The command line's compile lines (`jaxmb._runtime.announce`, also tested in
+    tests/test_compile_cache.py) go to stderr, name the model and the analysis's public name,
+    come only when a program is compiled, and --quiet silences them."""
+    import logging
 
-    monkeypatch.setattr(_program_store, "compile_listeners", [])
+    from jaxmb import cli
+    from jaxmb._runtime import announce
+
     monkeypatch.setattr(cli, "_QUIET", [False])
+    monkeypatch.setattr(announce.logger, "level", announce.logger.level)
+    # the suite's persistent cache may hold these programs already (from another process):
+    # off here, so that they are compiled and announced
+    cached = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
     cli.announce_compiles("pendulum.py")
-    for analysis in ("assemble", "velocity", "velocity", "simulate"):
-        for listener in _program_store.compile_listeners:
-            listener(analysis)
-    cli.say("simulating 0.1 s of pendulum.py")
-    out, err = capsys.readouterr()
-    assert out == ""
-    assert err.splitlines() == [
-        "jaxmb: compiling assemble for pendulum.py (first run; kept in the cache for the next)",
-        "jaxmb: compiling consistent_velocity for pendulum.py (first run; kept in the cache "
-        "for the next)",
-        "jaxmb: compiling simulate for pendulum.py (first run; kept in the cache for the next)",
-        "jaxmb: simulating 0.1 s of pendulum.py"]
-    cli._QUIET[0] = True
-    cli.say("anything")
-    assert capsys.readouterr() == ("", "")
+    try:
+        model = _pendulum_model("bob_progress_lines")
+        q0 = mb.assemble(model, model.q0)
+        mb.consistent_velocity(model, q0, jnp.zeros(model.n))
+        cli.say("simulating 0.1 s of pendulum.py")
+        out, err = capsys.readouterr()
+        assert out == ""
+        lines = err.splitlines()
+        assert lines[0] == "jaxmb: compiling assemble for pendulum.py ..."
+        assert lines[1].startswith("jaxmb: compiled assemble in ")
+        assert lines[2] == "jaxmb: compiling consistent_velocity for pendulum.py ..."
+        assert lines[-1] == "jaxmb: simulating 0.1 s of pendulum.py"
+        mb.assemble(model, model.q0)  # compiled already: says nothing
+        assert capsys.readouterr() == ("", "")
+        cli._QUIET[0] = True
+        cli.announce_compiles("pendulum.py")
+        cli.say("anything")
+        mb.assemble(_pendulum_model("bob_quiet"), None)
+        assert capsys.readouterr() == ("", "")
+    finally:
+        jax.config.update("jax_enable_compilation_cache", cached)
+        announce.name_models(None)
+        announce.logger.setLevel(logging.NOTSET)
+
+
+def _pendulum_model(name):
+    """A point-mass pendulum whose body name makes its programs new to this process."""
+    m = mb.Mechanism()
+    bob = m.body(name, mass=1.0, inertia=1e-3, q=(1.0, 0.0, 0.0))
+    m.add(mb.Revolute("pin", m.ground, bob, s_i=(0.0, 0.0), s_j=(-1.0, 0.0)))
+    return m.build()
 
 
 def _example(name):

@@ -40,6 +40,14 @@ _SCRIPT = textwrap.dedent(
                 refused.append(record.getMessage())
 
     logging.getLogger("jax._src.compiler").addHandler(Refused())
+    announced = []  # jaxmb's own compile announcements (jaxmb._runtime.announce)
+
+    class Announced(logging.Handler):
+        def emit(self, record):
+            announced.append(record.getMessage())
+
+    logging.getLogger("jaxmb").addHandler(Announced())
+    logging.getLogger("jaxmb").setLevel(logging.INFO)
     jax.config.update("jax_explain_cache_misses", True)  # the refusals at WARNING level
     logging.getLogger("jax._src.compiler").setLevel(logging.WARNING)
     import jax.numpy as jnp
@@ -80,6 +88,7 @@ _SCRIPT = textwrap.dedent(
         "misses": events["/jax/compilation_cache/cache_misses"],
         "hits": events["/jax/compilation_cache/cache_hits"],
         "refused": refused, "eager_traces": eager_traces, "compiled": compiled,
+        "announced": announced,
     }))
     """
 )
@@ -110,6 +119,15 @@ def test_second_process_compiles_nothing(tmp_path):
     assert first["eager_traces"] > 0 and second["eager_traces"] == 0
     assert {"assemble", "velocity", "simulate", "reactions"} <= set(first["compiled"])
     assert second["compiled"] == []
+    # the logger's announcements: each eager compile of the first process, before it ("...")
+    # and after it (with its time); none in the second, which compiles nothing; none for the
+    # gradient's calls, which run inside jax.grad's trace
+    said = first["announced"]
+    for name in ("assemble", "consistent_velocity", "simulate", "reactions"):
+        start = said.index(f"compiling {name} for a model of 1 bodies and 1 pairs ...")
+        assert said[start + 1].startswith(f"compiled {name} in ")
+    assert len(said) == 8
+    assert second["announced"] == []
     for key in ("q", "lam", "grad"):  # the same programs: identical numbers
         assert second[key] == first[key]
 
@@ -283,3 +301,21 @@ def test_cli_with_a_file_as_cache_folder_says_one_line(tmp_path, monkeypatch, ca
         f"jaxmb: warning: the compilation cache is off: {not_a_folder} (from "
         "JAX_COMPILATION_CACHE_DIR) is a file, not a folder"]
     assert out.exists() and "wrote" in captured.out
+
+
+def test_cli_plot_after_simulate_compiles_no_simulate(tmp_path):
+    """`jaxmb plot` of a model after `jaxmb simulate` of the same model (each with its own
+    defaults) loads the simulate program from the cache: its stderr announces no simulate
+    compile, while the first command's did (the announcement comes exactly with a compile)."""
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "cache"),
+               JAXMB_NO_CACHE="", JAXMB_PROGRAM_STORE="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    runs = [subprocess.run([sys.executable, "-m", "jaxmb.cli", *args], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+            for args in (["simulate", "slider_crank", "--t1", "0.5", "--out", "s.npz"],
+                         ["plot", "slider_crank", "--t1", "0.5", "--out", "s.png"])]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    assert "jaxmb: compiling simulate for slider_crank ..." in runs[0].stderr
+    assert "compiling simulate" not in runs[1].stderr
+    assert "compiling reactions for slider_crank ..." in runs[1].stderr  # new to plot

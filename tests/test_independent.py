@@ -94,40 +94,55 @@ def test_independent_rejects_knife_edges():
 
 # --- where the independent coordinates cannot go on: stop with the time and cause ---------
 
+def _reduced_parallelogram(ts, g=9.81, L=1.0):
+    """Crank angle theta(ts) and the time it reaches 0 of the N = 1 N-four-bar from theta =
+    pi/2, rate -1 rad/s, by its reduced 1-dof equation (hand derivation: two cranks of
+    J_end = m L^2 / 3 and a translating coupler, T = (5/6) m L^2 theta'^2, V = 2 m g L sin
+    theta, so theta'' = -(6/5) (g / L) cos theta), integrated by scipy at rtol 1e-12."""
+    from scipy.integrate import solve_ivp
+
+    def rhs(t, y):
+        return [y[1], -1.2 * g / L * np.cos(y[0])]
+
+    def horizontal(t, y):
+        return y[0]
+
+    sol = solve_ivp(rhs, (0.0, float(ts[-1])), [np.pi / 2, -1.0], t_eval=np.asarray(ts),
+                    events=horizontal, rtol=1e-12, atol=1e-12, method="DOP853")
+    return sol.y[0], float(sol.t_events[0][0])
+
+
 @pytest.fixture(scope="module")
 def collinear():
     """The N = 1 N-four-bar (a parallelogram) from cranks vertical, B0 at 1 m/s: gravity takes
-    the cranks down to horizontal (angle 0), where Phi_q loses rank and two branches cross.
-    The reference is the augmented Lagrangian, which passes the bifurcation."""
+    the cranks down to horizontal (angle 0), where Phi_q loses rank and two branches cross."""
     from jaxmb.models import n_four_bar
     model = n_four_bar.build(1)
     qd0 = n_four_bar.velocity(np.pi / 2, -1.0, 1)
     ts = jnp.linspace(0.0, 1.5, 151)
-    ref = mb.simulate(model, model.q0, qd0, 1.5, ts=ts, formulation="augmented_lagrangian",
-                      **TOL)
+    theta, t_cross = _reduced_parallelogram(ts)
+    ref = jax.vmap(lambda a: n_four_bar.configuration(a, 1))(jnp.asarray(theta))
     indep = mb.simulate(model, model.q0, qd0, 1.5, ts=ts, formulation="independent",
                         throw=False, **TOL)
-    return model, qd0, ref, indep
+    return model, qd0, (ref, t_cross), indep
 
 
 def test_stops_at_the_collinear_position_instead_of_switching_branch(collinear):
     """Before the fix the run went on with success=True, one crank locked at -pi and the
     energy of this conservative system fell from 20.45 to 18.30 J. Now it stops where the
-    cranks reach horizontal (the AL reference's crossing of angle 0, to one save interval:
-    the stop is found at the end of a step), reports `singular`, and every state it saved
-    equals the reference (1e-7) and keeps the energy (1e-9 relative: a conservation law)."""
-    model, _, ref, indep = collinear
+    cranks reach horizontal (the reduced equation's crossing of angle 0, to one save
+    interval: the stop is found at the end of a step), reports `singular`, and every state it
+    saved equals the reduced solution (1e-7) and keeps the energy (1e-9 relative: a
+    conservation law)."""
+    model, _, (ref, t_cross), indep = collinear
     assert not bool(indep.success)
     assert bool(indep.singular)
     assert indep.result == diffrax.RESULTS.singular
-    angle = np.asarray(ref.q[:, 2])
-    k = int(np.argmax(angle < 0.0))
-    t_cross = float(np.interp(0.0, [angle[k], angle[k - 1]], [ref.ts[k], ref.ts[k - 1]]))
     assert t_cross - 0.05 <= float(indep.t_stop) <= t_cross + 0.011
     reached = np.isfinite(np.asarray(indep.q[:, 0]))
     assert reached.sum() >= 30 and not reached[-1]
     assert np.all(~reached[int(reached.sum()):])
-    assert float(jnp.max(jnp.abs(indep.q[reached] - ref.q[reached]))) < 1e-7
+    assert float(jnp.max(jnp.abs(indep.q[reached] - ref[reached]))) < 1e-7
     e = np.asarray(mechanical_energy(model.masses, model.inertias, indep.q[reached],
                                      indep.qd[reached], (0.0, -9.81)))
     assert np.max(np.abs(e - e[0])) < 1e-9 * np.max(np.abs(e))

@@ -165,34 +165,42 @@ def test_with_slip_and_with_bushings_check_traced_values():
         assert np.all(np.isfinite(np.asarray(traced(jnp.asarray(2.0)))))
 
 
-@pytest.mark.parametrize("bad", [dict(alpha=-1.0), dict(beta=np.nan)])
-def test_baumgarte_parameters_are_checked_both_ways(bad):
+def test_baumgarte_parameters_are_checked_both_ways():
     """A negative alpha makes constraint violations grow like exp(2 |alpha| t) instead of
-    decaying (Baumgarte's equation, `jaxmb._formulations.baumgarte`); nan poisons the run."""
+    decaying (Baumgarte's equation, `mb.Baumgarte`); nan poisons the run. Refused eagerly and
+    inside jit (one compiled program, each bad value in turn)."""
     model = slider_crank.build()
     qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n))
-    (name, value), = bad.items()
-    with pytest.raises(ValueError, match=f"Baumgarte: {name} must be a finite number >= 0"):
-        mb.Baumgarte(**bad)
-    run = eqx.filter_jit(lambda v: mb.simulate(
+    run = eqx.filter_jit(lambda a, b: mb.simulate(
         model, model.q0, qd0, 0.05, formulation="null_space",
-        stabilization=mb.Baumgarte(**{name: v})).q)
-    with pytest.raises(Exception, match=f"Baumgarte: {name} .*\\(traced value\\)"):
-        run(jnp.asarray(value))
+        stabilization=mb.Baumgarte(alpha=a, beta=b)).q)
+    good = {"alpha": 10.0, "beta": 10.0}
+    for name, value in (("alpha", -1.0), ("beta", np.nan)):
+        with pytest.raises(ValueError, match=f"Baumgarte: {name} must be a finite number >= 0"):
+            mb.Baumgarte(**{name: value})
+        args = {**good, name: value}
+        with pytest.raises(Exception, match=f"Baumgarte: {name} .*\\(traced value\\)"):
+            run(jnp.asarray(args["alpha"]), jnp.asarray(args["beta"]))
+    assert np.all(np.isfinite(np.asarray(run(jnp.asarray(10.0), jnp.asarray(10.0)))))
 
 
-@pytest.mark.parametrize("name", ["penalty", "tol", "projection_tol"])
-def test_augmented_lagrangian_parameters_are_checked_both_ways(name):
+def test_augmented_lagrangian_parameters_are_checked_both_ways():
     """Traced penalty, tol and projection_tol were unchecked: a negative penalty made S
-    indefinite. Refused eagerly and inside jit."""
+    indefinite. Refused eagerly and inside jit (one compiled program, each in turn)."""
     model = slider_crank.build()
     qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n))
-    with pytest.raises(ValueError, match=f"AugmentedLagrangian: {name} must be a positive"):
-        mb.AugmentedLagrangian(**{name: -1.0})
-    run = eqx.filter_jit(lambda v: mb.simulate(
-        model, model.q0, qd0, 0.05, formulation=mb.AugmentedLagrangian(**{name: v})).q)
-    with pytest.raises(Exception, match=f"AugmentedLagrangian: {name} .*\\(traced value\\)"):
-        run(jnp.asarray(-1.0))
+    names = ("penalty", "tol", "projection_tol")
+    run = eqx.filter_jit(lambda *v: mb.simulate(
+        model, model.q0, qd0, 0.05, formulation=mb.AugmentedLagrangian(**dict(zip(names, v)))).q)
+    good = (1e8, 1e-3, 1e-10)
+    for k, name in enumerate(names):
+        with pytest.raises(ValueError, match=f"AugmentedLagrangian: {name} must be a positive"):
+            mb.AugmentedLagrangian(**{name: -1.0})
+        values = [jnp.asarray(v) for v in good]
+        values[k] = jnp.asarray(-1.0)
+        with pytest.raises(Exception, match=f"AugmentedLagrangian: {name} .*\\(traced value\\)"):
+            run(*values)
+    assert np.all(np.isfinite(np.asarray(run(*(jnp.asarray(v) for v in good)))))
 
 
 @pytest.mark.parametrize("call,message", [

@@ -44,7 +44,7 @@ from equinox import _errors as _eqx_errors  # the module holding equinox's defau
 from equinox.internal import unvmap_any, unvmap_max
 from jax.extend.core import concrete_or_error
 
-from . import program_store as _program_store
+from . import announce as _announce, program_store as _program_store
 
 _ON_ERROR = _eqx_errors.EQX_ON_ERROR  # the process policy (environment EQX_ON_ERROR)
 _state = threading.local()
@@ -157,9 +157,10 @@ def checked_jit(fn=None, *, analysis=None):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        # an eager call with the compilation cache on: the traced program from disk
-        stored = _program_store.call(fn, collect, args, kwargs, name)
-        out, flags, indices, msgs = program(*args, **kwargs) if stored is None else stored
+        with _announce.compiling(_announce.public_name(name), args):
+            # an eager call with the compilation cache on: the traced program from disk
+            stored = _program_store.call(fn, collect, args, kwargs, name)
+            out, flags, indices, msgs = program(*args, **kwargs) if stored is None else stored
         return raise_collected(out, flags, indices, msgs)
 
     wrapper.program = program
