@@ -59,8 +59,12 @@ from ._formulations.passages import SingularPassageWarning as SingularPassageWar
 from ._formulations.projection import Projection as Projection
 from ._formulations.trajectory import Trajectory as Trajectory
 from ._io import (
+    ModelFile as ModelFile,
+    from_dict as model_from_dict,
     load as load,
+    load_parts as load_model_file,
     save as save,
+    to_dict as model_to_dict,
 )
 from ._model.mechanism import Mechanism as Mechanism
 from ._model.model import Model as Model

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import ArrayLike, Real
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from . import elements as _elements
 from ._model.mechanism import Mechanism
@@ -457,13 +457,19 @@ class ModelFile(NamedTuple):
     """What a model file holds: the model, and the optional entries (None when absent)."""
 
     model: Model
-    initial_velocity: object
+    initial_velocity: Float[Array, " n"] | None
     compliance: Compliance | None
 
 
-def load_parts(path) -> ModelFile:
+def load_parts(path: str | os.PathLike) -> ModelFile:
     """The model, initial velocity and `mb.Compliance` of a model file (None when absent);
-    errors name the file and entry."""
+    errors name the file and entry.
+
+    ```python
+    parts = mb.load_model_file("robot.yaml")
+    parts.model, parts.initial_velocity, parts.compliance
+    ```
+    """
     path = os.fspath(path)
     data = _parse(path)
     try:
