@@ -23,10 +23,11 @@ from .._formulations.problem import Problem
 from .._formulations.projection import Projection
 from .._formulations.trajectory import Trajectory
 from .._model.arguments import checked_times, checked_tolerances
-from .._model.input_checks import check_shapes
+from .._model.input_checks import check_shapes, checked_finite
 from .._model.model import Model
 from .._reaction_methods._base import AbstractReactionMethod
 from .._reaction_methods.auto import Auto
+from ..elements.geometry import is_concrete
 from . import friction as _friction
 from .solvability import suggesting_rows
 
@@ -120,6 +121,9 @@ def simulate(
     q0 = jnp.asarray(q0, jnp.float64)
     qd0 = jnp.asarray(qd0, jnp.float64)
     check_shapes(model, "simulate", q0=q0, qd0=qd0)
+    if throw and is_concrete(q0) and is_concrete(qd0):  # answered before any compile
+        q0 = checked_finite(model, q0, "simulate", "q0")
+        qd0 = checked_finite(model, qd0, "simulate", "qd0")
     t0, t1, ts = checked_times(t0, t1, ts)
     rtol, atol = checked_tolerances(rtol, atol)  # arrays: a new value reuses the program
     dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
