@@ -13,7 +13,7 @@ import tempfile
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="jaxmb-tests-jax-cache-")
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache
-    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.3"
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
 # The CLI, example and notebook subprocesses compile the same programs as the tests in this

@@ -72,7 +72,11 @@ def path(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+# every model on the dense path; the sparse path on the four with the most structure (suite
+# time: the four-bar and the composed pendulum add no case of the level schedule)
+@pytest.mark.parametrize("name,path", [(n, "dense") for n in sorted(MODELS)] + [
+    (n, "sparse") for n in ("mobile_robot", "n_four_bar", "parallelogram", "slider_crank")],
+    indirect=["path"])
 def test_sparse_matrix_and_solve_match_dense_numpy(name, path):
     model = MODELS[name]()
     q, qd = _state(model)
@@ -262,6 +266,7 @@ def test_gradient_through_simulate_across_a_singular_position(monkeypatch):
     assert np.all(np.isfinite(grad))
 
 
+@pytest.mark.parametrize("path", ["sparse"], indirect=True)  # dense: every batch test's path
 def test_vmapped_simulate_equals_single_runs(path):
     """jit(vmap(simulate)) over three initial crank speeds of A02 N = 2 through its first
     singular position (0.8 s) equals single runs: the batched sparse factorization and the
