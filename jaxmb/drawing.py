@@ -436,6 +436,16 @@ def _sample_polyline(xy, step):
     return np.concatenate([*parts, xy[-1:]]) if parts else xy
 
 
+def _anchor(lo, hi, point, low_side, high_side):
+    """(coordinate, alignment) of a label's text along one axis: on the side of its box
+    [lo, hi] that faces `point` (where a leader starts), or centred when the box spans it."""
+    if lo >= point:
+        return lo + _LABEL_PAD, low_side
+    if hi <= point:
+        return hi - _LABEL_PAD, high_side
+    return (lo + hi) / 2, "center"
+
+
 def _symbol_points(artists, dpi):
     """Points (display coordinates) along every line and patch outline drawn, with the half
     width each covers there (line width and marker size), px: (points (k, 2), radii (k,))."""
@@ -573,18 +583,8 @@ class _Labels(matplotlib.artist.Artist):
                 radii = np.concatenate([radii, np.full(len(leaders[best]), 1.5)])
             # the text is anchored on the side of its box that faces the point (where a
             # leader starts)
-            if x0 >= p[0]:
-                x, halign = x0 + _LABEL_PAD, "left"
-            elif x1 <= p[0]:
-                x, halign = x1 - _LABEL_PAD, "right"
-            else:
-                x, halign = (x0 + x1) / 2, "center"
-            if y0 >= p[1]:
-                y, valign = y0 + _LABEL_PAD, "bottom"
-            elif y1 <= p[1]:
-                y, valign = y1 - _LABEL_PAD, "top"
-            else:
-                y, valign = (y0 + y1) / 2, "center"
+            x, halign = _anchor(x0, x1, p[0], "left", "right")
+            y, valign = _anchor(y0, y1, p[1], "bottom", "top")
             label.xyann = tuple(ax.transData.inverted().transform((x, y)))
             label.set_horizontalalignment(halign)
             label.set_verticalalignment(valign)
