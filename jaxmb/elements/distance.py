@@ -15,6 +15,14 @@ class Distance(AbstractHolonomicPair):
 
     Phi = d^T d - L^2 with d = r_j^P - r_i^P (seed 003, "Double revolute"); the force on body i
     is 2 d lambda at P_i.
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`: body i (a body handle, or the ground).
+    - `j`: body j (a body handle, or the ground).
+    - `s_i`: the link's end point on body i, in body i's frame (m).
+    - `s_j`: the link's end point on body j, in body j's frame (m).
+    - `length`: L, the distance kept between the two points (m, > 0).
     """
 
     name: str = eqx.field(static=True)

@@ -15,6 +15,16 @@ class TranslationalDriver(AbstractHolonomicPair):
     """Distance from point s_i of body i to point s_j of body j along body-j unit vector u is d(t).
 
     Phi = (r_j + A_j s_j - r_i - A_i s_i)^T A_j u - d(t) = 0 (seed 001, eq. 43).
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`: body i (a body handle, or the ground).
+    - `j`: body j (a body handle, or the ground).
+    - `s_i`: the driven point on body i, in body i's frame (m).
+    - `s_j`: the reference point on body j, in body j's frame (m).
+    - `u`: the direction of the driven distance, in body j's frame (any non-zero length;
+      normalised).
+    - `d`: d(t), the prescribed distance (m; a constant or a drive function of time t).
     """
 
     name: str = eqx.field(static=True)
@@ -47,6 +57,14 @@ class RelativeAngleDriver(AbstractHolonomicPair):
     """phi_j - phi_i - offset = f(t) (seed 003, "Relative angle driver").
 
     Torque on i: lambda, on j: -lambda.
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`: body i (a body handle, or the ground).
+    - `j`: body j (a body handle, or the ground).
+    - `f`: f(t), the prescribed relative angle phi_j - phi_i - offset (rad; a constant or a drive
+      function of time t).
+    - `offset`: the relative angle phi_j - phi_i at which f(t) = 0 (rad, default 0).
     """
 
     name: str = eqx.field(static=True)
@@ -71,7 +89,15 @@ class RelativeAngleDriver(AbstractHolonomicPair):
 
 
 class AbsoluteDriver(AbstractHolonomicPair):
-    """Coordinate `coordinate` (0: x, 1: y, 2: phi) of `body` equals f(t)."""
+    """Coordinate `coordinate` (0: x, 1: y, 2: phi) of `body` equals f(t).
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `body`: the driven body (not the ground).
+    - `coordinate`: which coordinate of the body is driven: 0 (x), 1 (y) or 2 (phi).
+    - `f`: f(t), the prescribed value of the coordinate (m for x and y, rad for phi; a constant or
+      a drive function of time t).
+    """
 
     name: str = eqx.field(static=True)
     body: Body = eqx.field(static=True)

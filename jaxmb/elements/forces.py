@@ -16,7 +16,12 @@ if TYPE_CHECKING:
 
 
 class Gravity(AbstractForceElement):
-    """Uniform gravity g (global 2-vector) acting at every centre of mass: Q_k = (m_k g, 0)."""
+    """Uniform gravity g (global 2-vector) acting at every centre of mass: Q_k = (m_k g, 0).
+
+    **Arguments:**
+    - `g`: the gravitational acceleration, in global components (m/s^2; e.g. (0, -9.81)).
+    - `name`: the element's name (default "gravity").
+    """
 
     g: Float[Array, "2"] = eqx.field(converter=as_f64)
     name: str = eqx.field(static=True, default="gravity")
@@ -41,6 +46,16 @@ class SpringDamper(AbstractForceElement):
 
     Tension T = k (l - l0) + c dl/dt (positive when stretched) pulls the points together:
     Q = -T (dl/dq)^T with l = |r_j^P - r_i^P|.
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`: body i (a body handle, or the ground).
+    - `j`: body j (a body handle, or the ground).
+    - `s_i`: the attachment point on body i, in body i's frame (m).
+    - `s_j`: the attachment point on body j, in body j's frame (m).
+    - `stiffness`: k, the spring stiffness (N/m, >= 0).
+    - `damping`: c, the damping coefficient (N s/m, >= 0).
+    - `free_length`: l0, the spring's unstretched length (m, >= 0).
     """
 
     name: str = eqx.field(static=True)
@@ -80,7 +95,17 @@ class SpringDamper(AbstractForceElement):
 
 class RotationalSpringDamper(AbstractForceElement):
     """Torsion spring-damper on theta = phi_j - phi_i: torque tau = k (theta - theta0) + c thetad,
-    +tau on body i and -tau on body j."""
+    +tau on body i and -tau on body j.
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`: body i (a body handle, or the ground).
+    - `j`: body j (a body handle, or the ground).
+    - `stiffness`: k, the torsional stiffness (N m/rad, >= 0).
+    - `damping`: c, the torsional damping coefficient (N m s/rad, >= 0).
+    - `free_angle`: theta0, the relative angle phi_j - phi_i at which the spring is relaxed
+      (rad, default 0).
+    """
 
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
@@ -111,7 +136,15 @@ class RotationalSpringDamper(AbstractForceElement):
 
 
 class Force(AbstractForceElement):
-    """Global-frame force f (constant 2-vector or drive function of t) at body point s."""
+    """Global-frame force f (constant 2-vector or drive function of t) at body point s.
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `body`: the body the force acts on.
+    - `s`: the point of application, in the body's frame (m).
+    - `f`: the force, in global components (N; a constant 2-vector or a drive function of
+      time t).
+    """
 
     name: str = eqx.field(static=True)
     body: Body = eqx.field(static=True)
@@ -138,7 +171,14 @@ class Force(AbstractForceElement):
 
 
 class Torque(AbstractForceElement):
-    """Torque tau (constant or drive function of t), counter-clockwise positive, on `body`."""
+    """Torque tau (constant or drive function of t), counter-clockwise positive, on `body`.
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `body`: the body the torque acts on.
+    - `tau`: the torque, counter-clockwise positive (N m; a constant or a drive function of
+      time t).
+    """
 
     name: str = eqx.field(static=True)
     body: Body = eqx.field(static=True)

@@ -15,6 +15,13 @@ class Gear(AbstractHolonomicPair):
 
     External gears K = -rho_i / rho_j, internal K = +rho_i / rho_j. Torque on i: K lambda,
     on j: -lambda.
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`: gear i, the driving gear (a body handle, or the ground).
+    - `j`: gear j, the driven gear (a body handle, or the ground).
+    - `ratio`: K, the gear ratio dphi_j / dphi_i (dimensionless; negative for external gears).
+    - `offset`: C, the angle phi_j - K phi_i in the assembled position (rad, default 0).
     """
 
     name: str = eqx.field(static=True)
@@ -43,6 +50,15 @@ class GearOnLink(AbstractHolonomicPair):
 
     (phi_j - phi_k) - K (phi_i - phi_k) - C = 0 (seed 003, "Gear pair on rotating link k");
     torques: K lambda on i, -lambda on j, (1 - K) lambda on k.
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`: gear i (a body handle, or the ground).
+    - `j`: gear j (a body handle, or the ground).
+    - `k`: the link (planet carrier) that carries both gears' axes (a body handle, or the ground).
+    - `ratio`: K, the gear ratio relative to the link, d(phi_j - phi_k) / d(phi_i - phi_k)
+      (dimensionless; negative for external gears).
+    - `offset`: C, the value of (phi_j - phi_k) - K (phi_i - phi_k) (rad, default 0).
     """
 
     name: str = eqx.field(static=True)

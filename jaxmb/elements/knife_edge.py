@@ -16,6 +16,12 @@ class KnifeEdge(AbstractNonholonomicPair):
 
     Psi qd = (A n)^T v_K = (A n)^T (rd + phid Omega A s) = 0 (seed 001, eq. 30). n is normalised,
     so the multiplier is the lateral contact force.
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `body`: the body that carries the knife edge (wheel).
+    - `s`: the contact point, in the body's frame (m).
+    - `n`: the edge's lateral normal, in the body's frame (any non-zero length; normalised).
     """
 
     name: str = eqx.field(static=True)

@@ -15,6 +15,15 @@ class Parallel(AbstractHolonomicPair):
 
     Phi = a_i^T Omega^T a_j = a_i x a_j (global components; seed 003, "Parallel vectors");
     the torque on body i is |a_i| |a_j| lambda.
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`: body i (a body handle, or the ground).
+    - `j`: body j (a body handle, or the ground).
+    - `a_i`: the vector fixed in body i, in body i's frame (non-zero; its length scales the
+      multiplier).
+    - `a_j`: the vector fixed in body j, in body j's frame (non-zero; its length scales the
+      multiplier).
     """
 
     name: str = eqx.field(static=True)

@@ -15,6 +15,15 @@ class PinInSlot(AbstractHolonomicPair):
 
     Phi = a_i^T Omega^T d_ij = a_i x d_ij with d_ij = r_j^P - r_i^P (seed 003, "Pin-in-slot");
     the force on body i is Omega a_i lambda at the pin.
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`: body i, which carries the slot (a body handle, or the ground).
+    - `j`: body j, which carries the pin (a body handle, or the ground).
+    - `s_i`: a point on the slot's centre line, in body i's frame (m).
+    - `s_j`: the pin's centre, in body j's frame (m).
+    - `a_i`: the slot's direction, in body i's frame (non-zero; its length scales the
+      multiplier).
     """
 
     name: str = eqx.field(static=True)

@@ -14,6 +14,13 @@ class Revolute(AbstractHolonomicPair):
 
     Phi = r_i + A_i s_i - r_j - A_j s_j = 0 (seed 001, eq. 40). The multipliers are the force
     on body j at the joint (the force on body i is -lambda).
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`: body i (a body handle, or the ground).
+    - `j`: body j (a body handle, or the ground).
+    - `s_i`: the joint's point on body i, in body i's frame (m).
+    - `s_j`: the joint's point on body j, in body j's frame (m).
     """
 
     name: str = eqx.field(static=True)

@@ -16,6 +16,16 @@ class Translational(AbstractHolonomicPair):
     Phi = [(r_j + A_j s_j - r_i - A_i s_i)^T A_j v; phi_i - phi_j - angle] (seed 001, eq. 42),
     with v a body-j vector perpendicular to the sliding axis (normalised, so the first
     multiplier is a force) and `angle` the constant relative angle (default 0).
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`: body i, the slider (a body handle, or the ground).
+    - `j`: body j, the guide (a body handle, or the ground).
+    - `s_i`: a point on body i's sliding axis, in body i's frame (m).
+    - `s_j`: a point on body j's sliding axis, in body j's frame (m).
+    - `v`: a vector perpendicular to the sliding axis, in body j's frame (any non-zero length;
+      normalised).
+    - `angle`: the constant relative angle phi_i - phi_j (rad, default 0).
     """
 
     name: str = eqx.field(static=True)

@@ -15,6 +15,14 @@ class Weld(AbstractHolonomicPair):
 
     Phi = [r_i + A_i s_i - r_j - A_j s_j; phi_j - phi_i - angle] (seed 001, eq. 40 plus the
     rotation row of eq. 42).
+
+    **Arguments:**
+    - `name`: the element's name.
+    - `i`: body i (a body handle, or the ground).
+    - `j`: body j (a body handle, or the ground).
+    - `s_i`: the weld point on body i, in body i's frame (m, default (0, 0)).
+    - `s_j`: the weld point on body j, in body j's frame (m, default (0, 0)).
+    - `angle`: the fixed relative angle phi_j - phi_i (rad, default 0).
     """
 
     name: str = eqx.field(static=True)
