@@ -18,8 +18,8 @@ class Gear(AbstractHolonomicPair):
 
     **Arguments:**
     - `name`: the element's name.
-    - `i`: gear i, the driving gear (a body handle, or the ground).
-    - `j`: gear j, the driven gear (a body handle, or the ground).
+    - `i`: gear i (a body handle, or the ground).
+    - `j`: gear j, whose angle follows phi_j = K phi_i + C (a body handle, or the ground).
     - `ratio`: K, the gear ratio dphi_j / dphi_i (dimensionless; negative for external gears).
     - `offset`: C, the angle phi_j - K phi_i in the assembled position (rad, default 0).
     """
