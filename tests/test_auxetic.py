@@ -17,8 +17,8 @@ import jaxmb as mb
 from jaxmb.models import auxetic
 
 
-@pytest.mark.parametrize("n, m, theta, side", [(3, 3, 0.3, 1.0), (4, 4, 0.1, 0.5),
-                                               (3, 5, 0.6, 2.0), (2, 2, 0.4, 1.0)])
+@pytest.mark.parametrize("n, m, theta, side", [(4, 4, 0.1, 0.5), (3, 5, 0.6, 2.0),
+                                               (2, 2, 0.4, 1.0)])  # square, oblong, p = 0
 def test_closure_counts_and_mode(n, m, theta, side):
     model = auxetic.build(n, m, theta=theta, side=side)
     assert float(jnp.max(jnp.abs(model.phi(model.q0)))) < 1e-14 * max(1.0, n * side)
