@@ -28,7 +28,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._linalg.dense import rank_mask, singular_values, svd
+from .._linalg.dense import numerical_rank, svd
 from .._runtime import errors as _errors
 
 SINGULAR_RTOL = 1e-4
@@ -93,8 +93,7 @@ def _forces(model, q, qd, t):
 def singular_share(model, q0, t0, q, t):
     """(sigma_k / sigma_max at (q, t) with k the rank of C at (q0, t0), share of each pair in the
     left singular vector u_k)."""
-    s0 = singular_values(model.C(q0, t0))
-    rank0 = jnp.sum(rank_mask(s0))
+    rank0 = numerical_rank(model.C(q0, t0))
     U, s, _ = svd(jax.lax.stop_gradient(jnp.nan_to_num(model.C(q, t))))
     k = jnp.clip(rank0 - 1, 0, s.shape[0] - 1)
     ratio = jnp.where(rank0 > 0, s[k] / jnp.maximum(s[0], 1e-300), 1.0)

@@ -31,7 +31,14 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Real
 
-from .._linalg.dense import pivoted_qr, rank_mask, row_order, singular_values, solve
+from .._linalg.dense import (
+    numerical_rank,
+    pivoted_qr,
+    rank_mask,
+    row_order,
+    singular_values,
+    solve,
+)
 from .._model.arguments import checked_direction
 from .._model.model import Model
 from .._runtime import errors as _errors
@@ -282,7 +289,7 @@ def _checked_rank(Phi0, r):
     if not 0 < r <= min(Phi0.shape):
         raise ValueError(f"IndependentCoordinates: rank must be in 1..{min(Phi0.shape)} (the "
                          f"holonomic rows and coordinates of the model), got rank={r}")
-    actual = jnp.sum(rank_mask(singular_values(Phi0)))
+    actual = numerical_rank(Phi0)
     return _errors.error_if(
         Phi0, actual != r,
         "IndependentCoordinates(rank=r): r is not the rank of Phi_q at q0, so some "

@@ -495,6 +495,11 @@ def singular_values(A):
     return _svd_values(jax.lax.stop_gradient(A))
 
 
+
+def numerical_rank(A, rtol=RANK_RTOL):
+    """The number of singular values of A above rtol times the largest (`rank_mask`)."""
+    return jnp.sum(rank_mask(singular_values(A), rtol))
+
 def svd_full(A):
     """Full SVD U (m, m), s, Vt (n, n), for null-space bases (no derivative)."""
     return _svd_full(jax.lax.stop_gradient(A))
