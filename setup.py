@@ -12,8 +12,13 @@ setup(
             sources=["jaxmb/_linalg/native/batched_linalg.cc"],
             include_dirs=["jaxmb/_linalg/native/include"],
             language="c++",
-            extra_compile_args=["-std=c++17", "-O3", "-fopenmp-simd", "-Wno-attributes",
-                                "-Wno-return-type"],
+            extra_compile_args=[
+                "-std=c++17",
+                "-O3",
+                "-fopenmp-simd",
+                "-Wno-attributes",
+                "-Wno-return-type",
+            ],
             optional=True,
         )
     ]

@@ -55,16 +55,21 @@ def machine() -> str:
             cpu = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return (f"{cpu}, {os.cpu_count()} cores, jax {jax.__version__}, "
-            f"{jax.devices()[0].platform} x{jax.device_count()}")
+    return (
+        f"{cpu}, {os.cpu_count()} cores, jax {jax.__version__}, "
+        f"{jax.devices()[0].platform} x{jax.device_count()}"
+    )
 
 
 def table(title, header, rows):
     """Print rows (lists of str/float) under header with aligned columns; returns the text."""
     cells = [[_fmt(c) for c in r] for r in rows]
     widths = [max(len(str(h)), *(len(r[k]) for r in cells)) for k, h in enumerate(header)]
-    lines = [title, "  ".join(str(h).ljust(w) for h, w in zip(header, widths)),
-             "  ".join("-" * w for w in widths)]
+    lines = [
+        title,
+        "  ".join(str(h).ljust(w) for h, w in zip(header, widths)),
+        "  ".join("-" * w for w in widths),
+    ]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
     text = "\n".join(lines)
     print(text + "\n", flush=True)

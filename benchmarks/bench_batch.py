@@ -61,8 +61,9 @@ def make_run(model, t1=T1, num_saves=11, rtol=1e-8):
 
     def run(theta0, omega0):
         q0, dq = jax.jvp(pose, (theta0,), (jnp.ones_like(theta0),))
-        traj = mb.simulate(model, q0, omega0 * dq, t1, ts=ts, throw=False, rtol=rtol,
-                           formulation=FORMULATION)
+        traj = mb.simulate(
+            model, q0, omega0 * dq, t1, ts=ts, throw=False, rtol=rtol, formulation=FORMULATION
+        )
         q = jnp.where(traj.success, traj.q, jnp.nan)
         return q, traj.num_steps
 
@@ -79,8 +80,10 @@ def run(quick=False, sizes=None, repeats=None, loop=None):
 
     # numpy loop on `loop` members, scaled per trajectory
     start = time.perf_counter()
-    ref_final = [ref.simulate_slider_crank(T1, np.linspace(0, T1, 11), theta0=th, omega0=om)[1]
-                 for th, om in zip(thetas[:loop], omegas[:loop])]
+    ref_final = [
+        ref.simulate_slider_crank(T1, np.linspace(0, T1, 11), theta0=th, omega0=om)[1]
+        for th, om in zip(thetas[:loop], omegas[:loop])
+    ]
     per_traj_ref = (time.perf_counter() - start) / loop
 
     rows, figures = [], {}
@@ -91,8 +94,11 @@ def run(quick=False, sizes=None, repeats=None, loop=None):
         compiled = lowered.compile()
         compile_s = time.perf_counter() - start
         mem = compiled.memory_analysis()
-        peak = None if mem is None else (mem.argument_size_in_bytes + mem.output_size_in_bytes
-                                         + mem.temp_size_in_bytes)
+        peak = (
+            None
+            if mem is None
+            else (mem.argument_size_in_bytes + mem.output_size_in_bytes + mem.temp_size_in_bytes)
+        )
         q, steps = block(compiled(th, om))
         reps = repeats if size <= 1024 else max(1, repeats - 2)
         t = median_time(lambda: block(compiled(th, om)), reps)
@@ -100,26 +106,57 @@ def run(quick=False, sizes=None, repeats=None, loop=None):
         err = float(np.max(np.abs(np.asarray(q[:n_check]) - np.stack(ref_final[:n_check]))))
         q_map, _ = block(mb.batch.map(one, th, om))  # every CPU device, chunks of 64
         t_map = median_time(lambda: block(mb.batch.map(one, th, om)), reps)
-        err_map = float(np.max(np.abs(np.asarray(q_map[:n_check])
-                                      - np.stack(ref_final[:n_check]))))
+        err_map = float(np.max(np.abs(np.asarray(q_map[:n_check]) - np.stack(ref_final[:n_check]))))
         rate = size / t
         rhs_rate = 6 * float(jnp.sum(steps)) / t
         ratio = per_traj_ref * size / t
         map_ratio = per_traj_ref * size / t_map
-        rows.append([size, t, rhs_rate, t_map, per_traj_ref * size, ratio, map_ratio,
-                     max(err, err_map), compile_s,
-                     "-" if peak is None else f"{peak / 2**20:.1f}"])
-        figures[size] = dict(seconds=t, traj_per_s=rate, rhs_per_s=rhs_rate,
-                             numpy_loop_s=per_traj_ref * size, ratio=ratio, max_dq=err,
-                             map_seconds=t_map, map_ratio=map_ratio, max_dq_map=err_map,
-                             devices=jax.device_count(), compile_s=compile_s,
-                             peak_mib=None if peak is None else peak / 2**20)
-    table(f"Batches of slider-cranks, {T1:g} s each: jaxmb jit(vmap(simulate)) on one device "
-          f"and mb.batch.map on {jax.device_count()} CPU device(s) vs the numpy loop (loop "
-          f"timed on {loop} members, scaled), median of {repeats}",
-          ["batch", "jit(vmap) s", "RHS evals/s", "batch.map s", "numpy loop s",
-           "vmap speed-up", "batch.map speed-up", "max |dq| vs numpy", "compile s",
-           "peak MiB"], rows)
+        rows.append(
+            [
+                size,
+                t,
+                rhs_rate,
+                t_map,
+                per_traj_ref * size,
+                ratio,
+                map_ratio,
+                max(err, err_map),
+                compile_s,
+                "-" if peak is None else f"{peak / 2**20:.1f}",
+            ]
+        )
+        figures[size] = dict(
+            seconds=t,
+            traj_per_s=rate,
+            rhs_per_s=rhs_rate,
+            numpy_loop_s=per_traj_ref * size,
+            ratio=ratio,
+            max_dq=err,
+            map_seconds=t_map,
+            map_ratio=map_ratio,
+            max_dq_map=err_map,
+            devices=jax.device_count(),
+            compile_s=compile_s,
+            peak_mib=None if peak is None else peak / 2**20,
+        )
+    table(
+        f"Batches of slider-cranks, {T1:g} s each: jaxmb jit(vmap(simulate)) on one device "
+        f"and mb.batch.map on {jax.device_count()} CPU device(s) vs the numpy loop (loop "
+        f"timed on {loop} members, scaled), median of {repeats}",
+        [
+            "batch",
+            "jit(vmap) s",
+            "RHS evals/s",
+            "batch.map s",
+            "numpy loop s",
+            "vmap speed-up",
+            "batch.map speed-up",
+            "max |dq| vs numpy",
+            "compile s",
+            "peak MiB",
+        ],
+        rows,
+    )
     return figures
 
 
@@ -137,6 +174,7 @@ def _rhs_costs(model, size, repeats, inner=100):
     def loop(q, qd):
         def body(i, acc):
             return acc + rhs(1e-3 * i, (q, qd), None)[1]
+
         return jax.lax.fori_loop(0, inner, body, jnp.zeros_like(qd))
 
     single = jax.jit(loop)
@@ -168,8 +206,9 @@ def robot_case(size, t1=ROBOT_T1, num_saves=101, rtol=1e-8):
     def one(amplitude, speed):
         model = mobile_robot.build(amplitude=amplitude, t_end=t1)
         qd0 = mobile_robot.initial_velocity(model, speed)
-        traj = mb.simulate(model, model.q0, qd0, t1, ts=ts, throw=False, rtol=rtol,
-                           formulation=FORMULATION)
+        traj = mb.simulate(
+            model, model.q0, qd0, t1, ts=ts, throw=False, rtol=rtol, formulation=FORMULATION
+        )
         return jnp.where(traj.success, traj.q[:, 0:2], jnp.nan), traj.num_steps
 
     rng = np.random.default_rng(0)
@@ -185,20 +224,26 @@ def slider_crank_case(size, rtol=1e-8):
     return model, make_run(model, rtol=rtol), thetas, omegas
 
 
-CASES = {"slider_crank": (slider_crank_case, f"slider-cranks of {T1:g} s"),
-         "mobile_robot": (robot_case, f"mobile robots of {ROBOT_T1:g} s (issue 16)")}
+CASES = {
+    "slider_crank": (slider_crank_case, f"slider-cranks of {T1:g} s"),
+    "mobile_robot": (robot_case, f"mobile robots of {ROBOT_T1:g} s (issue 16)"),
+}
 
 
-def batch_paths(size, loop, repeats, case="slider_crank", chunk=mb.batch.DEFAULT_CHUNK,
-                vmap=True):
+def batch_paths(size, loop, repeats, case="slider_crank", chunk=mb.batch.DEFAULT_CHUNK, vmap=True):
     """One batch of `size` members of `case` (CASES) three ways on this process's devices;
     returns figures (seconds, loop of single jitted runs scaled from `loop` members, step
     statistics)."""
     model, one, thetas, omegas = CASES[case][0](size)
     single = jax.jit(one)
     block(single(thetas[0], omegas[0]))
-    t_loop = median_time(lambda: [block(single(a, b)) for a, b in
-                                  zip(thetas[:loop], omegas[:loop])], repeats) * size / loop
+    t_loop = (
+        median_time(
+            lambda: [block(single(a, b)) for a, b in zip(thetas[:loop], omegas[:loop])], repeats
+        )
+        * size
+        / loop
+    )
     q_m, steps = block(mb.batch.map(one, thetas, omegas, chunk=chunk))
     t_map = median_time(lambda: block(mb.batch.map(one, thetas, omegas, chunk=chunk)), repeats)
     if vmap:  # one jit(vmap) over the whole batch, on one device
@@ -214,8 +259,7 @@ def batch_paths(size, loop, repeats, case="slider_crank", chunk=mb.batch.DEFAULT
     q_s, _ = block(sorted_map())
     t_sorted = median_time(lambda: block(sorted_map()), repeats)
     pilot_steps = np.asarray(block(mb.batch.map(pilot, thetas, omegas, chunk=chunk)))
-    t_pilot = median_time(lambda: block(mb.batch.map(pilot, thetas, omegas, chunk=chunk)),
-                          repeats)
+    t_pilot = median_time(lambda: block(mb.batch.map(pilot, thetas, omegas, chunk=chunk)), repeats)
     rhs_single, rhs_member = _rhs_costs(model, size, repeats)
     steps = np.asarray(steps)
 
@@ -225,14 +269,25 @@ def batch_paths(size, loop, repeats, case="slider_crank", chunk=mb.batch.DEFAULT
     def max_dq(q):
         return float(np.nanmax(np.abs(np.asarray(q) - np.asarray(q_v))))
 
-    return dict(size=size, devices=jax.device_count(), loop_s=t_loop, vmap_s=t_vmap,
-                map_s=t_map, sorted_s=t_sorted, pilot_s=t_pilot, chunk=chunk,
-                steps_sum=int(steps.sum()), steps_lockstep=int(steps.max()) * size,
-                steps_chunked=chunked(steps),
-                steps_sorted=chunked(steps[np.argsort(pilot_steps, kind="stable")]),
-                pilot_steps_sum=int(pilot_steps.sum()),
-                rhs_single_us=1e6 * rhs_single, rhs_batched_us=1e6 * rhs_member,
-                max_dq_map_vs_vmap=max_dq(q_m), max_dq_sorted_vs_vmap=max_dq(q_s))
+    return dict(
+        size=size,
+        devices=jax.device_count(),
+        loop_s=t_loop,
+        vmap_s=t_vmap,
+        map_s=t_map,
+        sorted_s=t_sorted,
+        pilot_s=t_pilot,
+        chunk=chunk,
+        steps_sum=int(steps.sum()),
+        steps_lockstep=int(steps.max()) * size,
+        steps_chunked=chunked(steps),
+        steps_sorted=chunked(steps[np.argsort(pilot_steps, kind="stable")]),
+        pilot_steps_sum=int(pilot_steps.sum()),
+        rhs_single_us=1e6 * rhs_single,
+        rhs_batched_us=1e6 * rhs_member,
+        max_dq_map_vs_vmap=max_dq(q_m),
+        max_dq_sorted_vs_vmap=max_dq(q_s),
+    )
 
 
 def qr_crossover(sizes=(6, 9, 12, 15, 18, 21, 27), batch=64, inner=30, repeats=5):
@@ -244,10 +299,11 @@ def qr_crossover(sizes=(6, 9, 12, 15, 18, 21, 27), batch=64, inner=30, repeats=5
     from jaxmb._linalg.dense import VECTOR_QR_LIMIT, _lapack_pivoted_qr, householder_pivoted_qr
 
     rng = np.random.default_rng(0)
-    paths = {"compiled kernel": _native.pivoted_qr,
-             "vectorized": jax.vmap(householder_pivoted_qr),
-             "LAPACK per member": lambda A: jax.lax.map(
-                 lambda a: _lapack_pivoted_qr(a, "economic"), A)}
+    paths = {
+        "compiled kernel": _native.pivoted_qr,
+        "vectorized": jax.vmap(householder_pivoted_qr),
+        "LAPACK per member": lambda A: jax.lax.map(lambda a: _lapack_pivoted_qr(a, "economic"), A),
+    }
     if not _native.available(jnp.zeros(())):
         del paths["compiled kernel"]
     rows = []
@@ -255,18 +311,28 @@ def qr_crossover(sizes=(6, 9, 12, 15, 18, 21, 27), batch=64, inner=30, repeats=5
         A = jnp.asarray(rng.normal(size=(batch, m, m + 1)))
         row = [f"{m} x {m + 1}", m * (m + 1) * m]
         for fn in paths.values():
+
             def loop(A, fn=fn):
                 def body(i, acc):
                     return acc + sum(jnp.sum(x.astype(A.dtype)) for x in fn(A + 1e-9 * i))
+
                 return jax.lax.fori_loop(0, inner, body, 0.0)
+
             compiled = jax.jit(loop)
             block(compiled(A))
             row.append(1e6 * median_time(lambda: block(compiled(A)), repeats) / inner / batch)
         row.append("vectorized" if row[1] <= VECTOR_QR_LIMIT else "LAPACK")
         rows.append(row)
-    table(f"Pivoted QR under vmap, batch of {batch}: us per member (one device)",
-          ["matrix", "m n min(m,n)", *paths,
-           f"without the kernels, jaxmb's choice (limit {VECTOR_QR_LIMIT})"], rows)
+    table(
+        f"Pivoted QR under vmap, batch of {batch}: us per member (one device)",
+        [
+            "matrix",
+            "m n min(m,n)",
+            *paths,
+            f"without the kernels, jaxmb's choice (limit {VECTOR_QR_LIMIT})",
+        ],
+        rows,
+    )
     return rows
 
 
@@ -283,25 +349,34 @@ def svd_crossover(sizes=(2, 3, 4, 6, 8, 10, 14, 21), batch=64, inner=30, repeats
         print("svd crossover: jaxmb's compiled kernels were not built")
         return []
     rng = np.random.default_rng(0)
-    paths = {"Jacobi kernel": _native.svd,
-             "LAPACK per member": lambda A: jax.lax.map(
-                 lambda a: tuple(jnp.linalg.svd(a, full_matrices=False)), A)}
+    paths = {
+        "Jacobi kernel": _native.svd,
+        "LAPACK per member": lambda A: jax.lax.map(
+            lambda a: tuple(jnp.linalg.svd(a, full_matrices=False)), A
+        ),
+    }
     rows = []
     for k, n in [(k, k + 1) for k in sizes] + [(3, 22)]:
         A = jnp.asarray(rng.normal(size=(batch, k, n)))
         row = [f"{k} x {n}"]
         for fn in paths.values():
+
             def loop(A, fn=fn):
                 def body(i, acc):
                     return acc + sum(jnp.sum(x) for x in fn(A + 1e-9 * i))
+
                 return jax.lax.fori_loop(0, inner, body, 0.0)
+
             compiled = jax.jit(loop)
             block(compiled(A))
             row.append(1e6 * median_time(lambda: block(compiled(A)), repeats) / inner / batch)
         row.append("Jacobi" if min(k, n) <= JACOBI_SVD_LIMIT else "LAPACK")
         rows.append(row)
-    table(f"Thin SVD under vmap, batch of {batch}: us per member (one device)",
-          ["matrix", *paths, f"jaxmb's choice (limit {JACOBI_SVD_LIMIT})"], rows)
+    table(
+        f"Thin SVD under vmap, batch of {batch}: us per member (one device)",
+        ["matrix", *paths, f"jaxmb's choice (limit {JACOBI_SVD_LIMIT})"],
+        rows,
+    )
     return rows
 
 
@@ -315,29 +390,82 @@ def compare_devices(size, loop, repeats, counts, case="slider_crank"):
     figures = []
     for count in counts:
         env = dict(os.environ, JAXMB_CPU_DEVICES=str(count))
-        proc = subprocess.run([sys.executable, __file__, "--worker", str(size), str(loop),
-                               str(repeats), "--case", case], env=env, capture_output=True,
-                              text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--worker",
+                str(size),
+                str(loop),
+                str(repeats),
+                "--case",
+                case,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode:
             raise RuntimeError(proc.stderr[-3000:])
         figures.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    rows = [[f["devices"], f["loop_s"], f["vmap_s"], f["map_s"], f["sorted_s"],
-             f["loop_s"] / f["map_s"], f["loop_s"] / f["sorted_s"],
-             figures[0]["sorted_s"] / f["sorted_s"]] for f in figures]
-    table(f"Batch of {size} {CASES[case][1]}: loop of single jitted runs (timed on "
-          f"{loop}, scaled) vs jit(vmap) vs mb.batch.map (chunks of {figures[0]['chunk']}) "
-          f"vs mb.batch.map ordered by pilot step counts (rtol {PILOT_RTOL:g}, pilot time "
-          f"included), by number of CPU devices, median of {repeats}",
-          ["devices", "loop s", "jit(vmap) s", "batch.map s", "map+cost s", "map vs loop",
-           "map+cost vs loop", "map+cost vs 1 device"], rows)
+    rows = [
+        [
+            f["devices"],
+            f["loop_s"],
+            f["vmap_s"],
+            f["map_s"],
+            f["sorted_s"],
+            f["loop_s"] / f["map_s"],
+            f["loop_s"] / f["sorted_s"],
+            figures[0]["sorted_s"] / f["sorted_s"],
+        ]
+        for f in figures
+    ]
+    table(
+        f"Batch of {size} {CASES[case][1]}: loop of single jitted runs (timed on "
+        f"{loop}, scaled) vs jit(vmap) vs mb.batch.map (chunks of {figures[0]['chunk']}) "
+        f"vs mb.batch.map ordered by pilot step counts (rtol {PILOT_RTOL:g}, pilot time "
+        f"included), by number of CPU devices, median of {repeats}",
+        [
+            "devices",
+            "loop s",
+            "jit(vmap) s",
+            "batch.map s",
+            "map+cost s",
+            "map vs loop",
+            "map+cost vs loop",
+            "map+cost vs 1 device",
+        ],
+        rows,
+    )
     f = figures[0]
-    table("Where a vmapped batch loses (1 device): member steps run",
-          ["steps: sum", "lock-step (max x N)", f"chunks of {f['chunk']}",
-           "chunks, ordered by pilot", "pilot s", "RHS us: single", "RHS us/member: vmapped",
-           "max |dq| map vs vmap", "ordered vs vmap"],
-          [[f["steps_sum"], f["steps_lockstep"], f["steps_chunked"], f["steps_sorted"],
-            f["pilot_s"], f["rhs_single_us"], f["rhs_batched_us"], f["max_dq_map_vs_vmap"],
-            f["max_dq_sorted_vs_vmap"]]])
+    table(
+        "Where a vmapped batch loses (1 device): member steps run",
+        [
+            "steps: sum",
+            "lock-step (max x N)",
+            f"chunks of {f['chunk']}",
+            "chunks, ordered by pilot",
+            "pilot s",
+            "RHS us: single",
+            "RHS us/member: vmapped",
+            "max |dq| map vs vmap",
+            "ordered vs vmap",
+        ],
+        [
+            [
+                f["steps_sum"],
+                f["steps_lockstep"],
+                f["steps_chunked"],
+                f["steps_sorted"],
+                f["pilot_s"],
+                f["rhs_single_us"],
+                f["rhs_batched_us"],
+                f["max_dq_map_vs_vmap"],
+                f["max_dq_sorted_vs_vmap"],
+            ]
+        ],
+    )
     return figures
 
 
@@ -347,18 +475,35 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="*")
     parser.add_argument("--repeats", type=int)
     parser.add_argument("--loop", type=int)
-    parser.add_argument("--paths", type=int, default=None,
-                        help="batch size for the loop / vmap / batch.map comparison on 1 and "
-                             "all CPU devices (default 1024, --quick 256)")
-    parser.add_argument("--robot", type=int, default=None,
-                        help="also the issue-16 robot batch of this size (20 s each) on 1 and "
-                             "all CPU devices, loop timed on 32 members, 1 repeat")
-    parser.add_argument("--qr", action="store_true",
-                        help="only the vmapped pivoted-QR table (vectorized vs LAPACK per member)")
-    parser.add_argument("--svd", action="store_true",
-                        help="only the vmapped SVD table (Jacobi kernel vs LAPACK per member)")
-    parser.add_argument("--formulation", default=None,
-                        help="simulate's formulation for every member (default: simulate's)")
+    parser.add_argument(
+        "--paths",
+        type=int,
+        default=None,
+        help="batch size for the loop / vmap / batch.map comparison on 1 and "
+        "all CPU devices (default 1024, --quick 256)",
+    )
+    parser.add_argument(
+        "--robot",
+        type=int,
+        default=None,
+        help="also the issue-16 robot batch of this size (20 s each) on 1 and "
+        "all CPU devices, loop timed on 32 members, 1 repeat",
+    )
+    parser.add_argument(
+        "--qr",
+        action="store_true",
+        help="only the vmapped pivoted-QR table (vectorized vs LAPACK per member)",
+    )
+    parser.add_argument(
+        "--svd",
+        action="store_true",
+        help="only the vmapped SVD table (Jacobi kernel vs LAPACK per member)",
+    )
+    parser.add_argument(
+        "--formulation",
+        default=None,
+        help="simulate's formulation for every member (default: simulate's)",
+    )
     parser.add_argument("--worker", nargs=3, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--case", default="slider_crank", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -368,27 +513,41 @@ def main(argv=None):
     if args.worker:
         import json
 
-        print(json.dumps(batch_paths(*args.worker, case=args.case,
-                                     vmap=args.case == "slider_crank")))
+        print(
+            json.dumps(batch_paths(*args.worker, case=args.case, vmap=args.case == "slider_crank"))
+        )
         return None
     print(machine())
     print(f"formulation: {FORMULATION}")
     from jaxmb._linalg import native as _native
 
-    print("batched factorizations: " + ("jaxmb's compiled kernels (jaxmb._linalg.native)"
-                                         if _native.available(jnp.zeros(())) else
-                                         "pure JAX (compiled kernels not built or switched off)"))
+    print(
+        "batched factorizations: "
+        + (
+            "jaxmb's compiled kernels (jaxmb._linalg.native)"
+            if _native.available(jnp.zeros(()))
+            else "pure JAX (compiled kernels not built or switched off)"
+        )
+    )
     if args.qr:
         return dict(qr=qr_crossover())
     if args.svd:
         return dict(svd=svd_crossover())
     cores = len(os.sched_getaffinity(0))
-    paths = compare_devices(args.paths or (256 if args.quick else 1024), 16 if args.quick else 64,
-                            args.repeats or 3, sorted({1, cores}))
-    robot = (compare_devices(args.robot, 32, 1, sorted({1, cores}), case="mobile_robot")
-             if args.robot else None)
-    return dict(sizes=run(args.quick, args.sizes, args.repeats, args.loop), paths=paths,
-                robot=robot)
+    paths = compare_devices(
+        args.paths or (256 if args.quick else 1024),
+        16 if args.quick else 64,
+        args.repeats or 3,
+        sorted({1, cores}),
+    )
+    robot = (
+        compare_devices(args.robot, 32, 1, sorted({1, cores}), case="mobile_robot")
+        if args.robot
+        else None
+    )
+    return dict(
+        sizes=run(args.quick, args.sizes, args.repeats, args.loop), paths=paths, robot=robot
+    )
 
 
 if __name__ == "__main__":

@@ -60,7 +60,8 @@ def n_four_bar_compile_times(sizes):
         qd0 = n_four_bar.velocity(np.pi / 2, -1.0, N)
         ts = jnp.linspace(0.0, 1.0, 11)
         _, trace_s, xla_s = compile_timed(
-            lambda m, q, qd, ts: mb.simulate(m, q, qd, 1.0, ts=ts), model, model.q0, qd0, ts)
+            lambda m, q, qd, ts: mb.simulate(m, q, qd, 1.0, ts=ts), model, model.q0, qd0, ts
+        )
         out[N] = (len(model.pairs), trace_s, xla_s)
     return out
 
@@ -127,23 +128,37 @@ def second_process_times(with_commands=True, repeats=3):
     pairs of runs, each on a new empty cache: the pair with the median ratio)."""
     calls, commands = {}, {}
     with tempfile.TemporaryDirectory() as cache:
-        runs = [json.loads(_fresh_process([sys.executable, "-c", _FIRST_CALLS, cache])[1]
-                           .strip().splitlines()[-1]) for _ in range(2)]
+        runs = [
+            json.loads(
+                _fresh_process([sys.executable, "-c", _FIRST_CALLS, cache])[1]
+                .strip()
+                .splitlines()[-1]
+            )
+            for _ in range(2)
+        ]
         for model in runs[0]:
             calls[model] = {k: (runs[0][model][k], runs[1][model][k]) for k in runs[0][model]}
     if with_commands:
         jaxmb = os.path.join(os.path.dirname(sys.executable), "jaxmb")
-        for name, args in (("jaxmb simulate mobile_robot --t1 2", ["simulate", "mobile_robot",
-                                                                    "--t1", "2", "--out"]),
-                           ("jaxmb demo", ["demo", "--out"])):
+        for name, args in (
+            (
+                "jaxmb simulate mobile_robot --t1 2",
+                ["simulate", "mobile_robot", "--t1", "2", "--out"],
+            ),
+            ("jaxmb demo", ["demo", "--out"]),
+        ):
             pairs = []
             for _ in range(repeats):
                 with tempfile.TemporaryDirectory() as folder:
-                    env = dict(os.environ, JAXMB_NO_CACHE="",
-                               JAX_COMPILATION_CACHE_DIR=os.path.join(folder, "cache"))
+                    env = dict(
+                        os.environ,
+                        JAXMB_NO_CACHE="",
+                        JAX_COMPILATION_CACHE_DIR=os.path.join(folder, "cache"),
+                    )
                     out = os.path.join(folder, "r.npz" if "simulate" in name else "demo")
-                    pairs.append(tuple(_fresh_process([jaxmb, *args, out], env)[0]
-                                       for _ in range(2)))
+                    pairs.append(
+                        tuple(_fresh_process([jaxmb, *args, out], env)[0] for _ in range(2))
+                    )
             commands[name] = sorted(pairs, key=lambda p: p[1] / p[0])[len(pairs) // 2]
     return calls, commands
 
@@ -155,33 +170,44 @@ def exponent(sizes, values):
 
 def run(quick=False):
     robot = robot_compile_times()
-    table("Compile time, mobile robot (14 pairs)", ["function", "trace+lower s", "XLA s",
-                                                     "total s"],
-          [[k, a, b, a + b] for k, (a, b) in robot.items()])
+    table(
+        "Compile time, mobile robot (14 pairs)",
+        ["function", "trace+lower s", "XLA s", "total s"],
+        [[k, a, b, a + b] for k, (a, b) in robot.items()],
+    )
     sizes = (1, 10, 50) if quick else (1, 10, 50, 100)
     nfb = n_four_bar_compile_times(sizes)
     totals = [a + b for _, a, b in nfb.values()]
     a = exponent([nfb[N][0] for N in sizes], totals)
-    table(f"Compile time of simulate, N-four-bar (fitted growth: pairs^{a:.2f})",
-          ["N", "pairs", "trace+lower s", "XLA s", "total s"],
-          [[N, p, t, x, t + x] for N, (p, t, x) in nfb.items()])
+    table(
+        f"Compile time of simulate, N-four-bar (fitted growth: pairs^{a:.2f})",
+        ["N", "pairs", "trace+lower s", "XLA s", "total s"],
+        [[N, p, t, x, t + x] for N, (p, t, x) in nfb.items()],
+    )
     calls, commands = second_process_times(with_commands=not quick)
-    table("First eager call in a fresh process, with mb.enable_compilation_cache: first "
-          "process (traces and compiles) vs second (loads)",
-          ["model", "analysis", "first s", "second s", "second / first"],
-          [[m, k, a_, b_, b_ / a_] for m, row in calls.items() for k, (a_, b_) in row.items()])
+    table(
+        "First eager call in a fresh process, with mb.enable_compilation_cache: first "
+        "process (traces and compiles) vs second (loads)",
+        ["model", "analysis", "first s", "second s", "second / first"],
+        [[m, k, a_, b_, b_ / a_] for m, row in calls.items() for k, (a_, b_) in row.items()],
+    )
     if commands:
-        table("Command line, two runs on an empty cache, the median of 3 such pairs "
-              "(targets: simulate <= 0.35, demo <= 0.3)", ["command", "first s", "second s", "second / first"],
-              [[c, a_, b_, b_ / a_] for c, (a_, b_) in commands.items()])
-    return dict(robot={k: dict(trace_s=a_, xla_s=b_, total_s=a_ + b_)
-                       for k, (a_, b_) in robot.items()},
-                n_four_bar={N: dict(pairs=p, total_s=t + x) for N, (p, t, x) in nfb.items()},
-                growth_exponent=a,
-                second_process={m: {k: dict(first_s=a_, second_s=b_) for k, (a_, b_) in
-                                    row.items()} for m, row in calls.items()},
-                commands={c: dict(first_s=a_, second_s=b_) for c, (a_, b_) in
-                          commands.items()})
+        table(
+            "Command line, two runs on an empty cache, the median of 3 such pairs "
+            "(targets: simulate <= 0.35, demo <= 0.3)",
+            ["command", "first s", "second s", "second / first"],
+            [[c, a_, b_, b_ / a_] for c, (a_, b_) in commands.items()],
+        )
+    return dict(
+        robot={k: dict(trace_s=a_, xla_s=b_, total_s=a_ + b_) for k, (a_, b_) in robot.items()},
+        n_four_bar={N: dict(pairs=p, total_s=t + x) for N, (p, t, x) in nfb.items()},
+        growth_exponent=a,
+        second_process={
+            m: {k: dict(first_s=a_, second_s=b_) for k, (a_, b_) in row.items()}
+            for m, row in calls.items()
+        },
+        commands={c: dict(first_s=a_, second_s=b_) for c, (a_, b_) in commands.items()},
+    )
 
 
 def main(argv=None):

@@ -52,14 +52,23 @@ print(json.dumps(float(np.median(times))), flush=True)
 
 def measure(n, processes, keep_threads, formulation):
     """Median run time of each of `processes` workers started together."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENBLAS_NUM_THREADS", "JAXMB_KEEP_BLAS_THREADS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENBLAS_NUM_THREADS", "JAXMB_KEEP_BLAS_THREADS")
+    }
     if keep_threads:
         env["JAXMB_KEEP_BLAS_THREADS"] = "1"
-    workers = [subprocess.Popen([sys.executable, "-c", WORKER, str(n), str(REPEATS), formulation],
-                                env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-               for _ in range(processes)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(n), str(REPEATS), formulation],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(processes)
+    ]
     for w in workers:  # compiled, waiting
         while w.stdout.readline().strip() != "READY":
             pass
@@ -75,14 +84,19 @@ def measure(n, processes, keep_threads, formulation):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=6, help="plates per side (default 6)")
-    parser.add_argument("--formulation", default="null_space",
-                        help="null_space (default: one dense pivoted QR, LAPACK, per step, "
-                             "as in the issue's measurement) or default (the sparse AL above "
-                             "24 bodies, which calls no LAPACK)")
+    parser.add_argument(
+        "--formulation",
+        default="null_space",
+        help="null_space (default: one dense pivoted QR, LAPACK, per step, "
+        "as in the issue's measurement) or default (the sparse AL above "
+        "24 bodies, which calls no LAPACK)",
+    )
     args = parser.parse_args()
-    print(f"1 s of motion of a {args.size} x {args.size} rotating-squares linkage "
-          f"({args.formulation}); "
-          f"{os.cpu_count()} cores; median of {REPEATS} runs per process")
+    print(
+        f"1 s of motion of a {args.size} x {args.size} rotating-squares linkage "
+        f"({args.formulation}); "
+        f"{os.cpu_count()} cores; median of {REPEATS} runs per process"
+    )
     print(f"{'BLAS threads':<22}{'alone (s)':>12}{'two together (s)':>20}{'slowdown':>10}")
     slowdowns = {}
     for label, keep in (("1 (jaxmb's default)", False), ("OpenBLAS default", True)):
@@ -90,12 +104,16 @@ def main():
         alone = measure(args.size, 1, keep, args.formulation)[0]
         pair = measure(args.size, 2, keep, args.formulation)
         slowdowns[label] = max(pair) / alone
-        print(f"{label:<22}{alone:>12.4f}{max(pair):>20.4f}{slowdowns[label]:>9.2f}x"
-              f"   ({time.perf_counter() - start:.0f} s to measure)")
+        print(
+            f"{label:<22}{alone:>12.4f}{max(pair):>20.4f}{slowdowns[label]:>9.2f}x"
+            f"   ({time.perf_counter() - start:.0f} s to measure)"
+        )
     pinned = slowdowns["1 (jaxmb's default)"]
     verdict = "met" if pinned <= SLOWDOWN_LIMIT else "MISSED"
-    print(f"target: two pinned processes at most {SLOWDOWN_LIMIT:g}x one alone: {pinned:.2f}x "
-          f"({verdict})")
+    print(
+        f"target: two pinned processes at most {SLOWDOWN_LIMIT:g}x one alone: {pinned:.2f}x "
+        f"({verdict})"
+    )
 
 
 if __name__ == "__main__":

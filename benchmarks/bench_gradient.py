@@ -40,8 +40,9 @@ def make_loss(t_end, num_saves=101, adjoint=None):
         a, masses = params
         model = mobile_robot.build(a, masses=masses)
         qd0 = mobile_robot.initial_velocity(model)
-        traj = mb.simulate(model, model.q0, qd0, t_end, ts=ts, adjoint=adjoint,
-                           formulation=FORMULATION)
+        traj = mb.simulate(
+            model, model.q0, qd0, t_end, ts=ts, adjoint=adjoint, formulation=FORMULATION
+        )
         fx, fy, _ = mb.reactions(model, traj).on_body("D", "link_4")
         return jnp.mean(fx**2 + fy**2)
 
@@ -61,38 +62,65 @@ def run(quick=False, repeats=None):
         (f"checkpoints={CHECKPOINTS}", diffrax.RecursiveCheckpointAdjoint(checkpoints=CHECKPOINTS)),
     ):
         grad, grad_trace, grad_xla = compile_timed(
-            jax.value_and_grad(make_loss(t_end, adjoint=adjoint)), params)
+            jax.value_and_grad(make_loss(t_end, adjoint=adjoint)), params
+        )
         value, g = block(grad(params))
         t_grad = median_time(lambda grad=grad: block(grad(params)), repeats)
         mib = grad.memory_analysis().temp_size_in_bytes / 2**20
-        rows.append([f"value_and_grad, {label}", t_grad, t_grad / t_fwd, grad_trace + grad_xla,
-                     f"{mib:.1f}"])
-        out[label] = dict(gradient_s=t_grad, ratio=t_grad / t_fwd, temp_mib=mib,
-                          compile_s=grad_trace + grad_xla, dL_da=float(g[0]))
+        rows.append(
+            [
+                f"value_and_grad, {label}",
+                t_grad,
+                t_grad / t_fwd,
+                grad_trace + grad_xla,
+                f"{mib:.1f}",
+            ]
+        )
+        out[label] = dict(
+            gradient_s=t_grad,
+            ratio=t_grad / t_fwd,
+            temp_mib=mib,
+            compile_s=grad_trace + grad_xla,
+            dL_da=float(g[0]),
+        )
     h = 1e-6 * params[0]
     fd = (fwd((params[0] + h, params[1])) - fwd((params[0] - h, params[1]))) / (2 * h)
-    table(f"Reverse-mode gradient of mean |F_D|^2 over {t_end:g} s of the robot (8 parameters), "
-          f"median of {repeats}",
-          ["run", "seconds", "ratio to forward", "compile s", "temp MiB"], rows)
+    table(
+        f"Reverse-mode gradient of mean |F_D|^2 over {t_end:g} s of the robot (8 parameters), "
+        f"median of {repeats}",
+        ["run", "seconds", "ratio to forward", "compile s", "temp MiB"],
+        rows,
+    )
     for label, r in out.items():
         r["fd_relative"] = abs(r["dL_da"] - float(fd)) / abs(float(fd))
-        print(f"{label}: dL/da = {r['dL_da']:.10g}, central difference {float(fd):.10g}, "
-              f"relative {r['fd_relative']:.1e}")
+        print(
+            f"{label}: dL/da = {r['dL_da']:.10g}, central difference {float(fd):.10g}, "
+            f"relative {r['fd_relative']:.1e}"
+        )
     a, b = (r["dL_da"] for r in out.values())
     assert abs(a - b) <= 1e-9 * abs(a), (a, b)  # both adjoints: the same discrete gradient
     print()
     best = min(out, key=lambda k: out[k]["ratio"])
-    return dict(t_end=t_end, forward_s=t_fwd, compile_forward_s=fwd_trace + fwd_xla,
-                adjoints=out, best=best, ratio=out[best]["ratio"],
-                fd_relative=out[best]["fd_relative"])
+    return dict(
+        t_end=t_end,
+        forward_s=t_fwd,
+        compile_forward_s=fwd_trace + fwd_xla,
+        adjoints=out,
+        best=best,
+        ratio=out[best]["ratio"],
+        fd_relative=out[best]["fd_relative"],
+    )
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int)
-    parser.add_argument("--formulation", default="default",
-                        help="simulate's formulation (default: simulate's default)")
+    parser.add_argument(
+        "--formulation",
+        default="default",
+        help="simulate's formulation (default: simulate's default)",
+    )
     args = parser.parse_args(argv)
     global FORMULATION
     FORMULATION = args.formulation

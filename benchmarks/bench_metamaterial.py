@@ -75,14 +75,20 @@ def scipy_compliance(C, f, k):
 def ligament_stiffness(model):
     """Every hinge its own ligament stiffness, log-uniform over a decade (1e6 to 1e7 N/m)."""
     rng = np.random.default_rng(0)
-    return {name: float(10 ** rng.uniform(6, 7)) for name in model.pair_names
-            if name.startswith(("H", "V"))}
+    return {
+        name: float(10 ** rng.uniform(6, 7))
+        for name in model.pair_names
+        if name.startswith(("H", "V"))
+    }
 
 
 def largest_hinge_force(model, lam):
     lam = np.asarray(lam)
-    return max(float(np.linalg.norm(lam[model.rows(name)])) for name in model.pair_names
-               if name.startswith(("H", "V")))
+    return max(
+        float(np.linalg.norm(lam[model.rows(name)]))
+        for name in model.pair_names
+        if name.startswith(("H", "V"))
+    )
 
 
 def motion(n):
@@ -97,10 +103,15 @@ def motion(n):
     q, qd = np.asarray(traj.q), np.asarray(traj.qd)
     kinetic = 0.5 * np.sum(np.asarray(model.mass_diagonal()) * qd**2, axis=1)
     left, right = [3 * n * j for j in range(n)], [3 * (n - 1 + n * j) for j in range(n)]
-    work = pull * (np.sum(q[:, right] - q[0, right], axis=1)
-                   - np.sum(q[:, left] - q[0, left], axis=1))
-    return first, seconds, int(traj.num_steps), float(np.max(np.abs(kinetic - work))
-                                                      / np.max(kinetic))
+    work = pull * (
+        np.sum(q[:, right] - q[0, right], axis=1) - np.sum(q[:, left] - q[0, left], axis=1)
+    )
+    return (
+        first,
+        seconds,
+        int(traj.num_steps),
+        float(np.max(np.abs(kinetic - work)) / np.max(kinetic)),
+    )
 
 
 def design(n):
@@ -133,67 +144,119 @@ def run(sizes, dense_up_to, gradient_up_to):
             start = time.perf_counter()
             expected, _ = numpy_verdicts(model, C)
             numpy_s = time.perf_counter() - start
-        sparse, sp_first, sp_s = first_and_median(
-            lambda: mb.solvability(model, q, method="sparse"))
+        sparse, sp_first, sp_s = first_and_median(lambda: mb.solvability(model, q, method="sparse"))
         if dense:
-            agree = (bool(np.array_equal(np.asarray(report.solvable), expected)),
-                     bool(np.array_equal(np.asarray(sparse.solvable), expected)))
+            agree = (
+                bool(np.array_equal(np.asarray(report.solvable), expected)),
+                bool(np.array_equal(np.asarray(sparse.solvable), expected)),
+            )
 
         loaded = auxetic.build(n, pull=1.0, lock_mode=True)
         ql = loaded.q0
         stiffness = ligament_stiffness(loaded)
         method = mb.Compliance(stiffness, default=1e7)
-        compliant, st_first, st_s = first_and_median(
-            lambda: mb.statics(loaded, ql, method=method))
+        compliant, st_first, st_s = first_and_median(lambda: mb.statics(loaded, ql, method=method))
         Cl = np.asarray(loaded.C(ql, 0.0))
         f = np.asarray(loaded.forces(ql, jnp.zeros(loaded.n), 0.0))
-        k = np.concatenate([np.full(loaded.pair(p).num_rows, stiffness.get(p, 1e7))
-                            for p in loaded.pair_names])
+        k = np.concatenate(
+            [np.full(loaded.pair(p).num_rows, stiffness.get(p, 1e7)) for p in loaded.pair_names]
+        )
         start = time.perf_counter()
         reference = scipy_compliance(Cl, f, k)
         scipy_s = time.perf_counter() - start
-        diff = float(np.max(np.abs(np.asarray(compliant.lam) - reference))
-                     / np.max(np.abs(reference)))
+        diff = float(
+            np.max(np.abs(np.asarray(compliant.lam) - reference)) / np.max(np.abs(reference))
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", mb.NonUniqueReactionWarning)
             rigid, _, mn_s = first_and_median(lambda: mb.statics(loaded, ql))
-        rows.append([
-            f"{n} x {n}", model.num_rows, int(sparse.redundancy), int(np.sum(sparse.solvable)),
-            f"{agree[0]}/{agree[1]}" if dense else "-",
-            f"{qr_first:.3g} / {qr_s:.3g}" if dense else "-",
-            f"{sp_first:.3g} / {sp_s:.3g}", f"{numpy_s:.3g}" if dense else "-",
-            f"{st_first:.3g} / {st_s:.4g}", f"{scipy_s:.3g}", f"{diff:.1e}", f"{mn_s:.4g}",
-            f"{largest_hinge_force(loaded, compliant.lam):.4g}",
-            f"{largest_hinge_force(loaded, rigid.lam):.4g}"])
+        rows.append(
+            [
+                f"{n} x {n}",
+                model.num_rows,
+                int(sparse.redundancy),
+                int(np.sum(sparse.solvable)),
+                f"{agree[0]}/{agree[1]}" if dense else "-",
+                f"{qr_first:.3g} / {qr_s:.3g}" if dense else "-",
+                f"{sp_first:.3g} / {sp_s:.3g}",
+                f"{numpy_s:.3g}" if dense else "-",
+                f"{st_first:.3g} / {st_s:.4g}",
+                f"{scipy_s:.3g}",
+                f"{diff:.1e}",
+                f"{mn_s:.4g}",
+                f"{largest_hinge_force(loaded, compliant.lam):.4g}",
+                f"{largest_hinge_force(loaded, rigid.lam):.4g}",
+            ]
+        )
         m_first, m_s, steps, balance = motion(n)
         row = [f"{n} x {n}", f"{m_first:.3g} / {m_s:.3g}", steps, f"{balance:.1e}"]
         if n <= gradient_up_to:
             fc, ft, fr, gc, gt, gr = design(n)
-            row += [f"{fc:.3g} ({ft:.3g})", f"{fr:.3g}", f"{gc:.3g} ({gt:.3g})", f"{gr:.3g}",
-                    f"{gr / fr:.2g}"]
+            row += [
+                f"{fc:.3g} ({ft:.3g})",
+                f"{fr:.3g}",
+                f"{gc:.3g} ({gt:.3g})",
+                f"{gr:.3g}",
+                f"{gr / fr:.2g}",
+            ]
         else:
             row += ["-"] * 5
         extra.append(row)
-    table("Rotating squares, n x n plates: seconds as first call / median of 3 (solvability of "
-          "the held grid; statics of the grid pulled at two edges, mode held)",
-          ["grid", "rows", "p", "unique pairs", "verdicts = numpy (qr/sparse)",
-           "solvability qr", "solvability sparse", "numpy SVD", "statics Compliance",
-           "scipy LSQR", "rel. diff", "statics min-norm", "max hinge force Compliance N",
-           "max hinge force min-norm N"], rows)
-    table("1 s of motion (first call / median) and the inverse-design loss: compile (of it "
-          "trace) and run, seconds",
-          ["grid", "motion 1 s", "steps", "energy balance", "loss compile (trace)", "loss run",
-           "gradient compile (trace)", "gradient run", "gradient / loss"], extra)
+    table(
+        "Rotating squares, n x n plates: seconds as first call / median of 3 (solvability of "
+        "the held grid; statics of the grid pulled at two edges, mode held)",
+        [
+            "grid",
+            "rows",
+            "p",
+            "unique pairs",
+            "verdicts = numpy (qr/sparse)",
+            "solvability qr",
+            "solvability sparse",
+            "numpy SVD",
+            "statics Compliance",
+            "scipy LSQR",
+            "rel. diff",
+            "statics min-norm",
+            "max hinge force Compliance N",
+            "max hinge force min-norm N",
+        ],
+        rows,
+    )
+    table(
+        "1 s of motion (first call / median) and the inverse-design loss: compile (of it "
+        "trace) and run, seconds",
+        [
+            "grid",
+            "motion 1 s",
+            "steps",
+            "energy balance",
+            "loss compile (trace)",
+            "loss run",
+            "gradient compile (trace)",
+            "gradient run",
+            "gradient / loss",
+        ],
+        extra,
+    )
     return rows, extra
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10, 20])
-    parser.add_argument("--dense-up-to", type=int, default=20,
-                        help="largest grid for the dense QR test and numpy's SVD")
-    parser.add_argument("--gradient-up-to", type=int, default=20,
-                        help="largest grid for the inverse-design gradient")
+    parser.add_argument(
+        "--dense-up-to",
+        type=int,
+        default=20,
+        help="largest grid for the dense QR test and numpy's SVD",
+    )
+    parser.add_argument(
+        "--gradient-up-to",
+        type=int,
+        default=20,
+        help="largest grid for the inverse-design gradient",
+    )
     args = parser.parse_args(argv)
     print(machine())
     return run(args.sizes, args.dense_up_to, args.gradient_up_to)

@@ -87,13 +87,21 @@ def targets(rows):
                 continue
             goal = "single trajectory no slower than Exudyn (>= 1)"
         elif r["engine"] == "mjx" and r["batch"] > 1:
-            same = [o for o in rows if o["engine"] == r["engine"] and o["name"] == r["name"]
-                    and o["jaxmb_ok"] and _no_less_accurate(o)]
+            same = [
+                o
+                for o in rows
+                if o["engine"] == r["engine"]
+                and o["name"] == r["name"]
+                and o["jaxmb_ok"]
+                and _no_less_accurate(o)
+            ]
             if not same or r is not max(same, key=lambda o: o["speedup"]):
                 continue
             jr = r["jaxmb_vs_ref"]
-            goal = (f"batch throughput >= 5x MJX at equal or better accuracy; jaxmb rtol "
-                    f"{r['jaxmb_rtol']:g}, error {jr['pos']:.1e} m, {jr['ang']:.1e} rad")
+            goal = (
+                f"batch throughput >= 5x MJX at equal or better accuracy; jaxmb rtol "
+                f"{r['jaxmb_rtol']:g}, error {jr['pos']:.1e} m, {jr['ang']:.1e} rad"
+            )
         else:
             continue
         pr = r["peer_vs_ref"]
@@ -129,11 +137,15 @@ def main(argv=None):
         "--only", choices=[p[0] for p in PEERS], action="append", help="this peer only"
     )
     parser.add_argument(
-        "--formulation", default="null_space",
-        help="simulate's formulation for jaxmb's runs (a spelling, e.g. augmented_lagrangian)")
+        "--formulation",
+        default="null_space",
+        help="simulate's formulation for jaxmb's runs (a spelling, e.g. augmented_lagrangian)",
+    )
     parser.add_argument(
-        "--scaling", action="store_true",
-        help="Exudyn only: the N-four-bar from N = 10 to 400 with its dense and sparse LU")
+        "--scaling",
+        action="store_true",
+        help="Exudyn only: the N-four-bar from N = 10 to 400 with its dense and sparse LU",
+    )
     args = parser.parse_args(argv)
     compare_jaxmb.FORMULATION = args.formulation
     if args.scaling:
@@ -150,7 +162,13 @@ def main(argv=None):
         else:
             paths.append(
                 run_peer(
-                    args.peers_python, engine, script, probe, package, args.quick, args.repeats,
+                    args.peers_python,
+                    engine,
+                    script,
+                    probe,
+                    package,
+                    args.quick,
+                    args.repeats,
                     args.scaling,
                 )
             )
@@ -178,9 +196,16 @@ def main(argv=None):
     out = os.path.join(RESULTS, f"peers{suffix}.json")
     with open(out, "w") as f:
         json.dump(
-            dict(rows=rows, loadavg=loads, repeats=args.repeats, quick=args.quick,
-                 formulation=args.formulation,
-                 written=time.strftime("%Y-%m-%d %H:%M:%S")), f, indent=1
+            dict(
+                rows=rows,
+                loadavg=loads,
+                repeats=args.repeats,
+                quick=args.quick,
+                formulation=args.formulation,
+                written=time.strftime("%Y-%m-%d %H:%M:%S"),
+            ),
+            f,
+            indent=1,
         )
     print(f"wrote {out}")
     return rows

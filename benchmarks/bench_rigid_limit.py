@@ -29,14 +29,21 @@ SWEEPS = {
     "cycle": [3.0, 10.0, 30.0, 100.0, 300.0, 1000.0],
     "robot": [10.0, 30.0, 100.0, 300.0, 1000.0],
 }
-QUICK = {"statics": [10.0, 100.0, 1000.0], "cycle": [10.0, 100.0, 1000.0],
-         "robot": [10.0, 100.0, 1000.0]}
+QUICK = {
+    "statics": [10.0, 100.0, 1000.0],
+    "cycle": [10.0, 100.0, 1000.0],
+    "robot": [10.0, 100.0, 1000.0],
+}
 STUDIES = {
     "statics": ("(a) parallelogram statics, bushings s K", rigid_limit.parallelogram_statics),
-    "cycle": ("(b) parallelogram cycle, bushings s K, Kvaerno5",
-              lambda s: rigid_limit.parallelogram_cycle(s, rtol=1e-8)),
-    "robot": ("(c) robot manoeuvre, tyres s D, Kvaerno5",
-              lambda s: rigid_limit.robot_slip(s, t_end=5.0, t1=5.0, num_saves=51)),
+    "cycle": (
+        "(b) parallelogram cycle, bushings s K, Kvaerno5",
+        lambda s: rigid_limit.parallelogram_cycle(s, rtol=1e-8),
+    ),
+    "robot": (
+        "(c) robot manoeuvre, tyres s D, Kvaerno5",
+        lambda s: rigid_limit.robot_slip(s, t_end=5.0, t1=5.0, num_saves=51),
+    ),
 }
 
 
@@ -53,12 +60,18 @@ def run(quick=False, only=None, out=os.path.join(_common.RESULTS, "rigid_limit.j
         start = time.perf_counter()
         r = study(sweeps[key])
         seconds = time.perf_counter() - start
-        rows = [(f"{s:g}", f"{e:.3e}", "" if k == 0 else f"{r['rates'][k - 1]:+.3f}")
-                for k, (s, e) in enumerate(zip(r["scales"], r["errors"]))]
+        rows = [
+            (f"{s:g}", f"{e:.3e}", "" if k == 0 else f"{r['rates'][k - 1]:+.3f}")
+            for k, (s, e) in enumerate(zip(r["scales"], r["errors"]))
+        ]
         _common.table(f"{title} ({seconds:.0f} s)", ("s", "relative error", "rate"), rows)
-        results[key] = dict(title=title, scales=r["scales"].tolist(),
-                            errors=r["errors"].tolist(), rates=r["rates"].tolist(),
-                            seconds=seconds)
+        results[key] = dict(
+            title=title,
+            scales=r["scales"].tolist(),
+            errors=r["errors"].tolist(),
+            rates=r["rates"].tolist(),
+            seconds=seconds,
+        )
     results["machine"] = _common.machine()
     with open(out, "w") as fh:
         json.dump(results, fh, indent=1)

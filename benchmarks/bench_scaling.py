@@ -41,32 +41,75 @@ def run(quick=False, sizes=None, repeats=None, ref_max=None, formulations=("null
         model = n_four_bar.build(N)
         qd0 = n_four_bar.velocity(np.pi / 2, -1.0, N)
         ts = jnp.linspace(0.0, T1, 11)
-        fn = lambda m, q, qd, ts: mb.simulate(m, q, qd, T1, ts=ts,  # noqa: E731
-                                              formulation=formulation)
+        fn = lambda m, q, qd, ts: mb.simulate(
+            m,
+            q,
+            qd,
+            T1,
+            ts=ts,  # noqa: E731
+            formulation=formulation,
+        )
         compiled, trace_s, xla_s = compile_timed(fn, model, model.q0, qd0, ts)
         traj = block(compiled(model, model.q0, qd0, ts))
         t = median_time(lambda: block(compiled(model, model.q0, qd0, ts)), repeats)
         t_ref = err = None
         if N <= ref_max:
             out = {}
-            t_ref = median_time(lambda: out.update(r=ref.simulate_n_four_bar(
-                N, T1, np.asarray(ts))), 1)
+            t_ref = median_time(
+                lambda: out.update(r=ref.simulate_n_four_bar(N, T1, np.asarray(ts))), 1
+            )
             err = float(np.max(np.abs(out["r"][1] - np.asarray(traj.q))))
-        rows.append([N, formulation, model.n, len(model.pairs), t / T1, int(traj.num_steps),
-                     "-" if t_ref is None else t_ref / T1,
-                     "-" if t_ref is None else t_ref / t, "-" if err is None else err,
-                     trace_s + xla_s])
-        figures[(N, formulation)] = dict(n=model.n, s_per_sim_s=t / T1, steps=int(traj.num_steps),
-                          numpy_s_per_sim_s=None if t_ref is None else t_ref / T1,
-                          max_dq=err, compile_s=trace_s + xla_s)
+        rows.append(
+            [
+                N,
+                formulation,
+                model.n,
+                len(model.pairs),
+                t / T1,
+                int(traj.num_steps),
+                "-" if t_ref is None else t_ref / T1,
+                "-" if t_ref is None else t_ref / t,
+                "-" if err is None else err,
+                trace_s + xla_s,
+            ]
+        )
+        figures[(N, formulation)] = dict(
+            n=model.n,
+            s_per_sim_s=t / T1,
+            steps=int(traj.num_steps),
+            numpy_s_per_sim_s=None if t_ref is None else t_ref / T1,
+            max_dq=err,
+            compile_s=trace_s + xla_s,
+        )
     big = [N for N in sizes if N >= 10]
-    exponents = {f: (float(np.polyfit(np.log(big), np.log(
-        [figures[(N, f)]["s_per_sim_s"] for N in big]), 1)[0]) if len(big) >= 2 else float("nan"))
-        for f in formulations}
+    exponents = {
+        f: (
+            float(
+                np.polyfit(np.log(big), np.log([figures[(N, f)]["s_per_sim_s"] for N in big]), 1)[0]
+            )
+            if len(big) >= 2
+            else float("nan")
+        )
+        for f in formulations
+    }
     fitted = ", ".join(f"{f} N^{a:.2f}" for f, a in exponents.items())
-    table(f"N-four-bar, {T1:g} s of motion: run time per simulated second (fitted over "
-          f"N >= 10: {fitted})", ["N", "formulation", "n", "pairs", "jaxmb s/s", "steps",
-                                  "numpy s/s", "speed-up", "max |dq|", "compile s"], rows)
+    table(
+        f"N-four-bar, {T1:g} s of motion: run time per simulated second (fitted over "
+        f"N >= 10: {fitted})",
+        [
+            "N",
+            "formulation",
+            "n",
+            "pairs",
+            "jaxmb s/s",
+            "steps",
+            "numpy s/s",
+            "speed-up",
+            "max |dq|",
+            "compile s",
+        ],
+        rows,
+    )
     return dict(cases={f"{N} {f}": v for (N, f), v in figures.items()}, exponents=exponents)
 
 

@@ -39,8 +39,9 @@ import numpy as np
 from jaxmb._linalg import native as _native
 from jaxmb.models import mobile_robot
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "tests"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
+)
 from oracle import reference_numpy as ref  # noqa: E402
 
 RANK_RTOL = 1e-9
@@ -50,8 +51,11 @@ N_MOTION = 100
 
 def configurations(model, n, seed=0):
     """n consistent configurations: the simulated manoeuvre, moved by random rigid motions."""
-    sim = jax.jit(lambda m, q, qd: mb.simulate(
-        m, q, qd, mobile_robot.T_END, ts=jnp.linspace(0.0, mobile_robot.T_END, N_MOTION)))
+    sim = jax.jit(
+        lambda m, q, qd: mb.simulate(
+            m, q, qd, mobile_robot.T_END, ts=jnp.linspace(0.0, mobile_robot.T_END, N_MOTION)
+        )
+    )
     traj = sim(model, model.q0, mobile_robot.initial_velocity(model))
     qs, ts = np.asarray(traj.q), np.asarray(traj.ts)
     rng = np.random.default_rng(seed)
@@ -61,9 +65,14 @@ def configurations(model, n, seed=0):
     shift = rng.uniform(-10.0, 10.0, (len(q), 2))
     c, s = np.cos(alpha), np.sin(alpha)
     x, y = q[..., 0], q[..., 1]
-    moved = np.stack([c[:, None] * x - s[:, None] * y + shift[:, :1],
-                      s[:, None] * x + c[:, None] * y + shift[:, 1:],
-                      q[..., 2] + alpha[:, None]], axis=-1)
+    moved = np.stack(
+        [
+            c[:, None] * x - s[:, None] * y + shift[:, :1],
+            s[:, None] * x + c[:, None] * y + shift[:, 1:],
+            q[..., 2] + alpha[:, None],
+        ],
+        axis=-1,
+    )
     return moved.reshape(len(q), -1)[:n], np.tile(ts, reps)[:n]
 
 
@@ -128,28 +137,41 @@ def run(quick=False, n=None, repeats=None):
         assert np.array_equal(np.asarray(s), ok), label
         np.testing.assert_allclose(np.asarray(b), b_norm, rtol=0, atol=1e-9, err_msg=label)
     assert np.all(ranks == 20)
-    expected = np.array([nm in ("A", "D", "E", "F", "G", "H", "driver", "W5")
-                         for nm in model.pair_names])
+    expected = np.array(
+        [nm in ("A", "D", "E", "F", "G", "H", "driver", "W5") for nm in model.pair_names]
+    )
     assert np.array_equal(ok, np.tile(expected, (n, 1)))
 
-    print(f"Solvability of the seed-001 robot: {n} configurations, C {Cs.shape[1]} x "
-          f"{Cs.shape[2]}, {len(pair_rows)} pairs; median of {repeats} runs; "
-          f"jax {jax.__version__} on {jax.devices()[0].platform}; batched QR: "
-          + ("jaxmb's compiled kernel" if _native.available(jnp.zeros(())) else "pure JAX"))
+    print(
+        f"Solvability of the seed-001 robot: {n} configurations, C {Cs.shape[1]} x "
+        f"{Cs.shape[2]}, {len(pair_rows)} pairs; median of {repeats} runs; "
+        f"jax {jax.__version__} on {jax.devices()[0].platform}; batched QR: "
+        + ("jaxmb's compiled kernel" if _native.available(jnp.zeros(())) else "pure JAX")
+    )
     print("answers equal (ranks, verdicts, |B_X|_F to 1e-9): yes")
     print()
-    print(f"{'implementation':<42}{'compile (s)':>12}{'run (s)':>10}{'per config (us)':>17}"
-          f"{'scipy / this':>14}")
+    print(
+        f"{'implementation':<42}{'compile (s)':>12}{'run (s)':>10}{'per config (us)':>17}"
+        f"{'scipy / this':>14}"
+    )
     for label, compile_s, run_s in rows:
         comp = "-" if compile_s is None else f"{compile_s:.2f}"
-        print(f"{label:<42}{comp:>12}{run_s:>10.3f}{1e6 * run_s / n:>17.1f}"
-              f"{loop_s / run_s:>14.2f}")
+        print(f"{label:<42}{comp:>12}{run_s:>10.3f}{1e6 * run_s / n:>17.1f}{loop_s / run_s:>14.2f}")
     print()
     full_s, verdict_s = rows[0][2], rows[1][2]
-    return dict(n=n, devices=devices, scipy_s=loop_s, full_s=full_s, verdicts_s=verdict_s,
-                ratio=loop_s / verdict_s, ratio_full=loop_s / full_s,
-                ratio_one_device=loop_s / rows[3][2], ratio_full_one_device=loop_s / rows[2][2],
-                compile_full_s=rows[0][1], compile_verdicts_s=rows[1][1])
+    return dict(
+        n=n,
+        devices=devices,
+        scipy_s=loop_s,
+        full_s=full_s,
+        verdicts_s=verdict_s,
+        ratio=loop_s / verdict_s,
+        ratio_full=loop_s / full_s,
+        ratio_one_device=loop_s / rows[3][2],
+        ratio_full_one_device=loop_s / rows[2][2],
+        compile_full_s=rows[0][1],
+        compile_verdicts_s=rows[1][1],
+    )
 
 
 def main(argv=None):

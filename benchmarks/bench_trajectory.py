@@ -27,13 +27,35 @@ def cases(quick):
     robot = mobile_robot.build()
     sc = slider_crank.build()
     q_sc, qd_sc = ref.slider_crank_state()
-    out = [("mobile robot 20 s", robot, robot.q0, mobile_robot.initial_velocity(robot), 20.0,
-            ref.simulate_robot),
-           ("slider-crank 1 s", sc, jnp.asarray(q_sc), jnp.asarray(qd_sc), 1.0,
-            ref.simulate_slider_crank)]
+    out = [
+        (
+            "mobile robot 20 s",
+            robot,
+            robot.q0,
+            mobile_robot.initial_velocity(robot),
+            20.0,
+            ref.simulate_robot,
+        ),
+        (
+            "slider-crank 1 s",
+            sc,
+            jnp.asarray(q_sc),
+            jnp.asarray(qd_sc),
+            1.0,
+            ref.simulate_slider_crank,
+        ),
+    ]
     if not quick:
-        out.append(("slider-crank 10 s", sc, jnp.asarray(q_sc), jnp.asarray(qd_sc), 10.0,
-                    ref.simulate_slider_crank))
+        out.append(
+            (
+                "slider-crank 10 s",
+                sc,
+                jnp.asarray(q_sc),
+                jnp.asarray(qd_sc),
+                10.0,
+                ref.simulate_slider_crank,
+            )
+        )
     return out
 
 
@@ -42,10 +64,12 @@ def run(quick=False, repeats=None, formulations=("default",)):
     repeats = repeats or (3 if quick else 5)
     rows, figures = [], {}
     for (name, model, q0, qd0, t1, ref_sim), formulation in [
-            (c, f) for c in cases(quick) for f in formulations]:
+        (c, f) for c in cases(quick) for f in formulations
+    ]:
         ts = jnp.linspace(0.0, t1, 201)
         fn = lambda m, q, qd, ts, t1=t1, f=formulation: mb.simulate(  # noqa: E731
-            m, q, qd, t1, ts=ts, formulation=f)
+            m, q, qd, t1, ts=ts, formulation=f
+        )
         if len(formulations) > 1:
             name = f"{name.split(' [')[0]} [{formulation}]"
         compiled, trace_s, xla_s = compile_timed(fn, model, q0, qd0, ts)
@@ -62,11 +86,30 @@ def run(quick=False, repeats=None, formulations=("default",)):
         err = float(np.max(np.abs(np.asarray(traj.q) - q_ref)))
         steps = int(traj.num_steps)
         rows.append([name, t_jax, t_ref, t_ref / t_jax, err, steps, nfev, trace_s + xla_s])
-        figures[name] = dict(jaxmb_s=t_jax, numpy_s=t_ref, ratio=t_ref / t_jax, max_dq=err,
-                             steps=steps, numpy_nfev=int(nfev), compile_s=trace_s + xla_s)
-    table("Single trajectory: jaxmb (jit, Tsit5) vs numpy/scipy reference (RK45), median of "
-          f"{repeats}", ["case", "jaxmb s", "numpy s", "speed-up", "max |dq|", "jaxmb steps",
-                         "numpy nfev", "compile s"], rows)
+        figures[name] = dict(
+            jaxmb_s=t_jax,
+            numpy_s=t_ref,
+            ratio=t_ref / t_jax,
+            max_dq=err,
+            steps=steps,
+            numpy_nfev=int(nfev),
+            compile_s=trace_s + xla_s,
+        )
+    table(
+        "Single trajectory: jaxmb (jit, Tsit5) vs numpy/scipy reference (RK45), median of "
+        f"{repeats}",
+        [
+            "case",
+            "jaxmb s",
+            "numpy s",
+            "speed-up",
+            "max |dq|",
+            "jaxmb steps",
+            "numpy nfev",
+            "compile s",
+        ],
+        rows,
+    )
     return figures
 
 
@@ -74,8 +117,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--formulations", nargs="*", default=["default"],
-                        help="simulate formulations, side by side (e.g. null_space default)")
+    parser.add_argument(
+        "--formulations",
+        nargs="*",
+        default=["default"],
+        help="simulate formulations, side by side (e.g. null_space default)",
+    )
     args = parser.parse_args(argv)
     print(machine())
     return run(args.quick, args.repeats, tuple(args.formulations))

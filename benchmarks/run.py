@@ -74,25 +74,43 @@ def targets(res, peers):
     if "batch" in res:
         size = max(res["batch"])
         r = res["batch"][size]
-        add(f"batch of {size} slider-cranks (mb.batch.map, {r['devices']} CPU devices): "
-            ">= 100x numpy loop", r["map_ratio"], r["map_ratio"] >= 100)
+        add(
+            f"batch of {size} slider-cranks (mb.batch.map, {r['devices']} CPU devices): "
+            ">= 100x numpy loop",
+            r["map_ratio"],
+            r["map_ratio"] >= 100,
+        )
     if "solvability" in res:
         r = res["solvability"]
-        add(f"solvability verdicts of {r['n']} configurations (mb.batch.map, {r['devices']} "
-            "CPU devices): >= 20x scipy loop", r["ratio"], r["ratio"] >= 20)
-        add(f"solvability full reports of {r['n']} configurations: >= 5x scipy loop",
-            r["ratio_full"], r["ratio_full"] >= 5)
+        add(
+            f"solvability verdicts of {r['n']} configurations (mb.batch.map, {r['devices']} "
+            "CPU devices): >= 20x scipy loop",
+            r["ratio"],
+            r["ratio"] >= 20,
+        )
+        add(
+            f"solvability full reports of {r['n']} configurations: >= 5x scipy loop",
+            r["ratio_full"],
+            r["ratio_full"] >= 5,
+        )
     if "compile" in res:
         c = res["compile"]
         s = c["robot"]["simulate"]["total_s"]
         add("compile of the robot's simulate: <= 5 s", s, s <= 5.0, "{:.2f} s")
-        add("compile growth with pairs: exponent <= 1", c["growth_exponent"],
-            c["growth_exponent"] <= 1.0, "{:.2f}")
+        add(
+            "compile growth with pairs: exponent <= 1",
+            c["growth_exponent"],
+            c["growth_exponent"] <= 1.0,
+            "{:.2f}",
+        )
     if "gradient" in res:
         r = res["gradient"]
-        add(f"reverse gradient / forward run ({r['t_end']:g} s, adjoint {r['best']}): <= 5",
+        add(
+            f"reverse gradient / forward run ({r['t_end']:g} s, adjoint {r['best']}): <= 5",
             r["ratio"],
-            r["ratio"] <= 5.0, "{:.2f}")
+            r["ratio"] <= 5.0,
+            "{:.2f}",
+        )
     rows_ = (peers or {}).get("rows", [])
     for r in rows_:
         if not r["peer_ok"]:
@@ -103,8 +121,14 @@ def targets(res, peers):
             goal, need = "no slower than Exudyn", 1.0
         elif r["engine"] == "mjx" and r["batch"] > 1:
             # a batch: the fastest jaxmb tolerance at equal or better accuracy (as bench_peers)
-            same = [o for o in rows_ if o["engine"] == "mjx" and o["name"] == r["name"]
-                    and o["jaxmb_ok"] and _no_less_accurate(o)]
+            same = [
+                o
+                for o in rows_
+                if o["engine"] == "mjx"
+                and o["name"] == r["name"]
+                and o["jaxmb_ok"]
+                and _no_less_accurate(o)
+            ]
             if not same or r is not max(same, key=lambda o: o["speedup"]):
                 continue
             goal = f">= 5x MJX at equal or better accuracy (jaxmb rtol {r['jaxmb_rtol']:g})"
@@ -112,8 +136,11 @@ def targets(res, peers):
         else:
             continue
         err = r["peer_vs_ref"]["pos"]
-        add(f"{r['name']} (peer error {err:.0e} m): {goal} [{r['file']}]", r["speedup"],
-            r["speedup"] >= need)
+        add(
+            f"{r['name']} (peer error {err:.0e} m): {goal} [{r['file']}]",
+            r["speedup"],
+            r["speedup"] >= need,
+        )
     return rows
 
 
@@ -127,8 +154,10 @@ def main(argv=None):
     res = {}
     names = args.only or [n for n in SECTIONS if not (args.quick and n in FULL_ONLY)]
     if args.quick and not args.only:
-        print(f"--quick skips {', '.join(FULL_ONLY)} (compile-bound: about a minute of "
-              "compilation each); run them with --only\n")
+        print(
+            f"--quick skips {', '.join(FULL_ONLY)} (compile-bound: about a minute of "
+            "compilation each); run them with --only\n"
+        )
     for name in names:
         t0 = time.perf_counter()
         res[name] = SECTIONS[name](args.quick)
@@ -136,16 +165,22 @@ def main(argv=None):
     peers = _peers()
     text = table("Targets (issue #8)", ["target", "measured", "met"], targets(res, peers))
     if peers is None:
-        print("(no benchmarks/results/peers[_quick].json: run benchmarks/bench_peers.py for "
-              "Exudyn/MJX)")
+        print(
+            "(no benchmarks/results/peers[_quick].json: run benchmarks/bench_peers.py for "
+            "Exudyn/MJX)"
+        )
     if args.only:  # a partial run does not replace the summary of a whole one
         print(f"(--only: no summary written); total {time.perf_counter() - start:.0f} s")
         return res
     os.makedirs(RESULTS, exist_ok=True)
     out = os.path.join(RESULTS, "summary_quick.json" if args.quick else "summary.json")
     with open(out, "w") as f:
-        json.dump(dict(machine=machine(), quick=args.quick, results=res, targets_table=text),
-                  f, indent=1, default=str)
+        json.dump(
+            dict(machine=machine(), quick=args.quick, results=res, targets_table=text),
+            f,
+            indent=1,
+            default=str,
+        )
     print(f"wrote {out}; total {time.perf_counter() - start:.0f} s")
     return res
 

@@ -28,14 +28,16 @@ rng = np.random.default_rng(0)
 
 CASES = {
     # the issue's reproduction: vmapped solvability of 1024 robot configurations
-    "solvability x1024": PRELUDE + """
+    "solvability x1024": PRELUDE
+    + """
 qs = jnp.asarray(model.q0 + 1e-3 * rng.standard_normal((1024, model.n)))
 rep = jax.jit(jax.vmap(lambda q: mb.solvability(model, q, 0.0)))(qs)
 assert rep.rank.shape == (1024,)
 jax.block_until_ready(rep)
 """,
     # 256 robots with different initial speeds, 0.5 s of motion
-    "simulate x256": PRELUDE + """
+    "simulate x256": PRELUDE
+    + """
 qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n))
 ts = jnp.linspace(0.0, 0.5, 6)
 def run(scale):
@@ -44,7 +46,8 @@ traj = jax.jit(jax.vmap(run))(jnp.linspace(0.5, 1.5, 256))
 assert bool(jnp.all(traj.success))
 """,
     # reactions along a trajectory of 201 instants, all four methods of the robot
-    "reactions x201": PRELUDE + """
+    "reactions x201": PRELUDE
+    + """
 qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n))
 traj = mb.simulate(model, model.q0, qd0, 2.0)
 for method in ("min_norm", "auto"):
@@ -56,7 +59,8 @@ assert bool(jnp.all(jnp.isfinite(lam)))
 """,
     # mb.batch.map on 2 CPU devices, ordered by a cost function (issue 16): 64 robots, 0.5 s
     "batch.map cost= x64, 2 devices": "import os; os.environ['JAXMB_CPU_DEVICES'] = '2'\n"
-    + PRELUDE + """
+    + PRELUDE
+    + """
 assert jax.device_count() == 2
 def run(amplitude, speed, rtol=1e-8):
     m = mobile_robot.build(amplitude=amplitude, t_end=0.5)
@@ -75,8 +79,13 @@ def run_case(code, timeout):
     """(status, seconds): status 'ok', 'hang' (timed out) or 'fail' (non-zero exit)."""
     start = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=timeout, env=os.environ.copy())
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=os.environ.copy(),
+        )
     except subprocess.TimeoutExpired:
         return "hang", time.perf_counter() - start
     status = "ok" if proc.returncode == 0 else "fail"
@@ -97,9 +106,16 @@ def main(argv=None):
         times = np.array([t for s, t in results if s == "ok"]) if results else np.array([])
         hangs = sum(s == "hang" for s, _ in results)
         fails = sum(s == "fail" for s, _ in results)
-        rows.append((name, len(results), hangs, fails,
-                     np.median(times) if times.size else float("nan"),
-                     times.max() if times.size else float("nan")))
+        rows.append(
+            (
+                name,
+                len(results),
+                hangs,
+                fails,
+                np.median(times) if times.size else float("nan"),
+                times.max() if times.size else float("nan"),
+            )
+        )
         print(f"{name}: {rows[-1][1]} runs, {hangs} hangs, {fails} failures", flush=True)
     print(f"\n{'case':<20} {'runs':>5} {'hangs':>6} {'fails':>6} {'median s':>9} {'max s':>7}")
     for name, n, h, f, med, mx in rows:

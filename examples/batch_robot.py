@@ -54,8 +54,11 @@ def main(argv=None):
 
     if num_devices > 1:  # unsharded reference: one jit(vmap) on one device
         one_device = jax.devices()[0]
-        paths, ok = jax.block_until_ready(jax.jit(jax.vmap(run))(
-            jax.device_put(amplitudes, one_device), jax.device_put(speeds, one_device)))
+        paths, ok = jax.block_until_ready(
+            jax.jit(jax.vmap(run))(
+                jax.device_put(amplitudes, one_device), jax.device_put(speeds, one_device)
+            )
+        )
         paths = np.asarray(paths)
     start = time.perf_counter()
     paths_sh, ok_sh = jax.block_until_ready(mb.batch.map(run, amplitudes, speeds))
@@ -68,24 +71,35 @@ def main(argv=None):
         paths = paths_sh
     difference = float(np.max(np.abs(np.asarray(paths_sh) - np.asarray(paths))))
 
-    print(f"{size} trajectories of {t_end:g} s on {num_devices} device(s) "
-          f"({jax.devices()[0].platform}); batch split over {shards} device(s)")
+    print(
+        f"{size} trajectories of {t_end:g} s on {num_devices} device(s) "
+        f"({jax.devices()[0].platform}); batch split over {shards} device(s)"
+    )
     print(f"  first call (compile + run): {compile_and_run:.2f} s")
     print(f"  mb.batch.map run: {run_time:.2f} s = {size / run_time:.1f} trajectories/s")
-    print(f"  all succeeded: {bool(jnp.all(ok_sh))}; sharded vs unsharded max |dx| = {difference:.1e}")
+    print(
+        f"  all succeeded: {bool(jnp.all(ok_sh))}; sharded vs unsharded max |dx| = {difference:.1e}"
+    )
 
     os.makedirs(args.out, exist_ok=True)
     fig, axes = plotting.new_figure(1, 1, size=(8.0, 6.0))
     ax = axes[0, 0]
     shown = min(size, 256)
-    plotting.plot_fan(ax, paths_sh, amplitudes, "steering amplitude (m)", max_paths=shown,
-                      center=0.0)
+    plotting.plot_fan(
+        ax, paths_sh, amplitudes, "steering amplitude (m)", max_paths=shown, center=0.0
+    )
     which = f"{shown} of the {size}" if shown < size else f"the {size}"
     ax.set_title(f"Platform paths of {which} runs over {t_end:g} s")
     path = plotting.save_figure(fig, os.path.join(args.out, "robot_fan.png"))
     print(f"wrote {path}")
-    return dict(paths=paths, paths_sharded=paths_sh, ok=ok_sh, shards=shards,
-                difference=difference, rate=size / run_time)
+    return dict(
+        paths=paths,
+        paths_sharded=paths_sh,
+        ok=ok_sh,
+        shards=shards,
+        difference=difference,
+        rate=size / run_time,
+    )
 
 
 if __name__ == "__main__":

@@ -63,7 +63,10 @@ def main(argv=None):
         "phi21": q[:, 5] - q[:, 2],
         "M1": np.asarray(rx.on_body("M1", "rod1")[2]),  # torque of motor M1 on rod 1
         "M2": np.asarray(rx.on_body("M2", "rod2")[2]),  # torque of motor M2 on rod 2
-        "f10x": -fy1, "f10y": fx1, "f21x": -fy2, "f21y": fx2,
+        "f10x": -fy1,
+        "f10y": fx1,
+        "f21x": -fy2,
+        "f21y": fx2,
     }
 
     # fictitious mobility (seed 004, section 4): free O1 along the paper's x axis (down)
@@ -72,38 +75,86 @@ def main(argv=None):
     support_weight = float(fict.masses[0]) * cp.G
     computed["f10x_fictitious"] = np.asarray(rx_f.lam[:, fict.rows("X")][:, 0]) + support_weight
 
-    deviation = {k: float(np.max(np.abs(computed[k] - closed[k])))
-                 for k in ("phi10", "phi21", "M1", "M2", "f10x", "f10y", "f21x", "f21y")}
-    deviation["f10x_fictitious"] = float(np.max(np.abs(computed["f10x_fictitious"]
-                                                       - closed["f10x"])))
+    deviation = {
+        k: float(np.max(np.abs(computed[k] - closed[k])))
+        for k in ("phi10", "phi21", "M1", "M2", "f10x", "f10y", "f21x", "f21y")
+    }
+    deviation["f10x_fictitious"] = float(
+        np.max(np.abs(computed["f10x_fictitious"] - closed["f10x"]))
+    )
 
     t = ts
     figures = []
     fig, axes = new_figure(1, 2, size=(5.0, 3.8))
-    _panel(axes[0, 0], t, computed["phi10"], closed["phi10"], "phi10 (rod 1 vs ground)", "rad",
-           "drive law (5.11)")
-    _panel(axes[0, 1], t, computed["phi21"], closed["phi21"], "phi21 (rod 2 vs rod 1)", "rad",
-           "drive law (5.11)")
+    _panel(
+        axes[0, 0],
+        t,
+        computed["phi10"],
+        closed["phi10"],
+        "phi10 (rod 1 vs ground)",
+        "rad",
+        "drive law (5.11)",
+    )
+    _panel(
+        axes[0, 1],
+        t,
+        computed["phi21"],
+        closed["phi21"],
+        "phi21 (rod 2 vs rod 1)",
+        "rad",
+        "drive law (5.11)",
+    )
     figures.append(save_figure(fig, os.path.join(args.out, "pendulum_angles.png")))
-    for key, title, fname in (("M1", "Active torque of first rod (Fig. 3)", "pendulum_M1.png"),
-                              ("M2", "Active torque of second rod (Fig. 4)", "pendulum_M2.png")):
+    for key, title, fname in (
+        ("M1", "Active torque of first rod (Fig. 3)", "pendulum_M1.png"),
+        ("M2", "Active torque of second rod (Fig. 4)", "pendulum_M2.png"),
+    ):
         fig, axes = new_figure(1, 1, size=(6.0, 4.0))
-        _panel(axes[0, 0], t, computed[key], closed[key], title, f"{key} (N m)",
-               "closed form (5.7)")
+        _panel(
+            axes[0, 0], t, computed[key], closed[key], title, f"{key} (N m)", "closed form (5.7)"
+        )
         figures.append(save_figure(fig, os.path.join(args.out, fname)))
     fig, axes = new_figure(1, 2, size=(5.5, 4.0))
-    _panel(axes[0, 0], t, computed["f10x"], closed["f10x"],
-           "O1 on rod 1, paper x (vertical, down)", "f10x (N)", "closed form (5.8)")
+    _panel(
+        axes[0, 0],
+        t,
+        computed["f10x"],
+        closed["f10x"],
+        "O1 on rod 1, paper x (vertical, down)",
+        "f10x (N)",
+        "closed form (5.8)",
+    )
     axes[0, 0].plot(t, computed["f10x_fictitious"], ":", lw=1.2, label="fictitious mobility")
     axes[0, 0].legend(fontsize="small")
-    _panel(axes[0, 1], t, computed["f10y"], closed["f10y"],
-           "O1 on rod 1, paper y (horizontal) (Fig. 5)", "f10y (N)", "Newton-Euler")
+    _panel(
+        axes[0, 1],
+        t,
+        computed["f10y"],
+        closed["f10y"],
+        "O1 on rod 1, paper y (horizontal) (Fig. 5)",
+        "f10y (N)",
+        "Newton-Euler",
+    )
     figures.append(save_figure(fig, os.path.join(args.out, "pendulum_f10.png")))
     fig, axes = new_figure(1, 2, size=(5.5, 4.0))
-    _panel(axes[0, 0], t, computed["f21x"], closed["f21x"],
-           "O2 on rod 2, paper x (vertical, down) (Fig. 6)", "f21x (N)", "Newton-Euler")
-    _panel(axes[0, 1], t, computed["f21y"], closed["f21y"],
-           "O2 on rod 2, paper y (horizontal)", "f21y (N)", "Newton-Euler")
+    _panel(
+        axes[0, 0],
+        t,
+        computed["f21x"],
+        closed["f21x"],
+        "O2 on rod 2, paper x (vertical, down) (Fig. 6)",
+        "f21x (N)",
+        "Newton-Euler",
+    )
+    _panel(
+        axes[0, 1],
+        t,
+        computed["f21y"],
+        closed["f21y"],
+        "O2 on rod 2, paper y (horizontal)",
+        "f21y (N)",
+        "Newton-Euler",
+    )
     figures.append(save_figure(fig, os.path.join(args.out, "pendulum_f21.png")))
 
     print(f"Composed pendulum (seed 004), {len(ts)} instants over 0..6 s")
@@ -113,8 +164,14 @@ def main(argv=None):
         print(f"{key:<18}{np.max(np.abs(ref)):>20.6g}{dev:>24.2e}")
     for path in figures:
         print(f"wrote {path}")
-    return {"ts": ts, "closed": closed, "computed": computed, "deviation": deviation,
-            "figures": figures, "model": model}
+    return {
+        "ts": ts,
+        "closed": closed,
+        "computed": computed,
+        "deviation": deviation,
+        "figures": figures,
+        "model": model,
+    }
 
 
 if __name__ == "__main__":

@@ -68,11 +68,23 @@ def cycle(model, period, samples, motor_body, method="min_norm"):
     qd = np.asarray(traj.qd)
     torque = np.asarray(rx.on_body("motor", motor_body)[2])
     speed = qd[:, 3 * model.body_names.index(motor_body) + 2]
-    power = (-np.einsum("tkn,tn->tk", np.asarray(rx.friction_array), qd)
-             if model.friction else np.zeros((samples, 0)))
-    return dict(ts=np.asarray(ts), q=np.asarray(traj.q), qd=qd, rx=rx, torque=torque,
-                speed=speed, power=power, work=float(np.sum(torque * speed) * dt),
-                loss=power.sum(axis=0) * dt, gross=float(np.sum(np.abs(torque * speed)) * dt))
+    power = (
+        -np.einsum("tkn,tn->tk", np.asarray(rx.friction_array), qd)
+        if model.friction
+        else np.zeros((samples, 0))
+    )
+    return dict(
+        ts=np.asarray(ts),
+        q=np.asarray(traj.q),
+        qd=qd,
+        rx=rx,
+        torque=torque,
+        speed=speed,
+        power=power,
+        work=float(np.sum(torque * speed) * dt),
+        loss=power.sum(axis=0) * dt,
+        gross=float(np.sum(np.abs(torque * speed)) * dt),
+    )
 
 
 def check_energy_balance(c, label):
@@ -80,8 +92,10 @@ def check_energy_balance(c, label):
     energy are periodic), and each element dissipates (P_k >= 0 at every instant)."""
     mismatch = c["work"] - float(np.sum(c["loss"]))
     if abs(mismatch) > ENERGY_RTOL * c["gross"]:
-        raise AssertionError(f"{label}: motor work {c['work']:.12g} J differs from the friction "
-                             f"loss {np.sum(c['loss']):.12g} J by {mismatch:.3g} J")
+        raise AssertionError(
+            f"{label}: motor work {c['work']:.12g} J differs from the friction "
+            f"loss {np.sum(c['loss']):.12g} J by {mismatch:.3g} J"
+        )
     if np.any(c["power"] < -ENERGY_RTOL * np.abs(c["power"]).max(initial=0.0)):
         raise AssertionError(f"{label}: a friction element delivers power")
     return mismatch
@@ -93,8 +107,14 @@ CRANK_SPEED = 4 * np.pi  # rad/s (120 rpm)
 SLIDER_PAIRS = ("O", "A", "B", "P")
 
 
-def slider_crank_model(mu_pin=0.1, mu_guide=0.15, radius=0.01, length=0.05,
-                       velocity_scale=VELOCITY_SCALE, omega=CRANK_SPEED):
+def slider_crank_model(
+    mu_pin=0.1,
+    mu_guide=0.15,
+    radius=0.01,
+    length=0.05,
+    velocity_scale=VELOCITY_SCALE,
+    omega=CRANK_SPEED,
+):
     """`jaxmb.models.slider_crank` (crank 1 kg, rod 2 kg, slider 0.5 kg, gravity) driven at
     crank speed `omega` from theta = 0, with `mb.RevoluteFriction` "fO", "fA", "fB" (mu_pin,
     journal `radius`) and `mb.TranslationalFriction` "fP" (mu_guide, slider `length`). Every
@@ -111,18 +131,26 @@ def slider_crank_model(mu_pin=0.1, mu_guide=0.15, radius=0.01, length=0.05,
     m.add(mb.RelativeAngleDriver("motor", m.ground, crank, f=mb.drive.Linear(omega)))
     m.add(mb.Gravity((0.0, -G)))
     for pair in SLIDER_PAIRS[:3]:
-        m.add(mb.RevoluteFriction(f"f{pair}", pair, mu=mu_pin, radius=radius,
-                                  velocity_scale=velocity_scale))
-    m.add(mb.TranslationalFriction("fP", "P", mu=mu_guide, length=length,
-                                   velocity_scale=velocity_scale))
+        m.add(
+            mb.RevoluteFriction(
+                f"f{pair}", pair, mu=mu_pin, radius=radius, velocity_scale=velocity_scale
+            )
+        )
+    m.add(
+        mb.TranslationalFriction(
+            "fP", "P", mu=mu_guide, length=length, velocity_scale=velocity_scale
+        )
+    )
     return m.build()
 
 
 def slider_crank_study(samples=720):
     """One turn without (mu = 0) and with friction: {label: cycle}, energy balance checked."""
     period = 2 * np.pi / CRANK_SPEED
-    runs = {"no friction": cycle(slider_crank_model(0.0, 0.0), period, samples, "crank"),
-            "friction": cycle(slider_crank_model(), period, samples, "crank")}
+    runs = {
+        "no friction": cycle(slider_crank_model(0.0, 0.0), period, samples, "crank"),
+        "friction": cycle(slider_crank_model(), period, samples, "crank"),
+    }
     for label, c in runs.items():
         c["mismatch"] = check_energy_balance(c, f"slider-crank, {label}")
     return runs
@@ -130,17 +158,25 @@ def slider_crank_study(samples=720):
 
 def print_slider_crank(runs):
     print("Slider-crank at 120 rpm, one turn (mb.inverse_dynamics): motor torque and energy")
-    print(f"  {'':<13}{'mean torque':>12}{'peak |torque|':>15}{'motor work':>12}"
-          f"{'friction loss':>15}{'work - loss':>13}")
+    print(
+        f"  {'':<13}{'mean torque':>12}{'peak |torque|':>15}{'motor work':>12}"
+        f"{'friction loss':>15}{'work - loss':>13}"
+    )
     for label, c in runs.items():
-        print(f"  {label:<13}{shown(np.mean(c['torque'])):>10.4f} N m"
-              f"{np.abs(c['torque']).max():>11.4f} N m{shown(c['work']):>10.4f} J"
-              f"{np.sum(c['loss']):>13.4f} J{c['mismatch']:>11.1e} J")
+        print(
+            f"  {label:<13}{shown(np.mean(c['torque'])):>10.4f} N m"
+            f"{np.abs(c['torque']).max():>11.4f} N m{shown(c['work']):>10.4f} J"
+            f"{np.sum(c['loss']):>13.4f} J{c['mismatch']:>11.1e} J"
+        )
     c = runs["friction"]
     total = float(np.sum(c["loss"]))
-    print("  friction loss per turn by pair: " + ", ".join(
-        f"{pair} {loss:.4f} J ({100 * loss / total:.0f} %)"
-        for pair, loss in zip(SLIDER_PAIRS, c["loss"])))
+    print(
+        "  friction loss per turn by pair: "
+        + ", ".join(
+            f"{pair} {loss:.4f} J ({100 * loss / total:.0f} %)"
+            for pair, loss in zip(SLIDER_PAIRS, c["loss"])
+        )
+    )
 
 
 def closed(t, x, period):
@@ -153,9 +189,13 @@ def plot_slider_crank(runs, path):
     fig, axes = plotting.new_figure(1, 2, size=(6.0, 4.2))
     for label, c in runs.items():
         angle, torque = closed(np.degrees(c["ts"] * CRANK_SPEED), c["torque"], 360.0)
-        axes[0, 0].plot(angle, torque, lw=1.5 if label == "friction" else 1.0,
-                        ls="-" if label == "friction" else "--",
-                        label=f"{label}: mean {shown(np.mean(c['torque']), 3):.3f} N m")
+        axes[0, 0].plot(
+            angle,
+            torque,
+            lw=1.5 if label == "friction" else 1.0,
+            ls="-" if label == "friction" else "--",
+            label=f"{label}: mean {shown(np.mean(c['torque']), 3):.3f} N m",
+        )
     c = runs["friction"]
     for k, pair in enumerate(SLIDER_PAIRS):
         angle, power = closed(np.degrees(c["ts"] * CRANK_SPEED), c["power"][:, k], 360.0)
@@ -190,22 +230,44 @@ def parallelogram_model(mu=0.2, radii=PIN_RADII, velocity_scale=VELOCITY_SCALE):
     L, d = 0.2, 0.4
     m = mb.Mechanism()
     q = parallelogram.configuration(SWING_CENTRE + SWING_AMPLITUDE, L, d).reshape(4, 3)
-    names, masses, lengths = ("crank1", "crank2", "crank3", "coupler"), (0.5, 0.5, 0.5, 1.0), (
-        L, L, L, d)
-    bodies = {nm: m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)
-              for nm, mm, ll, qq in zip(names, masses, lengths, q)}
+    names, masses, lengths = (
+        ("crank1", "crank2", "crank3", "coupler"),
+        (0.5, 0.5, 0.5, 1.0),
+        (L, L, L, d),
+    )
+    bodies = {
+        nm: m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)
+        for nm, mm, ll, qq in zip(names, masses, lengths, q)
+    }
     for k, f in parallelogram.PIVOTS.items():
-        m.add(mb.Revolute(f"O{k}", m.ground, bodies[f"crank{k}"], s_i=(f * d, 0.0),
-                          s_j=(-L / 2, 0.0)))
+        m.add(
+            mb.Revolute(f"O{k}", m.ground, bodies[f"crank{k}"], s_i=(f * d, 0.0), s_j=(-L / 2, 0.0))
+        )
     for k, f in parallelogram.PIVOTS.items():
-        m.add(mb.Revolute(f"A{k}", bodies[f"crank{k}"], bodies["coupler"], s_i=(L / 2, 0.0),
-                          s_j=((f - 0.5) * d, 0.0)))
-    m.add(mb.RelativeAngleDriver("motor", m.ground, bodies["crank1"], f=mb.drive.Harmonic(
-        SWING_AMPLITUDE, SWING_OMEGA, offset=SWING_CENTRE)))
+        m.add(
+            mb.Revolute(
+                f"A{k}",
+                bodies[f"crank{k}"],
+                bodies["coupler"],
+                s_i=(L / 2, 0.0),
+                s_j=((f - 0.5) * d, 0.0),
+            )
+        )
+    m.add(
+        mb.RelativeAngleDriver(
+            "motor",
+            m.ground,
+            bodies["crank1"],
+            f=mb.drive.Harmonic(SWING_AMPLITUDE, SWING_OMEGA, offset=SWING_CENTRE),
+        )
+    )
     m.add(mb.Gravity((0.0, -G)))
     for pin in PINS:
-        m.add(mb.RevoluteFriction(f"f{pin}", pin, mu=mu, radius=radii[pin[1]],
-                                  velocity_scale=velocity_scale))
+        m.add(
+            mb.RevoluteFriction(
+                f"f{pin}", pin, mu=mu, radius=radii[pin[1]], velocity_scale=velocity_scale
+            )
+        )
     return m.build()
 
 
@@ -227,8 +289,11 @@ def parallelogram_study(samples=720):
     method="min_norm". Returns dict(model, runs {label: cycle}, refusal (the error line))."""
     period = 2 * np.pi / SWING_OMEGA
     model = parallelogram_model()
-    runs = {"no friction": cycle(parallelogram_model(mu=0.0), period, samples, "crank1",
-                                 compliance(1e8))}
+    runs = {
+        "no friction": cycle(
+            parallelogram_model(mu=0.0), period, samples, "crank1", compliance(1e8)
+        )
+    }
     for label, k in STIFFNESS.items():
         runs[label] = cycle(model, period, samples, "crank1", compliance(k))
     for label, c in runs.items():
@@ -246,17 +311,23 @@ def parallelogram_study(samples=720):
 
 
 def print_parallelogram(result):
-    print("Triple-crank parallelogram swung by a motor (one period, mb.inverse_dynamics with "
-          "mb.Compliance):")
-    print(f"  {'':<24}{'O3, A3 (N/m)':>13}{'peak |torque|':>15}{'motor work':>12}"
-          f"{'loss in O3+A3':>15}{'peak |F| O1':>13}{'peak |F| O3':>13}")
+    print(
+        "Triple-crank parallelogram swung by a motor (one period, mb.inverse_dynamics with "
+        "mb.Compliance):"
+    )
+    print(
+        f"  {'':<24}{'O3, A3 (N/m)':>13}{'peak |torque|':>15}{'motor work':>12}"
+        f"{'loss in O3+A3':>15}{'peak |F| O1':>13}{'peak |F| O3':>13}"
+    )
     for label, c in result["runs"].items():
         k = f"{STIFFNESS[label]:.0e}" if label in STIFFNESS else "1e+08"
         loads = c["pin_loads"]
         middle = float(np.sum(c["loss"][[PINS.index("O3"), PINS.index("A3")]]))
-        print(f"  {label:<24}{k:>13}{np.abs(c['torque']).max():>11.4f} N m"
-              f"{shown(c['work']):>10.4f} J{middle:>13.4f} J{loads['O1'].max():>11.3f} N"
-              f"{loads['O3'].max():>11.3f} N")
+        print(
+            f"  {label:<24}{k:>13}{np.abs(c['torque']).max():>11.4f} N m"
+            f"{shown(c['work']):>10.4f} J{middle:>13.4f} J{loads['O1'].max():>11.3f} N"
+            f"{loads['O3'].max():>11.3f} N"
+        )
 
 
 def plot_parallelogram(result, path):
@@ -267,21 +338,27 @@ def plot_parallelogram(result, path):
     fig, axes = plotting.new_figure(1, 3, size=(5.0, 4.2))
     colours = dict(zip(runs, ("0.5", "tab:red", "tab:blue", "tab:green")))
     for label, c in runs.items():
-        axes[0, 0].plot(*closed(c["ts"], c["torque"], period), color=colours[label],
-                        ls="--" if label == "no friction" else "-",
-                        label=f"{label}: {shown(c['work'], 3):.3f} J per period")
+        axes[0, 0].plot(
+            *closed(c["ts"], c["torque"], period),
+            color=colours[label],
+            ls="--" if label == "no friction" else "-",
+            label=f"{label}: {shown(c['work'], 3):.3f} J per period",
+        )
         if label != "no friction":
-            axes[0, 1].plot(*closed(c["ts"], c["pin_loads"]["O1"], period),
-                            color=colours[label], ls="--")
-            axes[0, 1].plot(*closed(c["ts"], c["pin_loads"]["O3"], period),
-                            color=colours[label], label=label)
+            axes[0, 1].plot(
+                *closed(c["ts"], c["pin_loads"]["O1"], period), color=colours[label], ls="--"
+            )
+            axes[0, 1].plot(
+                *closed(c["ts"], c["pin_loads"]["O3"], period), color=colours[label], label=label
+            )
     width = 0.25
     cranks = ("1", "2", "3")
     for j, label in enumerate(list(runs)[1:]):
         loss = runs[label]["loss"]
         per_crank = [loss[PINS.index(f"O{k}")] + loss[PINS.index(f"A{k}")] for k in cranks]
-        axes[0, 2].bar(np.arange(3) + (j - 1) * width, per_crank, width, color=colours[label],
-                       label=label)
+        axes[0, 2].bar(
+            np.arange(3) + (j - 1) * width, per_crank, width, color=colours[label], label=label
+        )
     low, high = axes[0, 0].get_ylim()
     axes[0, 0].set_ylim(low, high + 0.7 * (high - low))  # room for the legend
     axes[0, 0].set_title("Motor torque (crank 1)", fontsize=10)
@@ -296,9 +373,11 @@ def plot_parallelogram(result, path):
     for ax, loc in zip(axes[0], ("upper center", "upper center", "upper left")):
         ax.grid(True, color="0.9")
         ax.legend(fontsize=8, loc=loc)
-    fig.suptitle("Triple-crank parallelogram with pin friction (pins of crank 3: r = 20 mm, "
-                 "cranks 1, 2: 5 mm): the joints' stiffness shares the load, and so the friction",
-                 fontsize=10)
+    fig.suptitle(
+        "Triple-crank parallelogram with pin friction (pins of crank 3: r = 20 mm, "
+        "cranks 1, 2: 5 mm): the joints' stiffness shares the load, and so the friction",
+        fontsize=10,
+    )
     return plotting.save_figure(fig, path)
 
 
@@ -317,8 +396,10 @@ def main(argv=None):
     linkage = parallelogram_study(samples)
     print_parallelogram(linkage)
     print(f"method='min_norm' refused: {linkage['refusal']}")
-    figures = [plot_slider_crank(crank, os.path.join(args.out, "slider_crank_friction.png")),
-               plot_parallelogram(linkage, os.path.join(args.out, "parallelogram_friction.png"))]
+    figures = [
+        plot_slider_crank(crank, os.path.join(args.out, "slider_crank_friction.png")),
+        plot_parallelogram(linkage, os.path.join(args.out, "parallelogram_friction.png")),
+    ]
     for path in figures:
         print(f"wrote {path}")
     print(f"({time.perf_counter() - start:.1f} s)")

@@ -98,8 +98,14 @@ def build(p, s):
     """The driven four-bar of parameter vector p."""
     a, b, c, x2, y2, x4, y4 = (p[k] for k in range(7))
     return four_bar.build_pivots(
-        a, b, c, jnp.stack([x2, y2]), jnp.stack([x4, y4]), density=s.density,
-        theta0=s.theta0, omega=s.omega,
+        a,
+        b,
+        c,
+        jnp.stack([x2, y2]),
+        jnp.stack([x4, y4]),
+        density=s.density,
+        theta0=s.theta0,
+        omega=s.omega,
     )
 
 
@@ -119,8 +125,13 @@ def cycle(p, s):
         solvable.append(ok)
     phi = jax.vmap(model.phi)(traj.q, traj.ts)
     return dict(
-        ts=traj.ts, q=traj.q, max_phi=jnp.max(jnp.abs(phi), axis=1), point=point,
-        torque=torque, forces=jnp.stack(forces, axis=1), solvable=jnp.stack(solvable, axis=1),
+        ts=traj.ts,
+        q=traj.q,
+        max_phi=jnp.max(jnp.abs(phi), axis=1),
+        point=point,
+        torque=torque,
+        forces=jnp.stack(forces, axis=1),
+        solvable=jnp.stack(solvable, axis=1),
     )
 
 
@@ -245,9 +256,7 @@ def closed_form(p, thetas):
 @jax.jit
 @functools.partial(jax.vmap, in_axes=(None, 0))
 def _closed_form(p, theta):
-    return jnp.concatenate(
-        four_bar.configuration_pivots(theta, p[0], p[1], p[2], p[3:5], p[5:7])
-    )
+    return jnp.concatenate(four_bar.configuration_pivots(theta, p[0], p[1], p[2], p[3:5], p[5:7]))
 
 
 def plot(designs, cycles, target_points, s, out_dir):
@@ -274,8 +283,7 @@ def plot(designs, cycles, target_points, s, out_dir):
         A, B = 2 * q[0, 0:2] - p[3:5], 2 * q[0, 6:8] - p[5:7]
         P = pt[0]
         chain = np.array([p[3:5], A, P, B, A, B, p[5:7]])
-        ax.plot(chain[:, 0], chain[:, 1], "o-", lw=1, ms=3, alpha=0.5,
-                color=styles[label]["color"])
+        ax.plot(chain[:, 0], chain[:, 1], "o-", lw=1, ms=3, alpha=0.5, color=styles[label]["color"])
     tp = np.asarray(target_points)
     ax.plot(tp[:, 0], tp[:, 1], "k*", ms=11, label="targets")
     ax.set_aspect("equal")
@@ -341,8 +349,10 @@ def main(argv=None):
     s, iterations = settings_for(args.quick)
     iterations = args.iterations or iterations
     os.makedirs(args.out, exist_ok=True)
-    print(f"four-bar synthesis: {s.num_samples} crank angles, {s.num_targets} targets, "
-          f"{iterations} Adam iterations")
+    print(
+        f"four-bar synthesis: {s.num_samples} crank angles, {s.num_targets} targets, "
+        f"{iterations} Adam iterations"
+    )
 
     start = time.perf_counter()
     target_points = targets(s)
@@ -350,8 +360,9 @@ def main(argv=None):
     (_, before), _ = value_and_grad(p0, target_points, s)
     cycles = {"initial": before.pop("cycle")}
     print(f"  compiled in {time.perf_counter() - start:.1f} s")
-    p, history, seconds = optimize(p0, target_points, s, iterations,
-                                   log_every=max(iterations // 6, 1))
+    p, history, seconds = optimize(
+        p0, target_points, s, iterations, log_every=max(iterations // 6, 1)
+    )
     (_, after), _ = value_and_grad(p, target_points, s)
     cycles["optimized"] = after.pop("cycle")
     (loss_reference, reference), _ = value_and_grad(jnp.asarray(REFERENCE), target_points, s)
@@ -359,8 +370,10 @@ def main(argv=None):
     check = assembly_check(p, cycles["optimized"], s)
     figures = plot({"initial": p0, "optimized": p}, cycles, target_points, s, args.out)
 
-    print(f"loss {history[0]:.6g} -> {history[-1]:.6g}: reduced {history[0] / history[-1]:.4g}x "
-          f"in {iterations} iterations, {seconds:.1f} s")
+    print(
+        f"loss {history[0]:.6g} -> {history[-1]:.6g}: reduced {history[0] / history[-1]:.4g}x "
+        f"in {iterations} iterations, {seconds:.1f} s"
+    )
     print(f"{'term':<10}{'initial':>12}{'optimized':>12}{'reference':>12}")
     rows = [("loss", history[0], history[-1], float(loss_reference))]
     rows += [(k, float(before[k]), float(after[k]), float(reference[k])) for k in before]
@@ -369,18 +382,27 @@ def main(argv=None):
     print(f"{'param [m]':<10}{'initial':>12}{'optimized':>12}{'reference':>12}")
     for k, nm in enumerate(PARAM_NAMES):
         print(f"{nm:<10}{float(p0[k]):>12.5f}{float(p[k]):>12.5f}{REFERENCE[k]:>12.5f}")
-    print(f"assembly over the cycle: max|Phi| = {check['max_phi']:.2e} at the samples, "
-          f"smallest Grashof margin {check['min_margin']:.4f} m, |q - closed form| <= "
-          f"{check['branch_deviation']:.1e}")
+    print(
+        f"assembly over the cycle: max|Phi| = {check['max_phi']:.2e} at the samples, "
+        f"smallest Grashof margin {check['min_margin']:.4f} m, |q - closed form| <= "
+        f"{check['branch_deviation']:.1e}"
+    )
     print("figures: " + ", ".join(figures.values()))
     return dict(
-        loss_initial=history[0], loss_final=history[-1], history=history,
+        loss_initial=history[0],
+        loss_final=history[-1],
+        history=history,
         terms_initial={k: float(v) for k, v in before.items()},
         terms_final={k: float(v) for k, v in after.items()},
         terms_reference={k: float(v) for k, v in reference.items()},
-        params_initial=np.asarray(p0), params_final=np.asarray(p), param_names=PARAM_NAMES,
-        target_points=np.asarray(target_points), assembly=check, figures=figures,
-        seconds=seconds, settings=s,
+        params_initial=np.asarray(p0),
+        params_final=np.asarray(p),
+        param_names=PARAM_NAMES,
+        target_points=np.asarray(target_points),
+        assembly=check,
+        figures=figures,
+        seconds=seconds,
+        settings=s,
     )
 
 

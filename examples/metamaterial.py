@@ -78,10 +78,14 @@ def hinge_positions(model, q):
     for name, *_ in auxetic.hinges(*grid_size(model)):
         pair = model.pair(name)
         k = model.body_names.index(pair.i.name)
-        x, y, phi = q[3 * k:3 * k + 3]
+        x, y, phi = q[3 * k : 3 * k + 3]
         s = np.asarray(pair.s_i)
-        out.append([x + np.cos(phi) * s[0] - np.sin(phi) * s[1],
-                    y + np.sin(phi) * s[0] + np.cos(phi) * s[1]])
+        out.append(
+            [
+                x + np.cos(phi) * s[0] - np.sin(phi) * s[1],
+                y + np.sin(phi) * s[0] + np.cos(phi) * s[1],
+            ]
+        )
     return np.asarray(out)
 
 
@@ -92,12 +96,22 @@ def grid_size(model):
 
 def draw_grid(ax, model, q, values, label, cmap="viridis", norm=None, sizes=None, marker=None):
     """Plates in light grey, one dot per hinge coloured by `values`; a colour bar."""
-    ax.add_collection(PolyCollection(plates(model, q, sizes), facecolor="0.88",
-                                     edgecolor="0.55", linewidth=0.4))
+    ax.add_collection(
+        PolyCollection(plates(model, q, sizes), facecolor="0.88", edgecolor="0.55", linewidth=0.4)
+    )
     points = hinge_positions(model, q)
     size = max(4.0, 900.0 / len(points) ** 0.8)
-    dots = ax.scatter(points[:, 0], points[:, 1], c=values, s=size, cmap=cmap, norm=norm,
-                      marker=marker or "o", zorder=3, linewidths=0)
+    dots = ax.scatter(
+        points[:, 0],
+        points[:, 1],
+        c=values,
+        s=size,
+        cmap=cmap,
+        norm=norm,
+        marker=marker or "o",
+        zorder=3,
+        linewidths=0,
+    )
     ax.set_aspect("equal")
     ax.autoscale_view()
     ax.set_xticks([])
@@ -118,18 +132,29 @@ def solvability(n, out):
     solvable = report.solvable_dict()
     unique = [h for h in names if solvable[h]]
     b = dict(zip(report.pair_names, np.asarray(report.b_norm)))
-    say(f"1. solvability of the {n} x {n} grid ({model.num_bodies} plates, {rows} rows): "
+    say(
+        f"1. solvability of the {n} x {n} grid ({model.num_bodies} plates, {rows} rows): "
         f"rank {rank}, p = {p}, dof = {dof}; unique: the weld 'hold' "
         f"{'and ' + str(len(unique)) + ' hinges' if unique else 'and no hinge'} "
-        f"({seconds:.2f} s with compilation, method 'sparse')")
+        f"({seconds:.2f} s with compilation, method 'sparse')"
+    )
     fig, ax = plt.subplots(figsize=(6.4, 5.6))
     values = np.asarray([b[h] for h in names])
     draw_grid(ax, model, model.q0, values, "|B_X| (0: unique; seed 001 eq. 27)", cmap="magma_r")
-    ax.set_title(f"{n} x {n} rotating squares: how far each hinge force is from unique\n"
-                 f"(p = {p} self-stresses; no hinge is unique with one plate held)", fontsize=10)
+    ax.set_title(
+        f"{n} x {n} rotating squares: how far each hinge force is from unique\n"
+        f"(p = {p} self-stresses; no hinge is unique with one plate held)",
+        fontsize=10,
+    )
     path = plotting.save_figure(fig, os.path.join(out, "metamaterial_solvability.png"))
-    return dict(rank=int(report.rank), p=int(report.redundancy), dof=int(report.dof),
-                unique_hinges=unique, seconds=seconds, figure=path)
+    return dict(
+        rank=int(report.rank),
+        p=int(report.redundancy),
+        dof=int(report.dof),
+        unique_hinges=unique,
+        seconds=seconds,
+        figure=path,
+    )
 
 
 # ----- 2. hinge forces under load ----------------------------------------------------------
@@ -145,23 +170,31 @@ def hinge_forces(n, out):
     fc = np.asarray(auxetic.hinge_forces(model, compliant.lam))
     fr = np.asarray(auxetic.hinge_forces(model, rigid.lam))
     mode_torque = float(np.asarray(compliant.lam)[model.rows("mode")][0])
-    say(f"2. hinge forces, pulled at two edges ({PULL} N per plate), mode held (torque "
+    say(
+        f"2. hinge forces, pulled at two edges ({PULL} N per plate), mode held (torque "
         f"{mode_torque:.4g} N m, unique): largest {fc.max():.4g} N with the ligaments' "
         f"stiffness, {fr.max():.4g} N by min-norm; they differ by up to "
-        f"{np.max(np.abs(fc - fr)):.3g} N ({seconds:.2f} s with compilation)")
+        f"{np.max(np.abs(fc - fr)):.3g} N ({seconds:.2f} s with compilation)"
+    )
     fig, axes = plt.subplots(1, 2, figsize=(11.5, 5.0))
     norm = plt.Normalize(0.0, max(fc.max(), fr.max()))
     draw_grid(axes[0], model, model.q0, fc, "hinge force (N)", norm=norm)
     axes[0].set_title("set by the ligaments' stiffness (mb.Compliance)", fontsize=10)
     draw_grid(axes[1], model, model.q0, fr, "hinge force (N)", norm=norm)
-    axes[1].set_title("minimum-norm multipliers (rigid model: one of infinitely many)",
-                      fontsize=10)
-    fig.suptitle(f"{n} x {n} grid pulled outwards at left and right edges, mode held",
-                 fontsize=11)
+    axes[1].set_title("minimum-norm multipliers (rigid model: one of infinitely many)", fontsize=10)
+    fig.suptitle(f"{n} x {n} grid pulled outwards at left and right edges, mode held", fontsize=11)
     path = plotting.save_figure(fig, os.path.join(out, "metamaterial_forces.png"))
-    return dict(model=model, stiffness=k, compliance=compliant, min_norm=rigid,
-                largest_compliance=float(fc.max()), largest_min_norm=float(fr.max()),
-                mode_torque=mode_torque, seconds=seconds, figure=path)
+    return dict(
+        model=model,
+        stiffness=k,
+        compliance=compliant,
+        min_norm=rigid,
+        largest_compliance=float(fc.max()),
+        largest_min_norm=float(fr.max()),
+        mode_torque=mode_torque,
+        seconds=seconds,
+        figure=path,
+    )
 
 
 # ----- 3. motion ---------------------------------------------------------------------------
@@ -170,25 +203,27 @@ def motion(n, out, frames):
     model = auxetic.build(n, theta=THETA, pull=pull)
     ts = jnp.linspace(0.0, 1.0, frames)
     start = time.perf_counter()
-    traj = mb.simulate(model, model.q0, jnp.zeros(model.n), 1.0, ts=ts, rtol=1e-10,
-                       atol=1e-12)
+    traj = mb.simulate(model, model.q0, jnp.zeros(model.n), 1.0, ts=ts, rtol=1e-10, atol=1e-12)
     seconds = time.perf_counter() - start
     q, qd = np.asarray(traj.q), np.asarray(traj.qd)
     kinetic = 0.5 * np.sum(np.asarray(model.mass_diagonal()) * qd**2, axis=1)
     left = [3 * (n * j) for j in range(n)]
     right = [3 * (n - 1 + n * j) for j in range(n)]
-    work = pull * (np.sum(q[:, right] - q[0, right], axis=1)
-                   - np.sum(q[:, left] - q[0, left], axis=1))
+    work = pull * (
+        np.sum(q[:, right] - q[0, right], axis=1) - np.sum(q[:, left] - q[0, left], axis=1)
+    )
     balance = float(np.max(np.abs(kinetic - work)) / np.max(kinetic))
     opening = (q[:, 5] - q[:, 2]) / 2  # half the angle between plates (1, 0) and (0, 0)
     width = q[:, 3 * (n - 1)] - q[:, 0]
     top = 3 * n * (n - 1)
     height = q[:, top + 1] - q[:, 1]
     poisson = -float(((height[-1] / height[0]) - 1) / ((width[-1] / width[0]) - 1))
-    say(f"3. motion under the edge pull ({pull:g} N per plate), 1 s: theta {opening[0]:.3f} -> "
+    say(
+        f"3. motion under the edge pull ({pull:g} N per plate), 1 s: theta {opening[0]:.3f} -> "
         f"{opening[-1]:.3f} rad, {int(traj.num_steps)} steps ({seconds:.2f} s with "
         f"compilation); kinetic energy = work of the pull to {balance:.1e}; Poisson's ratio "
-        f"{poisson:.4f}")
+        f"{poisson:.4f}"
+    )
     fig, axes = plotting.new_figure(1, 2, size=(5.2, 3.8))
     axes = axes.ravel()
     axes[0].plot(ts, opening, color="C0")
@@ -205,9 +240,15 @@ def motion(n, out, frames):
         ax.grid(True, color="0.9")
     path = plotting.save_figure(fig, os.path.join(out, "metamaterial_motion.png"))
     gif = animate(model, q, np.asarray(ts), os.path.join(out, "metamaterial.gif"))
-    return dict(theta=(float(opening[0]), float(opening[-1])), energy_balance=balance,
-                poisson=poisson, steps=int(traj.num_steps), seconds=seconds, figure=path,
-                gif=gif)
+    return dict(
+        theta=(float(opening[0]), float(opening[-1])),
+        energy_balance=balance,
+        poisson=poisson,
+        steps=int(traj.num_steps),
+        seconds=seconds,
+        figure=path,
+        gif=gif,
+    )
 
 
 def animate(model, q, ts, path):
@@ -239,10 +280,12 @@ def animate(model, q, ts, path):
 def design_loss(n, k):
     """The 8-norm of the hinge forces of the pulled, held grid with plate sizes and hinge
     offsets `params` (relative to the nominal side 1): a smooth maximum."""
+
     def loss(params):
         sizes, offsets = params
-        model = auxetic.build(n, theta=THETA, pull=PULL, lock_mode=True, sizes=sizes,
-                              offsets=offsets)
+        model = auxetic.build(
+            n, theta=THETA, pull=PULL, lock_mode=True, sizes=sizes, offsets=offsets
+        )
         rx = mb.statics(model, model.q0, method=mb.Compliance(k, default=1e7))
         forces = auxetic.hinge_forces(model, rx.lam)
         return jnp.sum(forces**DESIGN_POWER) ** (1.0 / DESIGN_POWER), forces
@@ -273,13 +316,17 @@ def inverse_design(n, out, steps):
         for flat in np.argsort(-np.abs(g).ravel())[:3]:
             index = np.unravel_index(flat, g.shape)
             e = jnp.zeros_like(params[kind]).at[index].set(h)
-            shifted = [(params[0] + s * e, params[1]) if kind == 0 else
-                       (params[0], params[1] + s * e) for s in (1.0, -1.0)]
+            shifted = [
+                (params[0] + s * e, params[1]) if kind == 0 else (params[0], params[1] + s * e)
+                for s in (1.0, -1.0)
+            ]
             fd = (value_and_grad(shifted[0])[0][0] - value_and_grad(shifted[1])[0][0]) / (2 * h)
             checks.append(abs(float(g[index]) - float(fd)) / np.max(np.abs(g)))
-    say(f"4. inverse design: {n * n} plate sizes and {2 * hinges} hinge offsets; gradient "
+    say(
+        f"4. inverse design: {n * n} plate sizes and {2 * hinges} hinge offsets; gradient "
         f"(reverse mode, {first:.1f} s with compilation) against central differences: "
-        f"largest difference {max(checks):.1e} of the largest entry")
+        f"largest difference {max(checks):.1e} of the largest entry"
+    )
     optimizer = optax.adam(0.01)
     state = optimizer.init(params)
     history = [float(value)]
@@ -292,14 +339,22 @@ def inverse_design(n, out, steps):
         history.append(float(value))
     seconds = time.perf_counter() - start
     peak0, peak1 = float(jnp.max(forces0)), float(jnp.max(forces))
-    say(f"   {steps} Adam steps ({seconds:.2f} s): 8-norm {history[0]:.4g} -> {history[-1]:.4g}"
-        f" N, largest hinge force {peak0:.4g} -> {peak1:.4g} N")
+    say(
+        f"   {steps} Adam steps ({seconds:.2f} s): 8-norm {history[0]:.4g} -> {history[-1]:.4g}"
+        f" N, largest hinge force {peak0:.4g} -> {peak1:.4g} N"
+    )
     model0 = auxetic.build(n, theta=THETA)
     model1 = auxetic.build(n, theta=THETA, sizes=params[0], offsets=params[1])
     dof = int(mb.solvability(model1, model1.q0, method="sparse").dof)
-    say(f"   the designed pattern without the mode driver: dof = {dof}"
-        + (" (generic sizes and offsets close the auxetic mode: the pull is then carried by "
-           "the ligaments as a structure, not by the driver)" if dof == 0 else ""))
+    say(
+        f"   the designed pattern without the mode driver: dof = {dof}"
+        + (
+            " (generic sizes and offsets close the auxetic mode: the pull is then carried by "
+            "the ligaments as a structure, not by the driver)"
+            if dof == 0
+            else ""
+        )
+    )
     fig, axes = plt.subplots(1, 3, figsize=(15.0, 4.6))
     axes[0].plot(history, marker="o", ms=3)
     axes[0].set_xlabel("Adam step")
@@ -309,12 +364,26 @@ def inverse_design(n, out, steps):
     norm = plt.Normalize(0.0, max(peak0, peak1))
     draw_grid(axes[1], model0, model0.q0, np.asarray(forces0), "hinge force (N)", norm=norm)
     axes[1].set_title("nominal pattern", fontsize=10)
-    draw_grid(axes[2], model1, model1.q0, np.asarray(forces), "hinge force (N)", norm=norm,
-              sizes=params[0])
+    draw_grid(
+        axes[2],
+        model1,
+        model1.q0,
+        np.asarray(forces),
+        "hinge force (N)",
+        norm=norm,
+        sizes=params[0],
+    )
     axes[2].set_title("designed plate sizes and ligament positions", fontsize=10)
     path = plotting.save_figure(fig, os.path.join(out, "metamaterial_design.png"))
-    return dict(gradient_check=max(checks), history=history, peak=(peak0, peak1), dof=dof,
-                first_call=first, seconds=seconds, figure=path)
+    return dict(
+        gradient_check=max(checks),
+        history=history,
+        peak=(peak0, peak1),
+        dof=dof,
+        first_call=first,
+        seconds=seconds,
+        figure=path,
+    )
 
 
 def main(argv=None):

@@ -17,8 +17,11 @@ from jaxmb.studies import mobile_robot_study, variant_spread
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="2 s instead of 20 s, one integration shared by the variants")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="2 s instead of 20 s, one integration shared by the variants",
+    )
     parser.add_argument("--out", default="out", help="folder for the figures")
     args = parser.parse_args(argv)
     import jaxmb as mb
@@ -27,16 +30,20 @@ def main(argv=None):
     t_end = 2.0 if args.quick else 20.0
     how = "one shared integration" if args.quick else "each integrated separately"
     print(f"Mobile robot, {t_end:g} s, four ways to resolve the redundancy ({how}):")
-    result = mobile_robot_study(t_end, num_saves=101 if args.quick else 401, out_dir=args.out,
-                                resimulate=not args.quick)
+    result = mobile_robot_study(
+        t_end, num_saves=101 if args.quick else 401, out_dir=args.out, resimulate=not args.quick
+    )
     model, report = result["model"], result["report"]
     print(report)
 
     trajectories = list(result["trajectories"].values())
-    motion_spread = max(float(np.max(np.abs(np.asarray(t.q) - np.asarray(trajectories[0].q))))
-                        for t in trajectories)
-    print(f"\nlargest difference of q between the variants: {motion_spread:.2e}"
-          " (adaptive steps: at the integration tolerance)")
+    motion_spread = max(
+        float(np.max(np.abs(np.asarray(t.q) - np.asarray(trajectories[0].q)))) for t in trajectories
+    )
+    print(
+        f"\nlargest difference of q between the variants: {motion_spread:.2e}"
+        " (adaptive steps: at the integration tolerance)"
+    )
     spread = variant_spread(result, model.pair_names)
     flags = report.solvable_dict()
     print(f"{'pair':<8}{'reaction':<12}{'relative spread across variants':>34}")

@@ -27,8 +27,16 @@ def joint_D_force(a, t_end, num_saves, rtol=1e-8):
     model = mobile_robot.build(a)
     qd0 = mobile_robot.initial_velocity(model)
     ts = jnp.linspace(0.0, t_end, num_saves)
-    traj = mb.simulate(model, model.q0, qd0, t_end, ts=ts, rtol=rtol, atol=1e-2 * rtol,
-                       adjoint=diffrax.ForwardMode())
+    traj = mb.simulate(
+        model,
+        model.q0,
+        qd0,
+        t_end,
+        ts=ts,
+        rtol=rtol,
+        atol=1e-2 * rtol,
+        adjoint=diffrax.ForwardMode(),
+    )
     rx = mb.reactions(model, traj)
     fx, fy, _ = rx.on_body("D", "link_4")
     return jnp.sqrt(fx**2 + fy**2)
@@ -48,8 +56,11 @@ def main(argv=None):
     a = jnp.asarray(0.05)
     f = jax.jit(lambda a: peak_and_final(a, t_end, num_saves))
     # one scalar parameter: a single forward-mode JVP (jacfwd would add a vmap)
-    df = jax.jit(lambda a: jax.jvp(lambda x: peak_and_final(x, t_end, num_saves), (a,),
-                                   (jnp.ones_like(a),))[1])
+    df = jax.jit(
+        lambda a: jax.jvp(lambda x: peak_and_final(x, t_end, num_saves), (a,), (jnp.ones_like(a),))[
+            1
+        ]
+    )
     start = time.perf_counter()
     value, grad = f(a), df(a)
     elapsed = time.perf_counter() - start
@@ -59,8 +70,10 @@ def main(argv=None):
     print(f"joint D reaction of the mobile robot, a = {a} m ({elapsed:.1f} s compile + run):")
     for k, label in enumerate(labels):
         rel = abs(float(grad[k]) - float(fd[k])) / abs(float(fd[k]))
-        print(f"  {label:<28} = {float(value[k]):.6g} N,  d/da = {float(grad[k]):.8g} N/m "
-              f"(finite differences {float(fd[k]):.8g}, relative difference {rel:.1e})")
+        print(
+            f"  {label:<28} = {float(value[k]):.6g} N,  d/da = {float(grad[k]):.8g} N/m "
+            f"(finite differences {float(fd[k]):.8g}, relative difference {rel:.1e})"
+        )
     return dict(value=value, grad=grad, fd=fd)
 
 

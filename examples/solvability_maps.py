@@ -64,8 +64,10 @@ class BatchedMap:
         total = len(xs[0])
         pad = (-total) % self.block
         xs = tuple(np.concatenate([x, np.repeat(x[-1:], pad, axis=0)]) for x in xs)
-        outs = [self.fn(tuple(x[k:k + self.block] for x in xs))
-                for k in range(0, total + pad, self.block)]
+        outs = [
+            self.fn(tuple(x[k : k + self.block] for x in xs))
+            for k in range(0, total + pad, self.block)
+        ]
         out = jax.tree_util.tree_map(lambda *a: np.concatenate([np.asarray(v) for v in a]), *outs)
         return jax.tree_util.tree_map(lambda a: a[:total], out)
 
@@ -87,8 +89,10 @@ def model_map(model, raw, generic_rank):
 
 def split_map(mp, parts):
     """{part: the map restricted to the points of slice `parts[part]`}."""
-    return {part: {k: (v[sl] if isinstance(v, np.ndarray) else v) for k, v in mp.items()}
-            for part, sl in parts.items()}
+    return {
+        part: {k: (v[sl] if isinstance(v, np.ndarray) else v) for k, v in mp.items()}
+        for part, sl in parts.items()
+    }
 
 
 def unsolvable(mp, k):
@@ -96,10 +100,18 @@ def unsolvable(mp, k):
 
 
 def singular_entry(family, model_name, mp, k, name, **params):
-    return {"family": family, "model": model_name, "name": name, **params,
-            "rank": int(mp["rank"][k]), "redundancy": int(mp["redundancy"][k]),
-            "dof": int(mp["dof"][k]), "unsolvable": unsolvable(mp, k),
-            "margin": float(mp["margin"][k]), "warning": bool(mp["warning"][k])}
+    return {
+        "family": family,
+        "model": model_name,
+        "name": name,
+        **params,
+        "rank": int(mp["rank"][k]),
+        "redundancy": int(mp["redundancy"][k]),
+        "dof": int(mp["dof"][k]),
+        "unsolvable": unsolvable(mp, k),
+        "margin": float(mp["margin"][k]),
+        "warning": bool(mp["warning"][k]),
+    }
 
 
 def angle_grid(per_half_turn):
@@ -149,8 +161,15 @@ def fb_collinear_configuration(s, theta):
     u = (O4 - A) / np.linalg.norm(O4 - A)
     B = A + b * u
     w = B - O4
-    return np.concatenate([[A[0] / 2, A[1] / 2, theta], (A + B) / 2, [np.arctan2(u[1], u[0])],
-                           (O4 + B) / 2, [np.arctan2(w[1], w[0])]])
+    return np.concatenate(
+        [
+            [A[0] / 2, A[1] / 2, theta],
+            (A + B) / 2,
+            [np.arctan2(u[1], u[0])],
+            (O4 + B) / 2,
+            [np.arctan2(w[1], w[0])],
+        ]
+    )
 
 
 def fb_models(s):
@@ -166,8 +185,11 @@ FB_GENERIC_RANK = {"free": 8, "driven": 9}
 
 def _fb_one(s, q):
     free, driven = fb_models(s)
-    return {"free": analyse(free, q), "driven": analyse(driven, q),
-            "residual": jnp.max(jnp.abs(free.phi(q)))}
+    return {
+        "free": analyse(free, q),
+        "driven": analyse(driven, q),
+        "residual": jnp.max(jnp.abs(free.phi(q))),
+    }
 
 
 _BATCHED = {}
@@ -189,15 +211,18 @@ def batched(family):
 def fb_evaluate(s, q):
     """Maps of the free and driven four-bar at the points (s_k, q_k)."""
     raw = batched("four_bar")(s, q)
-    out = {nm: model_map(m, raw[nm], FB_GENERIC_RANK[nm])
-           for nm, m in zip(FB_MODELS, fb_models(0.0))}
+    out = {
+        nm: model_map(m, raw[nm], FB_GENERIC_RANK[nm]) for nm, m in zip(FB_MODELS, fb_models(0.0))
+    }
     out["assembled"] = raw["residual"] < ASSEMBLY_TOL
     return out
 
 
-FB_NAMES = {0.0: "parallelogram, all links collinear, crank towards O4",
-            np.pi: "parallelogram, all links collinear, crank away from O4",
-            -np.pi: "parallelogram, all links collinear, crank away from O4"}
+FB_NAMES = {
+    0.0: "parallelogram, all links collinear, crank towards O4",
+    np.pi: "parallelogram, all links collinear, crank away from O4",
+    -np.pi: "parallelogram, all links collinear, crank away from O4",
+}
 
 
 def four_bar_family(quick=False):
@@ -236,17 +261,33 @@ def four_bar_family(quick=False):
     app_s = np.concatenate([s_app, s_app])
     app_th = np.concatenate([np.zeros_like(s_app), np.full_like(s_app, np.pi)])
     s_tog = s_grid[(s_grid < 0) & (s_grid > -0.2 + 1e-12)][:: 2 if quick else 5]
-    tog = [(s, kind, sign * ang) for s in s_tog for kind, ang in fb_toggle_angles(s).items()
-           for sign in (1.0, -1.0)]
+    tog = [
+        (s, kind, sign * ang)
+        for s in s_tog
+        for kind, ang in fb_toggle_angles(s).items()
+        for sign in (1.0, -1.0)
+    ]
     conf = jax.jit(jax.vmap(fb_configuration))
-    q = np.concatenate([np.asarray(conf(s_pts, th_pts)), np.asarray(conf(app_s, app_th)),
-                        np.stack([fb_collinear_configuration(s, th) for s, _, th in tog])])
+    q = np.concatenate(
+        [
+            np.asarray(conf(s_pts, th_pts)),
+            np.asarray(conf(app_s, app_th)),
+            np.stack([fb_collinear_configuration(s, th) for s, _, th in tog]),
+        ]
+    )
     s_all = np.concatenate([s_pts, app_s, [t[0] for t in tog]])
     res = fb_evaluate(s_all, q)
     ng, na = len(s_pts), len(app_s)
     parts = {"grid": slice(0, ng), "approach": slice(ng, ng + na), "toggle": slice(ng + na, None)}
-    out = {"s": s_grid, "theta": theta, "approach_s": s_app, "toggles": tog, "q": q,
-           "grid_s": s_pts, "grid_theta": th_pts}
+    out = {
+        "s": s_grid,
+        "theta": theta,
+        "approach_s": s_app,
+        "toggles": tog,
+        "q": q,
+        "grid_s": s_pts,
+        "grid_theta": th_pts,
+    }
     for part, sl in parts.items():
         out[part] = {"assembled": res["assembled"][sl]}
     for model in FB_MODELS:
@@ -263,20 +304,30 @@ def four_bar_family(quick=False):
         mp = out["grid"][model]
         for k in np.flatnonzero(out["grid"]["assembled"] & (mp["rank"] < generic[model])):
             name = FB_NAMES.get(th_pts[k], "unnamed") if s_pts[k] == 0.0 else "unnamed"
-            singular.append(singular_entry("four_bar", model, mp, k, name, s=float(s_pts[k]),
-                                           theta=float(th_pts[k])))
+            singular.append(
+                singular_entry(
+                    "four_bar", model, mp, k, name, s=float(s_pts[k]), theta=float(th_pts[k])
+                )
+            )
         mp = out["toggle"][model]
         for k, (s, kind, th) in enumerate(tog):
             if mp["rank"][k] < generic[model]:
-                singular.append(singular_entry("four_bar", model, mp, k, f"toggle ({kind})",
-                                               s=float(s), theta=float(th)))
+                singular.append(
+                    singular_entry(
+                        "four_bar", model, mp, k, f"toggle ({kind})", s=float(s), theta=float(th)
+                    )
+                )
     out["singular"] = singular
     fit = (s_app >= 1e-12) & (s_app <= 1e-5)
     out["approach_slope"] = {
-        (model, th): float(np.polyfit(np.log10(s_app[fit]),
-                                      np.log10(out["approach"][model]["margin"][part][fit]), 1)[0])
+        (model, th): float(
+            np.polyfit(
+                np.log10(s_app[fit]), np.log10(out["approach"][model]["margin"][part][fit]), 1
+            )[0]
+        )
         for model in FB_MODELS
-        for th, part in ((0.0, slice(0, len(s_app))), (np.pi, slice(len(s_app), None)))}
+        for th, part in ((0.0, slice(0, len(s_app))), (np.pi, slice(len(s_app), None)))
+    }
     return out
 
 
@@ -319,9 +370,11 @@ def _sc_one(theta):
     return {nm: analyse(m, q) for nm, m in zip(SC_MODELS, sc_models())}
 
 
-SC_NAMES = {0.0: "dead centre, extended (crank and rod aligned, slider outermost)",
-            np.pi: "dead centre, folded (rod over the crank, slider innermost)",
-            -np.pi: "dead centre, folded (rod over the crank, slider innermost)"}
+SC_NAMES = {
+    0.0: "dead centre, extended (crank and rod aligned, slider outermost)",
+    np.pi: "dead centre, folded (rod over the crank, slider innermost)",
+    -np.pi: "dead centre, folded (rod over the crank, slider innermost)",
+}
 
 
 def slider_crank_family(quick=False):
@@ -357,18 +410,29 @@ def slider_crank_family(quick=False):
     for nm in SC_MODELS:
         mp = out[nm]
         for k in np.flatnonzero(mp["rank"] < generic[nm]):
-            singular.append(singular_entry("slider_crank", nm, mp, k,
-                                           SC_NAMES.get(theta[k], "unnamed"),
-                                           theta=float(theta[k])))
+            singular.append(
+                singular_entry(
+                    "slider_crank",
+                    nm,
+                    mp,
+                    k,
+                    SC_NAMES.get(theta[k], "unnamed"),
+                    theta=float(theta[k]),
+                )
+            )
     out["singular"] = singular
-    out["bands"] = {nm: approach_bands(deltas, out[nm + "_approach"], generic[nm])
-                    for nm in SC_MODELS}
+    out["bands"] = {
+        nm: approach_bands(deltas, out[nm + "_approach"], generic[nm]) for nm in SC_MODELS
+    }
     return out
 
 
 def _band(band):
-    dropped = (f"rank dropped up to {band['rank_dropped_up_to']:.1e} rad"
-               if band["rank_dropped_up_to"] else "rank never dropped")
+    dropped = (
+        f"rank dropped up to {band['rank_dropped_up_to']:.1e} rad"
+        if band["rank_dropped_up_to"]
+        else "rank never dropped"
+    )
     if band["warning_from"] is None:
         return dropped + ", no warning"
     return dropped + f", warning for {band['warning_from']:.1e} .. {band['warning_to']:.1e} rad"
@@ -381,9 +445,11 @@ def approach_bands(deltas, mp, generic_rank):
     dropped = (mp["rank"] < generic_rank).reshape(-1, k)
     warn = mp["warning"].reshape(-1, k)
     d = np.tile(deltas, (dropped.shape[0], 1))
-    return {"rank_dropped_up_to": float(d[dropped].max()) if dropped.any() else 0.0,
-            "warning_from": float(d[warn].min()) if warn.any() else None,
-            "warning_to": float(d[warn].max()) if warn.any() else None}
+    return {
+        "rank_dropped_up_to": float(d[dropped].max()) if dropped.any() else 0.0,
+        "warning_from": float(d[warn].min()) if warn.any() else None,
+        "warning_to": float(d[warn].max()) if warn.any() else None,
+    }
 
 
 # ------------------------------------------------------------------------------------------
@@ -394,13 +460,17 @@ NFB_MODELS = ("split", "rigid")
 
 def nfb_models(N):
     """The benchmark (N couplers) and the rigid-coupler variant, both without gravity."""
-    return (n_four_bar.build(N, gravity=None),
-            n_four_bar.build(N, gravity=None, rigid_coupler=True))
+    return (
+        n_four_bar.build(N, gravity=None),
+        n_four_bar.build(N, gravity=None, rigid_coupler=True),
+    )
 
 
 def _nfb_one(N, angle):
-    return {nm: analyse(m, n_four_bar.configuration(angle, N, rigid_coupler=nm == "rigid"))
-            for nm, m in zip(NFB_MODELS, nfb_models(N))}
+    return {
+        nm: analyse(m, n_four_bar.configuration(angle, N, rigid_coupler=nm == "rigid"))
+        for nm, m in zip(NFB_MODELS, nfb_models(N))
+    }
 
 
 def n_four_bar_family(N=3, quick=False):
@@ -426,12 +496,21 @@ def n_four_bar_family(N=3, quick=False):
         maps = split_map(model_map(m, res[nm], generic), parts)
         out[nm], out[nm + "_approach"] = maps["grid"], maps["approach"]
         for k in np.flatnonzero(out[nm]["rank"] < generic):
-            singular.append(singular_entry("n_four_bar", nm, out[nm], k,
-                                           names.get(abs(angle[k]), "unnamed"),
-                                           angle=float(angle[k])))
+            singular.append(
+                singular_entry(
+                    "n_four_bar",
+                    nm,
+                    out[nm],
+                    k,
+                    names.get(abs(angle[k]), "unnamed"),
+                    angle=float(angle[k]),
+                )
+            )
     out["singular"] = singular
-    out["bands"] = {nm: approach_bands(deltas, out[nm + "_approach"], out[nm]["generic_rank"])
-                    for nm in NFB_MODELS}
+    out["bands"] = {
+        nm: approach_bands(deltas, out[nm + "_approach"], out[nm]["generic_rank"])
+        for nm in NFB_MODELS
+    }
     return out
 
 
@@ -446,9 +525,15 @@ def _raster(ax, x, flags, names, title, xlabel):
     from matplotlib.colors import ListedColormap
 
     dx = (x[1] - x[0]) / 2
-    ax.imshow(np.asarray(flags, float).T, aspect="auto", cmap=ListedColormap(UNIQUE_COLORS),
-              vmin=0, vmax=1, interpolation="nearest",
-              extent=(x[0] - dx, x[-1] + dx, len(names) - 0.5, -0.5))
+    ax.imshow(
+        np.asarray(flags, float).T,
+        aspect="auto",
+        cmap=ListedColormap(UNIQUE_COLORS),
+        vmin=0,
+        vmax=1,
+        interpolation="nearest",
+        extent=(x[0] - dx, x[-1] + dx, len(names) - 0.5, -0.5),
+    )
     ax.set_yticks(range(len(names)))
     ax.set_yticklabels(names, fontsize="x-small")
     ax.set_title(title + "  (green: unique, red: NOT unique)", fontsize="small")
@@ -458,10 +543,16 @@ def _raster(ax, x, flags, names, title, xlabel):
 def _margins(ax, x, maps, xlabel, title):
     """Margin (capped at 4.5e6) and sigma_r / (1e-9 sigma_max) (uncapped) against x."""
     for (label, mp), color in zip(maps.items(), ("C0", "C1", "C2")):
-        ax.semilogy(x, np.clip(mp["margin"], 1e-3, 1e12), "-", color=color,
-                    label=f"{label}: margin")
-        ax.semilogy(x, np.clip(mp["sigma_ratio"] / 1e-9, 1e-3, 1e12), ":", color=color,
-                    label=f"{label}: sigma_r / (1e-9 sigma_max)")
+        ax.semilogy(
+            x, np.clip(mp["margin"], 1e-3, 1e12), "-", color=color, label=f"{label}: margin"
+        )
+        ax.semilogy(
+            x,
+            np.clip(mp["sigma_ratio"] / 1e-9, 1e-3, 1e12),
+            ":",
+            color=color,
+            label=f"{label}: sigma_r / (1e-9 sigma_max)",
+        )
     _warning_line(ax)
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize="small")
@@ -474,11 +565,16 @@ def _approach(ax, deltas, maps, labels, xlabel, title):
     for (name, mp), ls in zip(maps.items(), ("-", "--", ":")):
         for j, label in enumerate(labels):
             part = slice(j * k, (j + 1) * k)
-            (line,) = ax.loglog(deltas, np.clip(mp["margin"][part], 1e-3, 1e12), ls,
-                                label=f"{name}, {label}")
+            (line,) = ax.loglog(
+                deltas, np.clip(mp["margin"][part], 1e-3, 1e12), ls, label=f"{name}, {label}"
+            )
             drop = mp["rank"][part] < mp["generic_rank"]
-            ax.loglog(deltas[drop], np.clip(mp["margin"][part][drop], 1e-3, 1e12), "x",
-                      color=line.get_color())
+            ax.loglog(
+                deltas[drop],
+                np.clip(mp["margin"][part][drop], 1e-3, 1e12),
+                "x",
+                color=line.get_color(),
+            )
     _warning_line(ax)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("rank margin")
@@ -508,33 +604,56 @@ def plot_four_bar(fb, path):
     ext = (deg[0], deg[-1], fb["s"][0], fb["s"][-1])
     g = fb["grid"]
     mask = ~g["assembled_map"]
-    images = [(g["free"]["rank_map"], "free four-bar: rank C", "rank C", "viridis"),
-              (g["driven"]["rank_map"], "crank-driven: rank C", "rank C", "viridis"),
-              (np.log10(np.clip(g["driven"]["sigma_ratio_map"], 1e-300, None)),
-               "crank-driven: log10 sigma_min / sigma_max", "log10 ratio", "magma")]
+    images = [
+        (g["free"]["rank_map"], "free four-bar: rank C", "rank C", "viridis"),
+        (g["driven"]["rank_map"], "crank-driven: rank C", "rank C", "viridis"),
+        (
+            np.log10(np.clip(g["driven"]["sigma_ratio_map"], 1e-300, None)),
+            "crank-driven: log10 sigma_min / sigma_max",
+            "log10 ratio",
+            "magma",
+        ),
+    ]
     for a, (img, title, label, cmap) in zip(ax[0], images):
-        im = a.imshow(np.ma.masked_array(img, mask), origin="lower", aspect="auto", extent=ext,
-                      interpolation="nearest", cmap=cmap)
+        im = a.imshow(
+            np.ma.masked_array(img, mask),
+            origin="lower",
+            aspect="auto",
+            extent=ext,
+            interpolation="nearest",
+            cmap=cmap,
+        )
         fig.colorbar(im, ax=a, label=label)
         a.set_title(title + " (white: does not assemble)", fontsize="small")
         a.set_xlabel("crank angle theta (deg)")
         a.set_ylabel("s  (rocker c = L (1 + s))")
     for e in fb["singular"]:
         a = ax[0, 0] if e["model"] == "free" else ax[0, 1]
-        a.plot(np.degrees(e["theta"]), e["s"], "rx" if "toggle" not in e["name"] else "r+",
-               ms=7)
+        a.plot(np.degrees(e["theta"]), e["s"], "rx" if "toggle" not in e["name"] else "r+", ms=7)
     k0 = int(np.flatnonzero(fb["s"] == 0.0)[0])
     row = slice(k0 * len(deg), (k0 + 1) * len(deg))
-    s0 = {nm: {k: v[row] for k, v in g[nm].items() if isinstance(v, np.ndarray) and
-               v.shape[:1] == g[nm]["rank"].shape} for nm in FB_MODELS}
-    _counts(ax[1, 0], deg, s0, "crank angle theta (deg)",
-            "parallelogram (s = 0): redundancy p and dof")
+    s0 = {
+        nm: {
+            k: v[row]
+            for k, v in g[nm].items()
+            if isinstance(v, np.ndarray) and v.shape[:1] == g[nm]["rank"].shape
+        }
+        for nm in FB_MODELS
+    }
+    _counts(
+        ax[1, 0], deg, s0, "crank angle theta (deg)", "parallelogram (s = 0): redundancy p and dof"
+    )
     names = [f"{nm} ({model})" for model in FB_MODELS for nm in g[model]["pair_names"]]
     flags = np.concatenate([s0[model]["solvable"] for model in FB_MODELS], axis=1)
     _raster(ax[1, 1], deg, flags, names, "s = 0", "crank angle theta (deg)")
-    _approach(ax[1, 2], fb["approach_s"], {m: fb["approach"][m] for m in FB_MODELS},
-              ("theta = 0", "theta = 180 deg"), "s (distance from the parallelogram)",
-              "approaching the parallelogram")
+    _approach(
+        ax[1, 2],
+        fb["approach_s"],
+        {m: fb["approach"][m] for m in FB_MODELS},
+        ("theta = 0", "theta = 180 deg"),
+        "s (distance from the parallelogram)",
+        "approaching the parallelogram",
+    )
     return save_figure(fig, path)
 
 
@@ -549,9 +668,14 @@ def plot_slider_crank(sc, path):
     flags = np.concatenate([sc[model]["solvable"] for model in SC_MODELS[1:]], axis=1)
     _raster(ax[0, 1], deg, flags, names, "driven slider-cranks", "crank angle (deg)")
     _margins(ax[1, 0], deg, maps, "crank angle (deg)", "rank margin")
-    _approach(ax[1, 1], sc["deltas"], {nm: sc[nm + "_approach"] for nm in SC_MODELS[1:]},
-              ("0+", "0-", "180+", "180-"), "|theta - dead centre| (rad)",
-              "near the dead centres")
+    _approach(
+        ax[1, 1],
+        sc["deltas"],
+        {nm: sc[nm + "_approach"] for nm in SC_MODELS[1:]},
+        ("0+", "0-", "180+", "180-"),
+        "|theta - dead centre| (rad)",
+        "near the dead centres",
+    )
     return save_figure(fig, path)
 
 
@@ -561,16 +685,25 @@ def plot_n_four_bar(nfb, path):
     fig, ax = new_figure(2, 2, size=(6.0, 4.0))
     deg = np.degrees(nfb["angle"])
     maps = {f"{nm} coupler": nfb[nm] for nm in NFB_MODELS}
-    _counts(ax[0, 0], deg, maps, "crank angle from +x (deg)",
-            f"N-four-bar, N = {nfb['N']}: redundancy p and dof")
+    _counts(
+        ax[0, 0],
+        deg,
+        maps,
+        "crank angle from +x (deg)",
+        f"N-four-bar, N = {nfb['N']}: redundancy p and dof",
+    )
     names = [f"{nm} ({model})" for model in NFB_MODELS for nm in nfb[model]["pair_names"]]
     flags = np.concatenate([nfb[model]["solvable"] for model in NFB_MODELS], axis=1)
-    _raster(ax[0, 1], deg, flags, names, "benchmark (split) and rigid coupler",
-            "crank angle (deg)")
+    _raster(ax[0, 1], deg, flags, names, "benchmark (split) and rigid coupler", "crank angle (deg)")
     _margins(ax[1, 0], deg, maps, "crank angle (deg)", "rank margin")
-    _approach(ax[1, 1], nfb["deltas"], {nm: nfb[nm + "_approach"] for nm in NFB_MODELS},
-              ("0+", "0-", "180+", "180-"), "|angle - horizontal| (rad)",
-              "near the horizontal positions")
+    _approach(
+        ax[1, 1],
+        nfb["deltas"],
+        {nm: nfb[nm + "_approach"] for nm in NFB_MODELS},
+        ("0+", "0-", "180+", "180-"),
+        "|angle - horizontal| (rad)",
+        "near the horizontal positions",
+    )
     return save_figure(fig, path)
 
 
@@ -578,12 +711,17 @@ def plot_n_four_bar(nfb, path):
 # report
 # ------------------------------------------------------------------------------------------
 def describe(entry):
-    where = ", ".join(f"{k} = {entry[k]:.6g}" + (f" ({np.degrees(entry[k]):.4g} deg)"
-                                                   if k in ("theta", "angle") else "")
-                      for k in ("s", "theta", "angle") if k in entry)
+    where = ", ".join(
+        f"{k} = {entry[k]:.6g}"
+        + (f" ({np.degrees(entry[k]):.4g} deg)" if k in ("theta", "angle") else "")
+        for k in ("s", "theta", "angle")
+        if k in entry
+    )
     bad = ", ".join(entry["unsolvable"]) or "none"
-    return (f"  [{entry['model']}] {entry['name']}: {where}; rank {entry['rank']}, "
-            f"p = {entry['redundancy']}, dof = {entry['dof']}; NOT unique: {bad}")
+    return (
+        f"  [{entry['model']}] {entry['name']}: {where}; rank {entry['rank']}, "
+        f"p = {entry['redundancy']}, dof = {entry['dof']}; NOT unique: {bad}"
+    )
 
 
 def print_singular(title, entries, limit=12):
@@ -618,31 +756,44 @@ def main(argv=None):
     nfb = n_four_bar_family(args.N, args.quick)
     timings["n_four_bar"] = time.perf_counter() - start
     start = time.perf_counter()
-    figures = [plot_four_bar(fb, os.path.join(args.out, "solvability_four_bar.png")),
-               plot_slider_crank(sc, os.path.join(args.out, "solvability_slider_crank.png")),
-               plot_n_four_bar(nfb, os.path.join(args.out, "solvability_n_four_bar.png"))]
+    figures = [
+        plot_four_bar(fb, os.path.join(args.out, "solvability_four_bar.png")),
+        plot_slider_crank(sc, os.path.join(args.out, "solvability_slider_crank.png")),
+        plot_n_four_bar(nfb, os.path.join(args.out, "solvability_n_four_bar.png")),
+    ]
     timings["figures"] = time.perf_counter() - start
 
     npts = fb["grid"]["assembled"].size
-    print(f"four-bar -> parallelogram: {len(fb['s'])} x {len(fb['theta'])} grid "
-          f"({int(fb['grid']['assembled'].sum())} of {npts} assemble), {timings['four_bar']:.1f} s")
+    print(
+        f"four-bar -> parallelogram: {len(fb['s'])} x {len(fb['theta'])} grid "
+        f"({int(fb['grid']['assembled'].sum())} of {npts} assemble), {timings['four_bar']:.1f} s"
+    )
     print_singular("  four-bar family", fb["singular"])
-    slopes = ", ".join(f"{m} at {np.degrees(t):.0f} deg: {v:.3f}"
-                       for (m, t), v in fb["approach_slope"].items())
+    slopes = ", ".join(
+        f"{m} at {np.degrees(t):.0f} deg: {v:.3f}" for (m, t), v in fb["approach_slope"].items()
+    )
     print(f"  towards the parallelogram: d log(margin) / d log(s) = {slopes} (hand: 1/2)")
     print(f"slider-crank: {len(sc['theta'])} crank angles, {timings['slider_crank']:.1f} s")
     print_singular("  slider-crank", sc["singular"])
     for nm, band in sc["bands"].items():
         print(f"  {nm}, |theta - dead centre| from 1e-15 to 0.1: {_band(band)}")
-    print(f"N-four-bar (N = {nfb['N']}): {len(nfb['angle'])} crank angles, "
-          f"{timings['n_four_bar']:.1f} s")
+    print(
+        f"N-four-bar (N = {nfb['N']}): {len(nfb['angle'])} crank angles, "
+        f"{timings['n_four_bar']:.1f} s"
+    )
     print_singular("  N-four-bar", nfb["singular"])
     for nm, band in nfb["bands"].items():
         print(f"  {nm} coupler, |angle - horizontal| from 1e-15 to 0.1: {_band(band)}")
     for path in figures:
         print(f"wrote {path}")
-    return {"four_bar": fb, "slider_crank": sc, "n_four_bar": nfb, "figures": figures,
-            "singular": fb["singular"] + sc["singular"] + nfb["singular"], "timings": timings}
+    return {
+        "four_bar": fb,
+        "slider_crank": sc,
+        "n_four_bar": nfb,
+        "figures": figures,
+        "singular": fb["singular"] + sc["singular"] + nfb["singular"],
+        "timings": timings,
+    }
 
 
 if __name__ == "__main__":

@@ -49,7 +49,8 @@ _BODY_KEYS = ("name", "mass", "inertia", "q")
 
 def _concrete_types(module, base) -> dict:
     return {
-        name: cls for name, cls in sorted(vars(module).items())
+        name: cls
+        for name, cls in sorted(vars(module).items())
         if isinstance(cls, type) and issubclass(cls, base) and not name.startswith("Abstract")
     }
 
@@ -97,15 +98,21 @@ def to_dict(
     inertias = _plain(model.inertias, "inertias")
     q0 = _plain(model.q0, "q0")
     if np.shape(masses) != (model.num_bodies,) or np.shape(q0) != (model.n,):
-        raise ValueError("cannot save a batched model (masses of shape "
-                         f"{np.shape(masses)}); save one model at a time")
+        raise ValueError(
+            "cannot save a batched model (masses of shape "
+            f"{np.shape(masses)}); save one model at a time"
+        )
     bodies = [
         {"name": name, "mass": masses[k], "inertia": inertias[k], "q": q0[3 * k : 3 * k + 3]}
         for k, name in enumerate(model.body_names)
     ]
-    data = {"jaxmb_model": VERSION, "bodies": bodies,
-            "elements": [_element_dict(e)
-                         for e in (*model.pairs, *model.force_elements, *model.friction)]}
+    data = {
+        "jaxmb_model": VERSION,
+        "bodies": bodies,
+        "elements": [
+            _element_dict(e) for e in (*model.pairs, *model.force_elements, *model.friction)
+        ],
+    }
     if initial_velocity is not None:
         data["initial_velocity"] = _plain(initial_velocity, "initial_velocity")
         _check_initial_velocity(data["initial_velocity"], model.n)
@@ -120,8 +127,11 @@ def compliance_dict(compliance: Compliance, model: Model) -> dict:
     if not isinstance(compliance, Compliance):
         raise ValueError(f"compliance: expected an mb.Compliance, got {compliance!r}")
     compliance.bind(model, "compliance")
-    out = {"stiffness": {n: _plain(v, f"compliance: stiffness of {n!r}")
-                         for n, v in compliance.stiffness.items()}}
+    out = {
+        "stiffness": {
+            n: _plain(v, f"compliance: stiffness of {n!r}") for n, v in compliance.stiffness.items()
+        }
+    }
     if compliance.default is not None:
         out["default"] = _plain(compliance.default, "compliance: default")
     return out
@@ -133,13 +143,16 @@ def compliance_from(entry, model: Model, where="compliance") -> Compliance:
     _check_keys(entry, _COMPLIANCE_KEYS, (), where)
     stiffness = entry.get("stiffness", {})
     if not isinstance(stiffness, dict):
-        raise ValueError(f"{where}: stiffness must be a mapping pair name -> number or list, "
-                         f"got {stiffness!r}")
+        raise ValueError(
+            f"{where}: stiffness must be a mapping pair name -> number or list, got {stiffness!r}"
+        )
     for name in stiffness:
         if name not in model.pair_names:
-            raise ValueError(f"{where}: stiffness: unknown pair {name!r}"
-                             f"{_suggest(name, model.pair_names)}; pairs are "
-                             f"{', '.join(model.pair_names)}")
+            raise ValueError(
+                f"{where}: stiffness: unknown pair {name!r}"
+                f"{_suggest(name, model.pair_names)}; pairs are "
+                f"{', '.join(model.pair_names)}"
+            )
     values = {n: _numbers(v, f"{where}: stiffness", repr(n)) for n, v in stiffness.items()}
     default = entry.get("default")
     default = None if default is None else _number(default, where, "default")
@@ -164,8 +177,10 @@ def _element_dict(element) -> dict:
     cls = type(element)
     where = f"{cls.__name__} {element.name!r}"
     if ELEMENT_TYPES.get(cls.__name__) is not cls:
-        raise ValueError(f"{where}: cannot be saved; model files hold the jaxmb element types "
-                         f"only ({', '.join(ELEMENT_TYPES)})")
+        raise ValueError(
+            f"{where}: cannot be saved; model files hold the jaxmb element types "
+            f"only ({', '.join(ELEMENT_TYPES)})"
+        )
     arguments = _arguments_dict(element, where)
     return {"type": cls.__name__, "name": arguments.pop("name"), **arguments}
 
@@ -188,8 +203,10 @@ def _arguments_dict(module, where) -> dict:
 def _drive_dict(f, where):
     cls = type(f)
     if DRIVE_TYPES.get(cls.__name__) is not cls:
-        raise ValueError(f"{where}: a {cls.__name__} cannot be saved; model files hold the "
-                         f"jaxmb.drive types only ({', '.join(DRIVE_TYPES)})")
+        raise ValueError(
+            f"{where}: a {cls.__name__} cannot be saved; model files hold the "
+            f"jaxmb.drive types only ({', '.join(DRIVE_TYPES)})"
+        )
     if cls is _drive.Constant:
         return _plain(f.value, where)
     return {"type": cls.__name__, **_arguments_dict(f, where)}
@@ -229,19 +246,24 @@ def _build(data):
 
 def _check_top_level(data):
     if not isinstance(data, dict):
-        raise ValueError(f"the top level must be a mapping with keys {', '.join(_TOP_KEYS)}, "
-                         f"got {type(data).__name__}")
+        raise ValueError(
+            f"the top level must be a mapping with keys {', '.join(_TOP_KEYS)}, "
+            f"got {type(data).__name__}"
+        )
     if "jaxmb_model" not in data:
-        raise ValueError(f"missing key 'jaxmb_model' (the schema version, {VERSION}); "
-                         "is this a jaxmb model file?")
+        raise ValueError(
+            f"missing key 'jaxmb_model' (the schema version, {VERSION}); "
+            "is this a jaxmb model file?"
+        )
     version = data["jaxmb_model"]
     if isinstance(version, bool) or version != VERSION:
-        raise ValueError(f"jaxmb_model: unsupported schema version {version!r}; this jaxmb "
-                         f"reads version {VERSION}")
+        raise ValueError(
+            f"jaxmb_model: unsupported schema version {version!r}; this jaxmb "
+            f"reads version {VERSION}"
+        )
     _refuse_unknown_keys(data, _TOP_KEYS, "unknown top-level key")
     if not isinstance(data.get("bodies"), list) or not data["bodies"]:
-        raise ValueError("bodies: expected a non-empty list of bodies, got "
-                         f"{data.get('bodies')!r}")
+        raise ValueError(f"bodies: expected a non-empty list of bodies, got {data.get('bodies')!r}")
     if not isinstance(data.get("elements", []), list):
         raise ValueError(f"elements: expected a list of elements, got {data['elements']!r}")
 
@@ -251,14 +273,16 @@ def _refuse_unknown_keys(entry, allowed, label):
     ...?); allowed keys: ..."."""
     for key in entry:
         if key not in allowed:
-            raise ValueError(f"{label} {key!r}{_suggest(key, allowed)}; "
-                             f"allowed keys: {', '.join(allowed)}")
+            raise ValueError(
+                f"{label} {key!r}{_suggest(key, allowed)}; allowed keys: {', '.join(allowed)}"
+            )
 
 
 def _check_keys(entry, allowed, required, where):
     if not isinstance(entry, dict):
-        raise ValueError(f"{where}: expected a mapping with keys {', '.join(allowed)}, "
-                         f"got {entry!r}")
+        raise ValueError(
+            f"{where}: expected a mapping with keys {', '.join(allowed)}, got {entry!r}"
+        )
     _refuse_unknown_keys(entry, allowed, f"{where}: unknown key")
     for key in required:
         if key not in entry:
@@ -290,9 +314,11 @@ def _element(entry, where, handles):
         raise ValueError(f"{where}: missing field 'type' (one of {', '.join(ELEMENT_TYPES)})")
     kind, name = entry["type"], entry.get("name")
     if ELEMENT_TYPES.get(kind) is None:
-        raise ValueError(f"{where}: unknown element type {kind!r}"
-                         f"{_suggest(kind, ELEMENT_TYPES)}; known types: "
-                         f"{', '.join(ELEMENT_TYPES)}")
+        raise ValueError(
+            f"{where}: unknown element type {kind!r}"
+            f"{_suggest(kind, ELEMENT_TYPES)}; known types: "
+            f"{', '.join(ELEMENT_TYPES)}"
+        )
     where = f"{where} ({kind} {name!r})" if isinstance(name, str) else f"{where} ({kind})"
     return where, _construct(ELEMENT_TYPES[kind], entry, where, handles, f"{kind} {name!r}: ")
 
@@ -303,8 +329,11 @@ def _construct(cls, entry, where, handles, own_prefix):
     allowed = ("type", *(f.name for f in fields))
     _check_keys(entry, allowed, [f.name for f in fields if _required(f)], where)
     hints = typing.get_type_hints(cls)
-    kwargs = {f.name: _decode(entry[f.name], f.name, hints[f.name], where, handles)
-              for f in fields if f.name in entry}
+    kwargs = {
+        f.name: _decode(entry[f.name], f.name, hints[f.name], where, handles)
+        for f in fields
+        if f.name in entry
+    }
     try:
         return cls(**kwargs)
     except (ValueError, TypeError) as e:
@@ -315,8 +344,10 @@ def _decode(value, label, annotation, where, handles):
     kind = _kind(annotation)
     if kind == "body":
         if not isinstance(value, str) or value not in handles:
-            raise ValueError(f"{where}: {label}: unknown body {value!r}"
-                             f"{_suggest(value, handles)}; bodies are {', '.join(handles)}")
+            raise ValueError(
+                f"{where}: {label}: unknown body {value!r}"
+                f"{_suggest(value, handles)}; bodies are {', '.join(handles)}"
+            )
         return handles[value]
     if kind == "string":
         if not isinstance(value, str) or not value:
@@ -336,12 +367,16 @@ def _drive_from(value, where, handles):
     if not isinstance(value, dict):
         return _numbers(value, where, "constant drive value")
     if "type" not in value:
-        raise ValueError(f"{where}: missing field 'type' (one of {', '.join(DRIVE_TYPES)}), "
-                         "or give a plain number for a constant")
+        raise ValueError(
+            f"{where}: missing field 'type' (one of {', '.join(DRIVE_TYPES)}), "
+            "or give a plain number for a constant"
+        )
     kind = value["type"]
     if DRIVE_TYPES.get(kind) is None:
-        raise ValueError(f"{where}: unknown drive type {kind!r}{_suggest(kind, DRIVE_TYPES)}; "
-                         f"known types: {', '.join(DRIVE_TYPES)} (or a plain number)")
+        raise ValueError(
+            f"{where}: unknown drive type {kind!r}{_suggest(kind, DRIVE_TYPES)}; "
+            f"known types: {', '.join(DRIVE_TYPES)} (or a plain number)"
+        )
     return _construct(DRIVE_TYPES[kind], value, f"{where} ({kind})", handles, f"{kind}: ")
 
 
@@ -367,13 +402,16 @@ def _numbers(value, where, label, problem="must be a number or a list of numbers
 
 def _number(value, where, label) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{where}: {label} must be a number, got {_short(value)}"
-                         f"{_yaml_hint(value)}")
+        raise ValueError(
+            f"{where}: {label} must be a number, got {_short(value)}{_yaml_hint(value)}"
+        )
     try:
         return float(value)
     except OverflowError:
-        raise ValueError(f"{where}: {label} = {_short(value)} is beyond the float64 range "
-                         f"(about {_FLOAT_MAX:.3g})") from None
+        raise ValueError(
+            f"{where}: {label} = {_short(value)} is beyond the float64 range "
+            f"(about {_FLOAT_MAX:.3g})"
+        ) from None
 
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
@@ -393,19 +431,20 @@ def _yaml_hint(value) -> str:
         float(value)
     except ValueError:
         return ""
-    return (" (YAML reads exponents without a decimal point or a sign as text: write 1.0e-3, "
-            "2.0e+7)")
+    return " (YAML reads exponents without a decimal point or a sign as text: write 1.0e-3, 2.0e+7)"
 
 
 def _check_initial_velocity(qd0, n):
     if np.shape(qd0) != (n,):
-        raise ValueError(f"initial_velocity must hold n = {n} numbers (x, y, phi rates of each "
-                         f"body), got shape {np.shape(qd0)}")
+        raise ValueError(
+            f"initial_velocity must hold n = {n} numbers (x, y, phi rates of each "
+            f"body), got shape {np.shape(qd0)}"
+        )
 
 
 def _strip(error, prefix) -> str:
     message = str(error)
-    return message[len(prefix):] if prefix and message.startswith(prefix) else message
+    return message[len(prefix) :] if prefix and message.startswith(prefix) else message
 
 
 # ----- files -------------------------------------------------------------------------------
@@ -431,7 +470,8 @@ def save(
         import yaml
 
         text = "# jaxmb model file; schema: docs/model_files.md\n" + yaml.safe_dump(
-            data, sort_keys=False, default_flow_style=None, width=100)
+            data, sort_keys=False, default_flow_style=None, width=100
+        )
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
 
@@ -511,8 +551,10 @@ def _parse(path):
     suffix = _suffix(path)
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
-    deep = (f"model file {path!r}: nested too deeply (lists or mappings more than "
-            f"{MAX_DEPTH} levels deep); a model file needs at most 6")
+    deep = (
+        f"model file {path!r}: nested too deeply (lists or mappings more than "
+        f"{MAX_DEPTH} levels deep); a model file needs at most 6"
+    )
     if suffix == ".json":
         try:
             data = json.loads(text, object_pairs_hook=_unique_keys)
@@ -556,16 +598,20 @@ def _size_problem(root, key, children):
             on_path.discard(ident)
             size[ident] = 1 + sum(size[id(key(c))] for c in children(node))
             if size[ident] > MAX_NODES:
-                return (f"expands to more than {MAX_NODES:,} values (YAML aliases are "
-                        "counted at every use); refusing to read it")
+                return (
+                    f"expands to more than {MAX_NODES:,} values (YAML aliases are "
+                    "counted at every use); refusing to read it"
+                )
             continue
         if ident in size:
             continue
         if ident in on_path:
             return "holds a recursive YAML alias (a list or mapping that contains itself)"
         if depth > MAX_DEPTH:
-            return (f"nested too deeply (lists or mappings more than {MAX_DEPTH} levels "
-                    "deep); a model file needs at most 6")
+            return (
+                f"nested too deeply (lists or mappings more than {MAX_DEPTH} levels "
+                "deep); a model file needs at most 6"
+            )
         on_path.add(ident)
         stack.append((node, depth, True))
         stack.extend((c, depth + 1, False) for c in children(node))
@@ -601,7 +647,8 @@ def _yaml_loader():
                 key = self.construct_object(key_node, deep=deep)
                 if isinstance(key, str) and key in seen:
                     raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r}", key_node.start_mark)
+                        None, None, f"duplicate key {key!r}", key_node.start_mark
+                    )
                 seen.add(key if isinstance(key, str) else id(key_node))
             return super().construct_mapping(node, deep)
 

@@ -110,8 +110,9 @@ def _program(fn, chunk, devices, keep):
             ys = jax.lax.map(lambda x: fn(*x), xs, batch_size=chunk)
             return jax.tree.map(lambda y: y[:keep], ys)
 
-        _programs[key] = jax.jit(jax.shard_map(local, mesh=m, in_specs=spec, out_specs=spec,
-                                                check_vma=False))  # equinox checks: no vma types
+        _programs[key] = jax.jit(
+            jax.shard_map(local, mesh=m, in_specs=spec, out_specs=spec, check_vma=False)
+        )  # equinox checks: no vma types
     return _programs[key]
 
 
@@ -148,12 +149,15 @@ def map(  # noqa: A001 (mb.batch.map reads well)
     if size == 0:
         raise ValueError("batch.map: the batch is empty")
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
-        raise ValueError(f"batch.map: chunk must be an integer >= 1 (members per vmapped "
-                         f"call), got {chunk!r}")
+        raise ValueError(
+            f"batch.map: chunk must be an integer >= 1 (members per vmapped call), got {chunk!r}"
+        )
     chunk = int(chunk)
     if not devices or not all(isinstance(d, jax.Device) for d in devices):
-        raise ValueError("batch.map: devices must be a non-empty sequence of jax devices "
-                         f"(e.g. jax.devices()), got {devices!r}")
+        raise ValueError(
+            "batch.map: devices must be a non-empty sequence of jax devices "
+            f"(e.g. jax.devices()), got {devices!r}"
+        )
     num = len(devices)
     share = -(-size // num)  # members per device
     chunk = _fitted_chunk(min(chunk, share), share)
@@ -201,11 +205,15 @@ def _costs(cost, xs, size, chunk, devices):
         cost = map(cost, *xs, chunk=chunk, devices=devices)
     cost = np.asarray(cost, dtype=np.float64)
     if cost.shape != (size,):
-        raise ValueError(f"batch.map: cost must give one value per member, shape ({size},); "
-                         f"got shape {cost.shape}")
+        raise ValueError(
+            f"batch.map: cost must give one value per member, shape ({size},); "
+            f"got shape {cost.shape}"
+        )
     if not np.all(np.isfinite(cost)):
-        raise ValueError("batch.map: cost has non-finite values (members "
-                         f"{np.flatnonzero(~np.isfinite(cost))[:10].tolist()})")
+        raise ValueError(
+            "batch.map: cost has non-finite values (members "
+            f"{np.flatnonzero(~np.isfinite(cost))[:10].tolist()})"
+        )
     return cost
 
 

@@ -65,8 +65,10 @@ def _model_file(path: str):
     except ValueError as e:
         raise SystemExit("jaxmb: " + " ".join(str(e).splitlines())) from None
     return types.SimpleNamespace(
-        build=lambda: model, initial_velocity=None if qd0 is None else (lambda _: qd0),
-        compliance=compliance)
+        build=lambda: model,
+        initial_velocity=None if qd0 is None else (lambda _: qd0),
+        compliance=compliance,
+    )
 
 
 def _phi(model, q, t):
@@ -97,8 +99,9 @@ def describe(model, q=None, t=0.0) -> str:
             f"  {pair.name:<8} {type(pair).__name__:<20} rows {span:<6} {kind:<13} {bodies}"
         )
     residual = float(jnp.max(jnp.abs(_phi(model, q, jnp.asarray(t))))) if model.m else 0.0
-    lines.append(f"n = {model.n} coordinates, m = {model.m} holonomic rows, "
-                 f"h = {model.h} nonholonomic rows")
+    lines.append(
+        f"n = {model.n} coordinates, m = {model.m} holonomic rows, h = {model.h} nonholonomic rows"
+    )
     lines.append(f"max |Phi(q0, {t:g})| = {residual:.3e}")
     return "\n".join(lines)
 
@@ -125,8 +128,10 @@ def cmd_demo(args):
     report = mb.solvability(model, model.q0, 0.0, groups={"rear axle": ("W3", "W4")})
     print()
     print(report)
-    print(f"\nSimulating {args.t_end:g} s (the paper's 20 s manoeuvre, time-compressed) "
-          f"and computing reactions four ways:")
+    print(
+        f"\nSimulating {args.t_end:g} s (the paper's 20 s manoeuvre, time-compressed) "
+        f"and computing reactions four ways:"
+    )
     start = time.perf_counter()
     result = mobile_robot_study(args.t_end, num_saves=201, out_dir=args.out, resimulate=False)
     print(f"  total {time.perf_counter() - start:.1f} s")
@@ -147,11 +152,13 @@ def _demo_pictures(model, report, result, out):
     from jaxmb import drawing
 
     title = "Mobile robot of seed 001 at q0: is each joint reaction unique?"
-    drawing_path = drawing.save_drawing(model, model.q0, os.path.join(out, "mechanism.png"),
-                                        solvable=report, title=title)
+    drawing_path = drawing.save_drawing(
+        model, model.q0, os.path.join(out, "mechanism.png"), solvable=report, title=title
+    )
     traj = next(iter(result["trajectories"].values()))
-    gif = drawing.animate(model, traj, os.path.join(out, "robot.gif"), frames=60,
-                          solvable=report, trace=("W1", "W5"))
+    gif = drawing.animate(
+        model, traj, os.path.join(out, "robot.gif"), frames=60, solvable=report, trace=("W1", "W5")
+    )
     return drawing_path, gif["path"]
 
 
@@ -173,8 +180,7 @@ def cmd_report(args):
     print(report)
     if compliance is not None:
         print()
-        print(compliance_table(model, q, _velocity(module, model, q, args.t), args.t,
-                               compliance))
+        print(compliance_table(model, q, _velocity(module, model, q, args.t), args.t, compliance))
     return 0
 
 
@@ -191,8 +197,10 @@ def _compliance(args, module, model):
         if callable(compliance) and not isinstance(compliance, mb.AbstractReactionMethod):
             compliance = compliance()  # a Python model's `compliance()`
         if compliance is None:
-            raise SystemExit(f"jaxmb: --stiffness: model {args.model!r} has no 'compliance' "
-                             "entry; pass a stiffness file (--stiffness FILE)")
+            raise SystemExit(
+                f"jaxmb: --stiffness: model {args.model!r} has no 'compliance' "
+                "entry; pass a stiffness file (--stiffness FILE)"
+            )
         return compliance
     try:
         return _io.load_compliance(args.stiffness, model)
@@ -223,9 +231,11 @@ def compliance_table(model, q, qd, t, compliance) -> str:
         warnings.simplefilter("ignore", mb.NonUniqueReactionWarning)
         physical = mb.reactions(model, q, qd, t, method=compliance)
         other = mb.reactions(model, q, qd, t, method="min_norm")
-    lines = [f"Reactions at t = {t:g} (multipliers of each pair's rows): {compliance.name} "
-             "against the minimum norm",
-             f"  {'pair':<10}{'reaction':<12}{'compliance':<34}min-norm"]
+    lines = [
+        f"Reactions at t = {t:g} (multipliers of each pair's rows): {compliance.name} "
+        "against the minimum norm",
+        f"  {'pair':<10}{'reaction':<12}{'compliance':<34}min-norm",
+    ]
     flags = physical.solvable
     for name in model.pair_names:
         rows = model.rows(name)
@@ -306,9 +316,11 @@ def _check_saved_size(model, num_saves, flag="--num-saves"):
     need = 2 * 8 * model.n * int(num_saves)
     if need > SAVED_BYTES_LIMIT:
         most = SAVED_BYTES_LIMIT // (2 * 8 * model.n)
-        raise SystemExit(f"jaxmb: {flag} {num_saves}: the saved states would take "
-                         f"{need / 2**30:.1f} GiB (q and qd, {model.n} coordinates each); at "
-                         f"most {most} instants fit in {SAVED_BYTES_LIMIT / 2**30:g} GiB")
+        raise SystemExit(
+            f"jaxmb: {flag} {num_saves}: the saved states would take "
+            f"{need / 2**30:.1f} GiB (q and qd, {model.n} coordinates each); at "
+            f"most {most} instants fit in {SAVED_BYTES_LIMIT / 2**30:g} GiB"
+        )
 
 
 def _check_groups(model, groups):
@@ -320,8 +332,10 @@ def _check_groups(model, groups):
             if pair not in model.pair_names:
                 close = difflib.get_close_matches(pair, model.pair_names, n=3, cutoff=0.5)
                 hint = f"; did you mean {', '.join(close)}?" if close else ""
-                raise SystemExit(f"jaxmb: --group {name!r}: the model has no pair {pair!r} "
-                                 f"(pairs: {', '.join(model.pair_names)}){hint}")
+                raise SystemExit(
+                    f"jaxmb: --group {name!r}: the model has no pair {pair!r} "
+                    f"(pairs: {', '.join(model.pair_names)}){hint}"
+                )
 
 
 def write_atomically(path, write):
@@ -352,19 +366,22 @@ def cmd_simulate(args):
     names = [f"{b}.{c}" for b in model.body_names for c in ("x", "y", "phi")]
     ts, q, qd = np.asarray(traj.ts), np.asarray(traj.q), np.asarray(traj.qd)
     if args.out.endswith(".npz"):
+
         def write(fh):
             np.savez(fh, ts=ts, q=q, qd=qd, coordinates=np.asarray(names))
     else:
         header = ",".join(["t"] + names + [f"d({n})/dt" for n in names])
 
         def write(fh):
-            np.savetxt(fh, np.column_stack([ts, q, qd]), delimiter=",", header=header,
-                       comments="")
+            np.savetxt(fh, np.column_stack([ts, q, qd]), delimiter=",", header=header, comments="")
+
     try:
         write_atomically(args.out, write)
     except OSError as e:
-        raise SystemExit(f"jaxmb: --out {args.out!r}: cannot write it: {e.strerror or e}; "
-                         "any previous file there is unchanged") from None
+        raise SystemExit(
+            f"jaxmb: --out {args.out!r}: cannot write it: {e.strerror or e}; "
+            "any previous file there is unchanged"
+        ) from None
     print(f"simulated {args.t1:g} s in {int(traj.num_steps)} steps; wrote {args.out}")
     return 0
 
@@ -383,13 +400,17 @@ def cmd_plot(args):
     flags = np.reshape(np.asarray(rx.solvable_array), (-1, len(rx.pair_names))).all(axis=0)
     not_unique = [name for name, ok in zip(rx.pair_names, flags.tolist()) if not ok]
     if not_unique:
-        say(f"the reactions of {', '.join(not_unique)} are not unique: drawn dashed, the "
+        say(
+            f"the reactions of {', '.join(not_unique)} are not unique: drawn dashed, the "
             "minimum-norm ones (one of infinitely many); `jaxmb report MODEL --stiffness` "
-            "compares those the joints' stiffness selects")
+            "compares those the joints' stiffness selects"
+        )
     drawing.overview(model, traj, rx, report, args.out)
-    print(f"simulated {float(traj.ts[-1]):g} s; wrote {args.out} (mechanism at t = 0 with the "
-          "solvability "
-          "of each pair, paths, reactions; dashed: not unique, method-dependent)")
+    print(
+        f"simulated {float(traj.ts[-1]):g} s; wrote {args.out} (mechanism at t = 0 with the "
+        "solvability "
+        "of each pair, paths, reactions; dashed: not unique, method-dependent)"
+    )
     return 0
 
 
@@ -400,12 +421,15 @@ def cmd_animate(args):
     model, traj = _trajectory(args.model, args.t1, args.frames, progress=args.progress)
     flags = mb.solvability(model, traj.q[0], traj.ts[0]) if args.solvability else None
     try:
-        info = drawing.animate(model, traj, args.out, frames=args.frames, fps=args.fps,
-                               solvable=flags)
+        info = drawing.animate(
+            model, traj, args.out, frames=args.frames, fps=args.fps, solvable=flags
+        )
     except RuntimeError as e:
         raise SystemExit(f"jaxmb: {e}") from None
-    print(f"simulated {float(traj.ts[-1]):g} s; wrote {args.out} ({len(info['frames'])} frames, "
-          f"{info['size_bytes'] / 1e3:.0f} kB)")
+    print(
+        f"simulated {float(traj.ts[-1]):g} s; wrote {args.out} ({len(info['frames'])} frames, "
+        f"{info['size_bytes'] / 1e3:.0f} kB)"
+    )
     return 0
 
 
@@ -414,8 +438,14 @@ def cmd_models(args):
     return 0
 
 
-COMMANDS = {"demo": cmd_demo, "report": cmd_report, "simulate": cmd_simulate, "plot": cmd_plot,
-            "animate": cmd_animate, "models": cmd_models}
+COMMANDS = {
+    "demo": cmd_demo,
+    "report": cmd_report,
+    "simulate": cmd_simulate,
+    "plot": cmd_plot,
+    "animate": cmd_animate,
+    "models": cmd_models,
+}
 """The function of each command; the parser, its options (help, units, defaults) and the checks
 that need no model are in jaxmb/cli_parser.py."""
 
@@ -432,8 +462,9 @@ def error_line(err) -> str:
     """The readable part of a library error on one line: jaxmb's own message (for a runtime
     check inside jit it sits in the last 'EquinoxRuntimeError: ...' line of the text)."""
     lines = str(err).splitlines()
-    marked = [ln.split("EquinoxRuntimeError: ", 1)[1] for ln in lines
-              if "EquinoxRuntimeError: " in ln]
+    marked = [
+        ln.split("EquinoxRuntimeError: ", 1)[1] for ln in lines if "EquinoxRuntimeError: " in ln
+    ]
     text = marked[-1] if marked else next((ln for ln in lines if ln.strip()), type(err).__name__)
     return " ".join(text.split())
 

@@ -31,21 +31,29 @@ class BuiltinModel(NamedTuple):
 BUILTIN_MODELS = {
     "mobile_robot": BuiltinModel(
         "the mobile robot of seed 001: 7 bodies, 5 knife edges, steering driven; dof 1, "
-        "redundancy 2", "jaxmb.models.mobile_robot"),
+        "redundancy 2",
+        "jaxmb.models.mobile_robot",
+    ),
     "slider_crank": BuiltinModel(
         "a slider-crank under gravity: crank, connecting rod, slider on the x axis; dof 1",
-        "jaxmb.models.slider_crank"),
+        "jaxmb.models.slider_crank",
+    ),
     "four_bar": BuiltinModel(
-        "a Grashof crank-rocker four-bar under gravity; dof 1", "jaxmb.models.four_bar"),
+        "a Grashof crank-rocker four-bar under gravity; dof 1", "jaxmb.models.four_bar"
+    ),
     "composed_pendulum": BuiltinModel(
         "the double pendulum of seed 004, both angles driven; dof 0",
-        "jaxmb.models.composed_pendulum"),
+        "jaxmb.models.composed_pendulum",
+    ),
     "n_four_bar": BuiltinModel(
         "IFToMM benchmark A02: two parallelograms in a row under gravity; dof 1",
-        "jaxmb.models.n_four_bar"),
+        "jaxmb.models.n_four_bar",
+    ),
     "parallelogram": BuiltinModel(
         "a parallelogram with a redundant third crank, crank 1 held by a motor; dof 0, "
-        "redundancy 1", "jaxmb.models.parallelogram"),
+        "redundancy 1",
+        "jaxmb.models.parallelogram",
+    ),
 }
 """Name -> (one-line description, module): the modules of `jaxmb.models` whose `build()` needs no
 argument (tests/test_cli_examples.py checks that this list is theirs)."""
@@ -53,8 +61,22 @@ argument (tests/test_cli_examples.py checks that this list is theirs)."""
 MODEL_SUFFIXES = (".json", ".yaml", ".yml")
 """Model files (`jaxmb.save`, docs/model_files.md); any other MODEL file is Python (.py)."""
 
-IMAGE_SUFFIXES = ("png", "pdf", "svg", "svgz", "eps", "ps", "pgf", "jpg", "jpeg", "tif",
-                  "tiff", "webp", "raw", "rgba")
+IMAGE_SUFFIXES = (
+    "png",
+    "pdf",
+    "svg",
+    "svgz",
+    "eps",
+    "ps",
+    "pgf",
+    "jpg",
+    "jpeg",
+    "tif",
+    "tiff",
+    "webp",
+    "raw",
+    "rgba",
+)
 """What `jaxmb plot` writes: formats matplotlib's Agg canvas writes (a test checks that it does)."""
 
 MODEL_STIFFNESS = "<model>"
@@ -62,16 +84,20 @@ MODEL_STIFFNESS = "<model>"
 
 COMMANDS = ("demo", "report", "simulate", "plot", "animate", "models")
 
-_MODEL_HELP = ("a built-in model (`jaxmb models` lists them), a model file (.json, .yaml, .yml; "
-               "docs/model_files.md) or a Python file defining build() -> Model and optionally "
-               "initial_velocity(model) -> qd0")
+_MODEL_HELP = (
+    "a built-in model (`jaxmb models` lists them), a model file (.json, .yaml, .yml; "
+    "docs/model_files.md) or a Python file defining build() -> Model and optionally "
+    "initial_velocity(model) -> qd0"
+)
 
 _PROGRESS_HELP = "show the integration's progress meter (that run is then not cached)"
 
-_DURATION_HELP = ("simulated time, in seconds (default: one cycle of the driven motion, the "
-                  "longest period of the drivers, or the length of a drive profile that ends "
-                  "plus 15%%; undriven, two periods of a pendulum as long as the mechanism under "
-                  "its gravity)")
+_DURATION_HELP = (
+    "simulated time, in seconds (default: one cycle of the driven motion, the "
+    "longest period of the drivers, or the length of a drive profile that ends "
+    "plus 15%%; undriven, two periods of a pendulum as long as the mechanism under "
+    "its gravity)"
+)
 
 
 def _fail(message):
@@ -92,20 +118,29 @@ def check_model(spec: str) -> str:
         folder, base = os.path.split(spec)
         if folder or base.lower().endswith((*MODEL_SUFFIXES, ".py")):
             try:  # the files the user may have meant, in that folder
-                files = [f for f in os.listdir(folder or ".")
-                         if f.lower().endswith((*MODEL_SUFFIXES, ".py"))]
+                files = [
+                    f
+                    for f in os.listdir(folder or ".")
+                    if f.lower().endswith((*MODEL_SUFFIXES, ".py"))
+                ]
             except OSError:
                 files = []
-            close = [os.path.join(folder, f)
-                     for f in difflib.get_close_matches(base, files, n=3, cutoff=0.8)] + close
+            close = [
+                os.path.join(folder, f)
+                for f in difflib.get_close_matches(base, files, n=3, cutoff=0.8)
+            ] + close
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         _fail(f"model {spec!r} is neither a built-in nor an existing file{hint} ({builtins})")
     if os.path.isdir(spec):
-        _fail(f"model {spec!r} is a folder; expected a model file (.json, .yaml, .yml), a "
-              f"Python file (.py) or a built-in name ({builtins})")
+        _fail(
+            f"model {spec!r} is a folder; expected a model file (.json, .yaml, .yml), a "
+            f"Python file (.py) or a built-in name ({builtins})"
+        )
     if not spec.lower().endswith((*MODEL_SUFFIXES, ".py")):
-        _fail(f"model file {spec!r}: expected a Python file (.py) or a model file (.json, .yaml, "
-              ".yml)")
+        _fail(
+            f"model file {spec!r}: expected a Python file (.py) or a model file (.json, .yaml, "
+            ".yml)"
+        )
     if not os.access(spec, os.R_OK):
         _fail(f"model file {spec!r} is not readable")
     return spec
@@ -123,110 +158,206 @@ def _installed_version():
 
 def build_parser(width=None) -> argparse.ArgumentParser:
     """The parser of every command; `width`: the help's line length (default: the terminal's)."""
-    fmt = (argparse.HelpFormatter if width is None
-           else functools.partial(argparse.HelpFormatter, width=width))
+    fmt = (
+        argparse.HelpFormatter
+        if width is None
+        else functools.partial(argparse.HelpFormatter, width=width)
+    )
     parser = argparse.ArgumentParser(
-        prog="jaxmb", formatter_class=fmt,
+        prog="jaxmb",
+        formatter_class=fmt,
         description="Planar rigid multibody dynamics: the demo, and the solvability report, "
-                    "simulation, plot or animation of a model.",
+        "simulation, plot or animation of a model.",
         epilog=f"MODEL is {_MODEL_HELP}. Built-in models: {', '.join(BUILTIN_MODELS)}. "
-               "`jaxmb COMMAND --help` shows a command's options.")
-    parser.add_argument("--version", action="version", version=f"jaxmb {_installed_version()}",
-                        help="print jaxmb's version and exit")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress lines on stderr (what compiles, what runs)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                title="commands")
+        "`jaxmb COMMAND --help` shows a command's options.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"jaxmb {_installed_version()}",
+        help="print jaxmb's version and exit",
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines on stderr (what compiles, what runs)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
 
     def command(name, summary, description=None):
-        return sub.add_parser(name, help=summary, description=description or summary,
-                              formatter_class=fmt)
+        return sub.add_parser(
+            name, help=summary, description=description or summary, formatter_class=fmt
+        )
 
-    demo = command("demo", "the seed-001 mobile robot: model, solvability, reactions, pictures",
-                   "The mobile robot of seed 001 (Wojtyra & Fraczek 2013, section 4): its "
-                   "bodies and pairs, the solvability table, a simulation with the reactions "
-                   "computed four ways, a drawing with the unique and non-unique joints marked "
-                   "and an animation.")
-    demo.add_argument("--out", default="jaxmb-demo", metavar="DIR",
-                      help="folder for the pictures, made if missing (default: %(default)s)")
-    demo.add_argument("--t-end", type=float, default=5.0, metavar="T",
-                      help="duration of the manoeuvre, in seconds (default: %(default)s; the "
-                           "paper's 20 s manoeuvre, time-compressed)")
+    demo = command(
+        "demo",
+        "the seed-001 mobile robot: model, solvability, reactions, pictures",
+        "The mobile robot of seed 001 (Wojtyra & Fraczek 2013, section 4): its "
+        "bodies and pairs, the solvability table, a simulation with the reactions "
+        "computed four ways, a drawing with the unique and non-unique joints marked "
+        "and an animation.",
+    )
+    demo.add_argument(
+        "--out",
+        default="jaxmb-demo",
+        metavar="DIR",
+        help="folder for the pictures, made if missing (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--t-end",
+        type=float,
+        default=5.0,
+        metavar="T",
+        help="duration of the manoeuvre, in seconds (default: %(default)s; the "
+        "paper's 20 s manoeuvre, time-compressed)",
+    )
 
-    report = command("report", "dof, redundancy and the solvability table of MODEL",
-                     "MODEL's bodies and pairs, its number of coordinates n, holonomic rows m "
-                     "and nonholonomic rows h, the residual of its constraints, then dof, "
-                     "redundancy and whether each pair's reaction is unique, at MODEL's "
-                     "configuration assembled at time T.")
+    report = command(
+        "report",
+        "dof, redundancy and the solvability table of MODEL",
+        "MODEL's bodies and pairs, its number of coordinates n, holonomic rows m "
+        "and nonholonomic rows h, the residual of its constraints, then dof, "
+        "redundancy and whether each pair's reaction is unique, at MODEL's "
+        "configuration assembled at time T.",
+    )
     report.add_argument("model", metavar="MODEL", type=check_model, help=_MODEL_HELP)
-    report.add_argument("--t", type=float, default=0.0, metavar="T",
-                        help="time of the analysis, in seconds (default: %(default)s)")
-    report.add_argument("--method", default="qr", choices=("qr", "svd", "rank"),
-                        help="the test of solvability (seed 001, section 3): qr, the "
-                             "pivoted QR of C^T; svd, the singular value decomposition; rank, "
-                             "rank C_X + rank C_rest = rank C (default: %(default)s)")
-    report.add_argument("--group", action="append", metavar="NAME=P1,P2",
-                        help="also test the combined reaction of pairs P1, P2, ... under the "
-                             "name NAME; repeat for more groups (default: none)")
-    report.add_argument("--stiffness", metavar="FILE", nargs="?", const=MODEL_STIFFNESS,
-                        help="print the reactions that the joints' stiffness selects "
-                             "(mb.Compliance) next to the min-norm ones; FILE: JSON/YAML "
-                             "{stiffness: {pair: k}, default: k}, k in the rows' units (N/m, "
-                             "N m/rad; a knife edge's lateral damping N s/m); without FILE the "
-                             "model file's own 'compliance' entry")
+    report.add_argument(
+        "--t",
+        type=float,
+        default=0.0,
+        metavar="T",
+        help="time of the analysis, in seconds (default: %(default)s)",
+    )
+    report.add_argument(
+        "--method",
+        default="qr",
+        choices=("qr", "svd", "rank"),
+        help="the test of solvability (seed 001, section 3): qr, the "
+        "pivoted QR of C^T; svd, the singular value decomposition; rank, "
+        "rank C_X + rank C_rest = rank C (default: %(default)s)",
+    )
+    report.add_argument(
+        "--group",
+        action="append",
+        metavar="NAME=P1,P2",
+        help="also test the combined reaction of pairs P1, P2, ... under the "
+        "name NAME; repeat for more groups (default: none)",
+    )
+    report.add_argument(
+        "--stiffness",
+        metavar="FILE",
+        nargs="?",
+        const=MODEL_STIFFNESS,
+        help="print the reactions that the joints' stiffness selects "
+        "(mb.Compliance) next to the min-norm ones; FILE: JSON/YAML "
+        "{stiffness: {pair: k}, default: k}, k in the rows' units (N/m, "
+        "N m/rad; a knife edge's lateral damping N s/m); without FILE the "
+        "model file's own 'compliance' entry",
+    )
 
-    simulate = command("simulate", "integrate MODEL and save t, q, qd",
-                       "Integrate MODEL from its configuration assembled at t = 0 and its "
-                       "initial velocity (zero if it gives none) made consistent with the "
-                       "constraints, and save the coordinates q and velocities qd at evenly "
-                       "spaced instants.")
+    simulate = command(
+        "simulate",
+        "integrate MODEL and save t, q, qd",
+        "Integrate MODEL from its configuration assembled at t = 0 and its "
+        "initial velocity (zero if it gives none) made consistent with the "
+        "constraints, and save the coordinates q and velocities qd at evenly "
+        "spaced instants.",
+    )
     simulate.add_argument("model", metavar="MODEL", type=check_model, help=_MODEL_HELP)
-    simulate.add_argument("--t1", type=float, required=True, metavar="T",
-                          help="simulated time, in seconds (required)")
-    simulate.add_argument("--out", required=True, metavar="FILE",
-                          help="output file (required): .npz (arrays ts, q, qd, coordinates) or "
-                               ".csv (a header line, then t, q, qd per instant); a failed run "
-                               "leaves any previous file unchanged")
-    simulate.add_argument("--num-saves", type=int, default=201, metavar="N",
-                          help="number of saved instants, evenly spaced from 0 to T, both "
-                               "included (default: %(default)s)")
-    simulate.add_argument("--rtol", type=float, default=1e-8, metavar="R",
-                          help="relative tolerance of the integrator's step-size control "
-                               "(default: %(default)s)")
+    simulate.add_argument(
+        "--t1", type=float, required=True, metavar="T", help="simulated time, in seconds (required)"
+    )
+    simulate.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="output file (required): .npz (arrays ts, q, qd, coordinates) or "
+        ".csv (a header line, then t, q, qd per instant); a failed run "
+        "leaves any previous file unchanged",
+    )
+    simulate.add_argument(
+        "--num-saves",
+        type=int,
+        default=201,
+        metavar="N",
+        help="number of saved instants, evenly spaced from 0 to T, both "
+        "included (default: %(default)s)",
+    )
+    simulate.add_argument(
+        "--rtol",
+        type=float,
+        default=1e-8,
+        metavar="R",
+        help="relative tolerance of the integrator's step-size control (default: %(default)s)",
+    )
     simulate.add_argument("--progress", action="store_true", help=_PROGRESS_HELP)
 
-    plot = command("plot", "drawing of MODEL with its solvability, paths, reactions",
-                   "Simulate MODEL as `simulate` does and draw one figure: the mechanism at "
-                   "t = 0 with each pair marked unique or not, the paths of the bodies and the "
-                   "reactions (dashed where not unique: method-dependent).")
+    plot = command(
+        "plot",
+        "drawing of MODEL with its solvability, paths, reactions",
+        "Simulate MODEL as `simulate` does and draw one figure: the mechanism at "
+        "t = 0 with each pair marked unique or not, the paths of the bodies and the "
+        "reactions (dashed where not unique: method-dependent).",
+    )
     plot.add_argument("model", metavar="MODEL", type=check_model, help=_MODEL_HELP)
-    plot.add_argument("--out", required=True, metavar="FIG",
-                      help="output image (required): .png, .pdf, .svg, ... (any of "
-                           f"{', '.join(IMAGE_SUFFIXES)})")
+    plot.add_argument(
+        "--out",
+        required=True,
+        metavar="FIG",
+        help=f"output image (required): .png, .pdf, .svg, ... (any of {', '.join(IMAGE_SUFFIXES)})",
+    )
     plot.add_argument("--t1", type=float, default=None, metavar="T", help=_DURATION_HELP)
-    plot.add_argument("--num-saves", type=int, default=201, metavar="N",
-                      help="number of saved instants the paths and reactions are drawn from "
-                           "(default: %(default)s)")
+    plot.add_argument(
+        "--num-saves",
+        type=int,
+        default=201,
+        metavar="N",
+        help="number of saved instants the paths and reactions are drawn from "
+        "(default: %(default)s)",
+    )
     plot.add_argument("--progress", action="store_true", help=_PROGRESS_HELP)
 
-    anim = command("animate", "simulate MODEL and write an animation",
-                   "Simulate MODEL as `simulate` does and write an animation of the mechanism, "
-                   "one frame per saved instant.")
+    anim = command(
+        "animate",
+        "simulate MODEL and write an animation",
+        "Simulate MODEL as `simulate` does and write an animation of the mechanism, "
+        "one frame per saved instant.",
+    )
     anim.add_argument("model", metavar="MODEL", type=check_model, help=_MODEL_HELP)
-    anim.add_argument("--out", required=True, metavar="ANIM",
-                      help="output animation (required): .gif, or .mp4 (needs ffmpeg)")
+    anim.add_argument(
+        "--out",
+        required=True,
+        metavar="ANIM",
+        help="output animation (required): .gif, or .mp4 (needs ffmpeg)",
+    )
     anim.add_argument("--t1", type=float, default=None, metavar="T", help=_DURATION_HELP)
-    anim.add_argument("--frames", type=int, default=50, metavar="N",
-                      help="number of frames, evenly spaced from 0 to T (default: %(default)s)")
-    anim.add_argument("--fps", type=float, default=None, metavar="F",
-                      help="frames per second (default: real time, N / T)")
-    anim.add_argument("--solvability", action="store_true",
-                      help="mark each pair unique / not unique (solvability at t = 0)")
+    anim.add_argument(
+        "--frames",
+        type=int,
+        default=50,
+        metavar="N",
+        help="number of frames, evenly spaced from 0 to T (default: %(default)s)",
+    )
+    anim.add_argument(
+        "--fps",
+        type=float,
+        default=None,
+        metavar="F",
+        help="frames per second (default: real time, N / T)",
+    )
+    anim.add_argument(
+        "--solvability",
+        action="store_true",
+        help="mark each pair unique / not unique (solvability at t = 0)",
+    )
     anim.add_argument("--progress", action="store_true", help=_PROGRESS_HELP)
 
-    command("models", "list the built-in models, each with a one-line description",
-            "The built-in models, each with a one-line description; MODEL may be any of these "
-            "names. Imports no JAX: it answers at once.")
+    command(
+        "models",
+        "list the built-in models, each with a one-line description",
+        "The built-in models, each with a one-line description; MODEL may be any of these "
+        "names. Imports no JAX: it answers at once.",
+    )
     return parser
 
 
@@ -292,8 +423,10 @@ def check(args):
         if stiffness not in (None, MODEL_STIFFNESS):
             if not os.path.isfile(stiffness):
                 what = "is a folder" if os.path.isdir(stiffness) else "does not exist"
-                _fail(f"--stiffness {stiffness!r} {what}; expected a stiffness file (.json, "
-                      ".yaml, .yml)")
+                _fail(
+                    f"--stiffness {stiffness!r} {what}; expected a stiffness file (.json, "
+                    ".yaml, .yml)"
+                )
             if not stiffness.lower().endswith(MODEL_SUFFIXES):
                 _fail(f"--stiffness {stiffness!r}: expected a .json, .yaml or .yml file")
     elif args.command in ("simulate", "plot", "animate"):
@@ -326,8 +459,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 def models_text() -> str:
     """What `jaxmb models` prints."""
     width = max(map(len, BUILTIN_MODELS))
-    lines = ["Built-in models (MODEL of report, simulate, plot, animate; "
-             "jaxmb.models.NAME.build() with its defaults):"]
+    lines = [
+        "Built-in models (MODEL of report, simulate, plot, animate; "
+        "jaxmb.models.NAME.build() with its defaults):"
+    ]
     lines += [f"  {name:<{width}}  {m.description}" for name, m in BUILTIN_MODELS.items()]
     return "\n".join(lines)
 
@@ -335,8 +470,10 @@ def models_text() -> str:
 # ------------------------------------------------------------------------------------------
 # docs/cli.md
 # ------------------------------------------------------------------------------------------
-MARKER = ("<!-- Generated from jaxmb/cli_parser.py: edit the parser, then run "
-          "`python -m jaxmb.cli_parser --update docs/cli.md`. -->")
+MARKER = (
+    "<!-- Generated from jaxmb/cli_parser.py: edit the parser, then run "
+    "`python -m jaxmb.cli_parser --update docs/cli.md`. -->"
+)
 """The line of docs/cli.md after which the page is `markdown()`."""
 
 _DOCS_WIDTH = 88
@@ -352,8 +489,9 @@ def _invocation(action) -> str:
     names = ", ".join(action.option_strings)
     if action.nargs == 0:
         return names
-    metavar = action.metavar or ("{" + ",".join(action.choices) + "}" if action.choices
-                                 else action.dest.upper())
+    metavar = action.metavar or (
+        "{" + ",".join(action.choices) + "}" if action.choices else action.dest.upper()
+    )
     return f"{names} [{metavar}]" if action.nargs == "?" else f"{names} {metavar}"
 
 
@@ -385,18 +523,33 @@ def markdown() -> str:
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     summaries = {c.dest: c.help for c in subparsers._choices_actions}
     out = ["## Commands", "", "| command | what it does |", "|---|---|"]
-    out += [f"| [`jaxmb {name}`](#jaxmb-{name}) | {_cell(summaries[name])} |"
-            for name in subparsers.choices]
-    out += ["", "Options of `jaxmb` itself, before the command (`-h`, `--help` after any "
-            "command shows its options):", "", *_usage(parser), "", *_options_table(parser)]
+    out += [
+        f"| [`jaxmb {name}`](#jaxmb-{name}) | {_cell(summaries[name])} |"
+        for name in subparsers.choices
+    ]
+    out += [
+        "",
+        "Options of `jaxmb` itself, before the command (`-h`, `--help` after any "
+        "command shows its options):",
+        "",
+        *_usage(parser),
+        "",
+        *_options_table(parser),
+    ]
     for name, sub in subparsers.choices.items():
         out += ["", f"## jaxmb {name}", "", _cell(sub.description), "", *_usage(sub)]
         if len(sub._actions) > 1:
             out += ["", *_options_table(sub)]
-    out += ["", "## Built-in models", "",
-            "MODEL may be one of these names (`jaxmb models` lists them); each is "
-            "`jaxmb.models.NAME.build()` with its defaults ([Ready-made models](api/models.md)).",
-            "", "| MODEL | model |", "|---|---|"]
+    out += [
+        "",
+        "## Built-in models",
+        "",
+        "MODEL may be one of these names (`jaxmb models` lists them); each is "
+        "`jaxmb.models.NAME.build()` with its defaults ([Ready-made models](api/models.md)).",
+        "",
+        "| MODEL | model |",
+        "|---|---|",
+    ]
     out += [f"| `{name}` | {_cell(m.description)} |" for name, m in BUILTIN_MODELS.items()]
     return "\n".join(out) + "\n"
 
@@ -410,9 +563,11 @@ def docs_page(text: str) -> str:
 
 
 def _main(argv=None):
-    tool = argparse.ArgumentParser(prog="python -m jaxmb.cli_parser",
-                                   description="Print the generated part of docs/cli.md, or "
-                                               "rewrite it in place with --update.")
+    tool = argparse.ArgumentParser(
+        prog="python -m jaxmb.cli_parser",
+        description="Print the generated part of docs/cli.md, or "
+        "rewrite it in place with --update.",
+    )
     tool.add_argument("--update", metavar="PAGE", help="the docs page to rewrite after its marker")
     args = tool.parse_args(argv)
     if args.update is None:

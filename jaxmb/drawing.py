@@ -132,8 +132,7 @@ def _body_points(model, q):
     points = {name: [q[3 * k : 3 * k + 2]] for k, name in enumerate(model.body_names)}
     ground = []
     for element in (*model.pairs, *model.force_elements):
-        if isinstance(element, (Gravity, RelativeAngleDriver, TranslationalDriver,
-                                AbsoluteDriver)):
+        if isinstance(element, (Gravity, RelativeAngleDriver, TranslationalDriver, AbsoluteDriver)):
             continue
         ends = _anchors(element)
         if isinstance(element, Translational):
@@ -167,8 +166,10 @@ def _hull(points):
     def half(seq):
         out = []
         for p in seq:
-            while len(out) >= 2 and _cross(np.subtract(out[-1], out[-2]),
-                                           np.subtract(p, out[-2])) <= 0:
+            while (
+                len(out) >= 2
+                and _cross(np.subtract(out[-1], out[-2]), np.subtract(p, out[-2])) <= 0
+            ):
                 out.pop()
             out.append(p)
         return out[:-1]
@@ -183,8 +184,10 @@ def _flags(model, solvable):
     flags = solvable.solvable_dict() if hasattr(solvable, "solvable_dict") else dict(solvable)
     unknown = sorted(set(flags) - set(model.pair_names))
     if unknown:
-        raise ValueError(f"draw_mechanism: solvable names unknown pairs {unknown}; the pairs "
-                         f"are {list(model.pair_names)}")
+        raise ValueError(
+            f"draw_mechanism: solvable names unknown pairs {unknown}; the pairs "
+            f"are {list(model.pair_names)}"
+        )
     return {name: bool(v) for name, v in flags.items()}
 
 
@@ -197,35 +200,65 @@ def _draw_body(ax, name, pts, color, scale, block):
     sv, vt = np.linalg.svd(spread, full_matrices=False)[1:]
     if sv[0] < 1e-9 * scale:
         if block:
-            _box(ax, pts[0], np.array([1.0, 0.0]), *np.multiply(_BOX, scale), color, 2,
-                 f"body:{name}")
+            _box(
+                ax,
+                pts[0],
+                np.array([1.0, 0.0]),
+                *np.multiply(_BOX, scale),
+                color,
+                2,
+                f"body:{name}",
+            )
         return
     if sv[1] < 1e-6 * sv[0]:
         t = spread @ vt[0]
         xy = pts.mean(axis=0) + np.outer([t.min(), t.max()], vt[0])
-        ax.plot(*xy.T, color=color, lw=7, alpha=0.85, solid_capstyle="round", zorder=2,
-                gid=f"body:{name}")
+        ax.plot(
+            *xy.T,
+            color=color,
+            lw=7,
+            alpha=0.85,
+            solid_capstyle="round",
+            zorder=2,
+            gid=f"body:{name}",
+        )
         return
-    plate = Polygon(_hull(pts), closed=True, facecolor=color, alpha=0.35, edgecolor=color,
-                    lw=2.5, joinstyle="round", zorder=2)
+    plate = Polygon(
+        _hull(pts),
+        closed=True,
+        facecolor=color,
+        alpha=0.35,
+        edgecolor=color,
+        lw=2.5,
+        joinstyle="round",
+        zorder=2,
+    )
     plate.set_gid(f"body:{name}")
     ax.add_patch(plate)
 
 
 def _box(ax, centre, axis, w, h, color, zorder, gid):
     normal = _perp(axis)
-    corners = [centre + a * w / 2 * axis + n * h / 2 * normal
-               for a, n in ((-1, -1), (1, -1), (1, 1), (-1, 1))]
-    patch = Polygon(corners, closed=True, facecolor=color, edgecolor="black", lw=1.3,
-                    zorder=zorder)
+    corners = [
+        centre + a * w / 2 * axis + n * h / 2 * normal
+        for a, n in ((-1, -1), (1, -1), (1, 1), (-1, 1))
+    ]
+    patch = Polygon(corners, closed=True, facecolor=color, edgecolor="black", lw=1.3, zorder=zorder)
     patch.set_gid(gid)
     ax.add_patch(patch)
 
 
 def _hatch(ax, start, end, side, depth, gid):
     """Ground: a line start-end with a hatched strip of `depth` on the side `side` (unit)."""
-    strip = Polygon([start, end, end + depth * side, start + depth * side], closed=True,
-                    fill=False, hatch="////", lw=0, edgecolor="0.35", zorder=1)
+    strip = Polygon(
+        [start, end, end + depth * side, start + depth * side],
+        closed=True,
+        fill=False,
+        hatch="////",
+        lw=0,
+        edgecolor="0.35",
+        zorder=1,
+    )
     strip.set_gid(gid)
     ax.add_patch(strip)
     ax.plot(*np.array([start, end]).T, color="0.2", lw=1.5, zorder=1)
@@ -235,16 +268,25 @@ def _curved_arrow(ax, centre, radius, color, gid, start=200.0, end=340.0):
     """An arc arrow about `centre`; returns the middle of the arc."""
     a = np.radians([start, end, (start + end) / 2])
     p0, p1, mid = (centre + radius * np.array([np.cos(x), np.sin(x)]) for x in a)
-    arrow = FancyArrowPatch(p0, p1, connectionstyle=f"arc3,rad={np.tan((a[1] - a[0]) / 4):.4f}",
-                            arrowstyle="-|>", mutation_scale=11, color=color, lw=1.8, zorder=6)
+    arrow = FancyArrowPatch(
+        p0,
+        p1,
+        connectionstyle=f"arc3,rad={np.tan((a[1] - a[0]) / 4):.4f}",
+        arrowstyle="-|>",
+        mutation_scale=11,
+        color=color,
+        lw=1.8,
+        zorder=6,
+    )
     arrow.set_gid(gid)
     ax.add_patch(arrow)
     return mid
 
 
 def _arrow(ax, p0, p1, color, gid, style="-|>", ls="-"):
-    arrow = FancyArrowPatch(p0, p1, arrowstyle=style, mutation_scale=11, color=color, lw=1.8,
-                            ls=ls, zorder=6)
+    arrow = FancyArrowPatch(
+        p0, p1, arrowstyle=style, mutation_scale=11, color=color, lw=1.8, ls=ls, zorder=6
+    )
     arrow.set_gid(gid)
     ax.add_patch(arrow)
 
@@ -267,10 +309,24 @@ def _draw_revolute(ax, pair, q, scale):
     ground = bi.is_ground or bj.is_ground
     if ground:
         h = _SUPPORT * scale
-        ax.add_patch(Polygon([p, p + [-0.6 * h, -h], p + [0.6 * h, -h]], closed=True,
-                             facecolor="0.85", edgecolor="0.2", lw=1.3, zorder=1))
-        _hatch(ax, p + [-0.9 * h, -h], p + [0.9 * h, -h], np.array([0.0, -1.0]), 0.35 * h,
-               f"support:{pair.name}")
+        ax.add_patch(
+            Polygon(
+                [p, p + [-0.6 * h, -h], p + [0.6 * h, -h]],
+                closed=True,
+                facecolor="0.85",
+                edgecolor="0.2",
+                lw=1.3,
+                zorder=1,
+            )
+        )
+        _hatch(
+            ax,
+            p + [-0.9 * h, -h],
+            p + [0.9 * h, -h],
+            np.array([0.0, -1.0]),
+            0.35 * h,
+            f"support:{pair.name}",
+        )
     pin = Circle(p, _PIN * scale, facecolor="white", edgecolor="black", lw=1.5, zorder=5)
     pin.set_gid(f"pin:{pair.name}")
     ax.add_patch(pin)
@@ -303,16 +359,24 @@ def _draw_slider(ax, pair, q, scale):
 def _draw_knife(ax, pair, q, scale):
     p = _point(q, pair.body, pair.s)
     blade = _direction(q, pair.body, _perp(np.asarray(pair.n))) * _BLADE * scale / 2
-    ax.plot(*np.array([p - blade, p + blade]).T, color="0.1", lw=5.5, solid_capstyle="round",
-            zorder=4, gid=f"knife:{pair.name}")
+    ax.plot(
+        *np.array([p - blade, p + blade]).T,
+        color="0.1",
+        lw=5.5,
+        solid_capstyle="round",
+        zorder=4,
+        gid=f"knife:{pair.name}",
+    )
     return "knife edge", p
 
 
 def _draw_driver(ax, model, pair, q, scale):
     gid = f"driver:{pair.name}"
     if isinstance(pair, RelativeAngleDriver):
-        pin = next((p for p in model.pairs if isinstance(p, Revolute)
-                    and {p.i, p.j} == {pair.i, pair.j}), None)
+        pin = next(
+            (p for p in model.pairs if isinstance(p, Revolute) and {p.i, p.j} == {pair.i, pair.j}),
+            None,
+        )
         centre = _pose(q, pair.j)[0] if pin is None else _pair_point(pin, q)
         return "driver", _curved_arrow(ax, centre, _MOTOR * scale, DRIVER_COLOR, gid, 30, 150)
     if isinstance(pair, TranslationalDriver):
@@ -350,8 +414,16 @@ def _draw_pair(ax, model, pair, q, scale):
         return "weld", p
     xy = np.array([_point(q, b, s) for b, s in _anchors(pair)])
     if isinstance(pair, Distance):
-        ax.plot(*xy.T, color="0.25", lw=1.5, marker="o", ms=4, mfc="white", zorder=4,
-                gid=f"link:{pair.name}")
+        ax.plot(
+            *xy.T,
+            color="0.25",
+            lw=1.5,
+            marker="o",
+            ms=4,
+            mfc="white",
+            zorder=4,
+            gid=f"link:{pair.name}",
+        )
         return "distance", xy.mean(axis=0)
     ax.plot(*xy.T, color="0.4", lw=1.0, ls=":", zorder=3, gid=f"pair:{pair.name}")
     return "other pair", xy.mean(axis=0)
@@ -364,8 +436,7 @@ def _draw_bushing(ax, element, q, scale):
     ring = Circle(pi, 2.1 * _PIN * scale, facecolor="0.6", edgecolor="0.25", lw=1.2, zorder=4.5)
     ring.set_gid(gid)
     ax.add_patch(ring)
-    ax.add_patch(Circle(pi, _PIN * scale, facecolor="white", edgecolor="black", lw=1.2,
-                        zorder=4.6))
+    ax.add_patch(Circle(pi, _PIN * scale, facecolor="white", edgecolor="black", lw=1.2, zorder=4.6))
     if np.linalg.norm(pj - pi) > 1e-9 * scale:
         ax.plot(*_zigzag(pi, pj, scale).T, color="0.3", lw=1.3, zorder=3, gid=f"{gid}:link")
     return "bushing", pi
@@ -406,8 +477,15 @@ def _stack_index(seen, p, scale):
 def _ring(ax, name, p, flag, k, scale):
     """Solvability ring around a pair's symbol (the k-th at that point a bit larger): solid
     green when the reaction is unique, dashed red when it is not."""
-    ring = Circle(p, (1.8 + 0.7 * k) * _PIN * scale, fill=False, lw=1.5, zorder=5.5,
-                  edgecolor=UNIQUE_COLOR if flag else NOT_UNIQUE_COLOR, ls="-" if flag else "--")
+    ring = Circle(
+        p,
+        (1.8 + 0.7 * k) * _PIN * scale,
+        fill=False,
+        lw=1.5,
+        zorder=5.5,
+        edgecolor=UNIQUE_COLOR if flag else NOT_UNIQUE_COLOR,
+        ls="-" if flag else "--",
+    )
     ring.set_gid(f"flag:{name}")
     ax.add_patch(ring)
 
@@ -520,8 +598,9 @@ class _Labels(matplotlib.artist.Artist):
             extent = matplotlib.text.Text.get_window_extent(label, renderer)
             sizes.append((extent.width + 2 * _LABEL_PAD, extent.height + 2 * _LABEL_PAD))
         order = sorted(range(len(self.labels)), key=lambda k: -sizes[k][0])
-        reach = np.array([1.25 * ring + 2.0, 2.2 * ring + 14.0, 3.0 * ring + 30.0,
-                          3.8 * ring + 48.0])
+        reach = np.array(
+            [1.25 * ring + 2.0, 2.2 * ring + 14.0, 3.0 * ring + 30.0, 3.8 * ring + 48.0]
+        )
         # an option: the text's anchor `reach` out in direction d, the text on the far side
         # of it (left-aligned to the right, ...); above or below the point it may also run
         # to either side, beside it also sit above or below (ha, va: offsets in box sizes)
@@ -552,10 +631,12 @@ class _Labels(matplotlib.artist.Artist):
             y0 = p[1] + reaches * dirs[:, 1] + va * h
             boxes = np.stack([x0, y0, x0 + w, y0 + h], axis=1)
             # symbols covered: points (with their half widths) inside a box
-            inside = ((points[None, :, 0] > boxes[:, None, 0] - radii)
-                      & (points[None, :, 0] < boxes[:, None, 2] + radii)
-                      & (points[None, :, 1] > boxes[:, None, 1] - radii)
-                      & (points[None, :, 1] < boxes[:, None, 3] + radii))
+            inside = (
+                (points[None, :, 0] > boxes[:, None, 0] - radii)
+                & (points[None, :, 0] < boxes[:, None, 2] + radii)
+                & (points[None, :, 1] > boxes[:, None, 1] - radii)
+                & (points[None, :, 1] < boxes[:, None, 3] + radii)
+            )
             covered = inside.sum(axis=1)
             # a leader runs from the point to the nearest point of its box: samples along it
             ends = np.clip(p, boxes[:, :2], boxes[:, 2:])
@@ -566,15 +647,29 @@ class _Labels(matplotlib.artist.Artist):
                 dx = np.minimum(boxes[:, 2], b[2]) - np.maximum(boxes[:, 0], b[0])
                 dy = np.minimum(boxes[:, 3], b[3]) - np.maximum(boxes[:, 1], b[1])
                 overlap += np.clip(dx + 4.0, 0, None) * np.clip(dy + 4.0, 0, None)
-                crossed += np.sum((leaders[..., 0] > b[0]) & (leaders[..., 0] < b[2])
-                                  & (leaders[..., 1] > b[1]) & (leaders[..., 1] < b[3]), axis=1)
-            outside = (np.clip(limits[0] - boxes[:, 0], 0, None)
-                       + np.clip(boxes[:, 2] - limits[2], 0, None)) * h \
-                + (np.clip(limits[1] - boxes[:, 1], 0, None)
-                   + np.clip(boxes[:, 3] - limits[3], 0, None)) * w
-            score = (100.0 * overlap / (w * h) + 3000.0 * outside / (w * h) + covered
-                     + 4.0 * crossed * (far > 0)
-                     + 1.5 * far - 1.0 * (dirs @ out) + 0.3 * shifted)
+                crossed += np.sum(
+                    (leaders[..., 0] > b[0])
+                    & (leaders[..., 0] < b[2])
+                    & (leaders[..., 1] > b[1])
+                    & (leaders[..., 1] < b[3]),
+                    axis=1,
+                )
+            outside = (
+                np.clip(limits[0] - boxes[:, 0], 0, None)
+                + np.clip(boxes[:, 2] - limits[2], 0, None)
+            ) * h + (
+                np.clip(limits[1] - boxes[:, 1], 0, None)
+                + np.clip(boxes[:, 3] - limits[3], 0, None)
+            ) * w
+            score = (
+                100.0 * overlap / (w * h)
+                + 3000.0 * outside / (w * h)
+                + covered
+                + 4.0 * crossed * (far > 0)
+                + 1.5 * far
+                - 1.0 * (dirs @ out)
+                + 0.3 * shifted
+            )
             best = int(np.argmin(score))
             x0, y0, x1, y1 = box = boxes[best]
             placed.append(box)
@@ -603,10 +698,20 @@ def _place_labels(ax, requests, symbols, centre, scale):
     for name, p, flag, color in requests:
         text, style = _label_style(name, flag, color)
         leader = dict(arrowstyle="-", color="0.55", lw=0.7, shrinkA=0, shrinkB=0, patchA=None)
-        label = ax.annotate(text, xy=p, xytext=p, textcoords="data", fontsize=9, zorder=7,
-                            arrowprops=leader, annotation_clip=False,
-                            bbox=dict(boxstyle=f"round,pad={_LABEL_PAD / 9:.3f}", fc="white",
-                                      ec="none", alpha=0.75), **style)
+        label = ax.annotate(
+            text,
+            xy=p,
+            xytext=p,
+            textcoords="data",
+            fontsize=9,
+            zorder=7,
+            arrowprops=leader,
+            annotation_clip=False,
+            bbox=dict(
+                boxstyle=f"round,pad={_LABEL_PAD / 9:.3f}", fc="white", ec="none", alpha=0.75
+            ),
+            **style,
+        )
         label.set_gid(f"label:{name}")
         labels.append((label, np.asarray(p, float)))
     layout = _Labels(ax, labels, symbols, centre, 1.8 * _PIN * scale)
@@ -672,10 +777,12 @@ def draw_mechanism(
     sliders = {p.i.name for p in model.pairs if isinstance(p, Translational)}
     sliders |= {p.j.name for p in model.pairs if isinstance(p, PinInSlot)}
     for k, name in enumerate(model.body_names):
-        _draw_body(ax, name, points[name], plt.get_cmap("tab10")(k % 10), scale,
-                   name not in sliders)
-        ax.plot(*points[name][0], marker=_com_marker(), ms=9, color="black", zorder=6,
-                gid=f"com:{name}")
+        _draw_body(
+            ax, name, points[name], plt.get_cmap("tab10")(k % 10), scale, name not in sliders
+        )
+        ax.plot(
+            *points[name][0], marker=_com_marker(), ms=9, color="black", zorder=6, gid=f"com:{name}"
+        )
     kinds, requests, rings = set(), [], {}
     for pair in model.pairs:
         kind, p = _draw_pair(ax, model, pair, q, scale)
@@ -698,8 +805,9 @@ def draw_mechanism(
         ax.set_ylabel("y (m)")
         ax.grid(True, color="0.92", lw=0.6, zorder=0)
     if labels:
-        symbols = [a for a in ax.get_children()
-                   if a not in before and isinstance(a, (Line2D, Patch))]
+        symbols = [
+            a for a in ax.get_children() if a not in before and isinstance(a, (Line2D, Patch))
+        ]
         _place_labels(ax, requests, symbols, _all_points(model, q).mean(axis=0), scale)
     if legend is not False and legend is not None:
         _legend(ax, model, kinds, flags is not None, legend)
@@ -725,23 +833,61 @@ def _legend(ax, model, kinds, with_flags, where=True):
     handles = [Line2D([], [], label=k, **_LEGEND[k]) for k in _LEGEND if k in kinds]
     for g in (np.asarray(e.g, float) for e in model.force_elements if isinstance(e, Gravity)):
         angle = np.degrees(np.arctan2(g[1], g[0])) - 90.0  # the marker (3, 0, 0) points up
-        handles.append(Line2D([], [], ls="", marker=(3, 0, angle), color="0.3", ms=8,
-                              label=f"gravity g = ({g[0]:g}, {g[1]:g}) m/s²"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                ls="",
+                marker=(3, 0, angle),
+                color="0.3",
+                ms=8,
+                label=f"gravity g = ({g[0]:g}, {g[1]:g}) m/s²",
+            )
+        )
     if with_flags:
         handles += [
-            Line2D([], [], ls="-", marker="o", mfc="none", color=UNIQUE_COLOR, ms=9,
-                   label="reaction unique"),
-            Line2D([], [], ls="--", marker="o", mfc="none", color=NOT_UNIQUE_COLOR, ms=9,
-                   label=f"reaction {NOT_UNIQUE} ({plotting.METHOD_DEPENDENT})"),
+            Line2D(
+                [],
+                [],
+                ls="-",
+                marker="o",
+                mfc="none",
+                color=UNIQUE_COLOR,
+                ms=9,
+                label="reaction unique",
+            ),
+            Line2D(
+                [],
+                [],
+                ls="--",
+                marker="o",
+                mfc="none",
+                color=NOT_UNIQUE_COLOR,
+                ms=9,
+                label=f"reaction {NOT_UNIQUE} ({plotting.METHOD_DEPENDENT})",
+            ),
         ]
-    handles.append(Line2D([], [], ls="", marker="$\\oplus$", color="black", ms=9,
-                          label="centre of mass"))
+    handles.append(
+        Line2D([], [], ls="", marker="$\\oplus$", color="black", ms=9, label="centre of mass")
+    )
     if isinstance(where, matplotlib.axes.Axes):
-        where.legend(handles=handles, loc="center", ncol=3, fontsize="small", frameon=False,
-                     borderaxespad=0.0)
+        where.legend(
+            handles=handles,
+            loc="center",
+            ncol=3,
+            fontsize="small",
+            frameon=False,
+            borderaxespad=0.0,
+        )
     else:
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                  fontsize="small", frameon=False, borderaxespad=0.0)
+        ax.legend(
+            handles=handles,
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            fontsize="small",
+            frameon=False,
+            borderaxespad=0.0,
+        )
 
 
 _NARROWEST = 0.35
@@ -842,13 +988,20 @@ def overview(
     draw_mechanism(model, qs[0], mechanism, t=float(ts[0]), solvable=solvable, legend=legend)
     mechanism.set_title(f"the mechanism at t = {ts[0]:g} s")
     paths = {f"{name} centre": qs[:, 3 * k : 3 * k + 2] for k, name in enumerate(model.body_names)}
-    plotting.plot_paths(paths_cell, paths,
-                        title=f"paths of the centres of mass, t = {ts[0]:g} to {ts[-1]:g} s")
+    plotting.plot_paths(
+        paths_cell, paths, title=f"paths of the centres of mass, t = {ts[0]:g} to {ts[-1]:g} s"
+    )
     flags = _flags(model, solvable)
     plotting.plot_pair_reactions(forces_cell, ts, rx, model, flags, legend=False)
     plotting.plot_pair_reactions(torques_cell, ts, rx, model, flags, torque=True, legend=False)
-    fig.legend(*forces_cell.get_legend_handles_labels(), loc="lower center", ncol=3,
-               fontsize="small", frameon=False, title="reactions on each pair's first moving body")
+    fig.legend(
+        *forces_cell.get_legend_handles_labels(),
+        loc="lower center",
+        ncol=3,
+        fontsize="small",
+        frameon=False,
+        title="reactions on each pair's first moving body",
+    )
     fig.tight_layout(rect=(0.0, bottom / fig.get_figheight(), 1.0, 1.0))
     if path is not None:
         fig.savefig(path, dpi=120)
@@ -908,8 +1061,10 @@ def _writer(path, fps):
         return None
     if suffix == ".mp4":
         if not mpl_animation.FFMpegWriter.isAvailable():
-            raise RuntimeError(f"animate: writing {path!r} needs ffmpeg, which is not on the "
-                               "PATH; install it or write a .gif instead")
+            raise RuntimeError(
+                f"animate: writing {path!r} needs ffmpeg, which is not on the "
+                "PATH; install it or write a .gif instead"
+            )
         return mpl_animation.FFMpegWriter(fps=fps)
     raise ValueError(f"animate: {path!r}: expected a .gif or .mp4 file name")
 
@@ -919,8 +1074,9 @@ def _blit(fig, ax, background, kept):
     artists not in `kept` (the frame's mechanism, in drawing order) and the title drawn over
     it. Unlike a full redraw, the mechanism lies above the axes' spines and ticks."""
     fig.canvas.restore_region(background)
-    for artist in sorted((a for a in ax.get_children() if a not in kept),
-                         key=lambda a: a.get_zorder()):  # stable: insertion order in a tie
+    for artist in sorted(
+        (a for a in ax.get_children() if a not in kept), key=lambda a: a.get_zorder()
+    ):  # stable: insertion order in a tie
         ax.draw_artist(artist)
     ax.draw_artist(ax.title)
     return PIL.Image.fromarray(np.array(fig.canvas.buffer_rgba())[..., :3])
@@ -930,17 +1086,20 @@ def _write_gif(path, images, fps):
     """Save RGB images as a looping GIF: each frame quantized to its own 256 colours (fast
     octree, no dithering: ten times faster than PIL's default adaptive palette of an RGBA
     frame, design measurement D7)."""
-    frames = [im.quantize(256, method=PIL.Image.Quantize.FASTOCTREE,
-                          dither=PIL.Image.Dither.NONE) for im in images]
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=int(1000 / fps),
-                   loop=0)
+    frames = [
+        im.quantize(256, method=PIL.Image.Quantize.FASTOCTREE, dither=PIL.Image.Dither.NONE)
+        for im in images
+    ]
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=int(1000 / fps), loop=0)
 
 
 def _limits(model, qs, scale):
     xy = np.concatenate([_all_points(model, q) for q in qs])
     pad = 0.15 * scale
-    return (xy[:, 0].min() - pad, xy[:, 0].max() + pad), (xy[:, 1].min() - pad,
-                                                          xy[:, 1].max() + pad)
+    return (xy[:, 0].min() - pad, xy[:, 0].max() + pad), (
+        xy[:, 1].min() - pad,
+        xy[:, 1].max() + pad,
+    )
 
 
 def _figsize(xlim, ylim, width=8.0):
@@ -956,9 +1115,12 @@ def _crop_box(fig, pad=6):
     renderer = fig.canvas.get_renderer()
     box = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)
     width, height = fig.canvas.get_width_height()
-    return (max(int(box.x0) - pad, 0), max(int(height - box.y1) - pad, 0),
-            min(int(np.ceil(box.x1)) + pad, width), min(int(np.ceil(height - box.y0)) + pad,
-                                                         height))
+    return (
+        max(int(box.x0) - pad, 0),
+        max(int(height - box.y1) - pad, 0),
+        min(int(np.ceil(box.x1)) + pad, width),
+        min(int(np.ceil(height - box.y0)) + pad, height),
+    )
 
 
 def animate(
@@ -998,8 +1160,10 @@ def animate(
     """
     ts, qs = np.asarray(traj.ts, float), np.asarray(traj.q, float)
     if qs.ndim != 2 or qs.shape[1] != model.n or ts.shape != (qs.shape[0],):
-        raise ValueError(f"animate: expected q of shape (T, {model.n}) and ts of shape (T,), "
-                         f"got {qs.shape} and {ts.shape}")
+        raise ValueError(
+            f"animate: expected q of shape (T, {model.n}) and ts of shape (T,), "
+            f"got {qs.shape} and {ts.shape}"
+        )
     shown = frame_indices(len(ts), frames)
     if fps is None:
         span = ts[shown[-1]] - ts[shown[0]]
@@ -1018,11 +1182,19 @@ def animate(
             for artist in [a for a in ax.get_children() if a not in kept]:
                 artist.remove()
             with _fixed_data_limits(ax):
-                draw_mechanism(model, qs[k], ax, t=ts[k], labels=labels, solvable=solvable,
-                               scale=scale, legend=False, frame=False)
+                draw_mechanism(
+                    model,
+                    qs[k],
+                    ax,
+                    t=ts[k],
+                    labels=labels,
+                    solvable=solvable,
+                    scale=scale,
+                    legend=False,
+                    frame=False,
+                )
                 for m, xy in enumerate(paths.values()):
-                    ax.plot(*xy[: k + 1].T, color=plt.get_cmap("Dark2")(m % 8), lw=1.4,
-                            zorder=1)
+                    ax.plot(*xy[: k + 1].T, color=plt.get_cmap("Dark2")(m % 8), lw=1.4, zorder=1)
             ax.set_title(f"t = {ts[k]:.3f} s", fontsize=12)
 
         if writer is None:  # a GIF: the axes rendered once, each frame blitted over them
@@ -1043,5 +1215,6 @@ def animate(
                     writer.grab_frame()
     finally:
         plt.close(fig)
-    return dict(path=os.fspath(path), frames=shown, times=ts[shown],
-                size_bytes=os.path.getsize(path))
+    return dict(
+        path=os.fspath(path), frames=shown, times=ts[shown], size_bytes=os.path.getsize(path)
+    )

@@ -30,9 +30,20 @@ if TYPE_CHECKING:
     from ._analyses.reactions import Reactions
     from ._model.model import Model
 
-__all__ = ["curve_styles", "default_duration", "new_figure", "pair_body", "pair_styles",
-           "plot_fan", "plot_pair_reactions", "plot_paths", "plot_reaction", "point_path",
-           "reaction_magnitude", "save_figure"]
+__all__ = [
+    "curve_styles",
+    "default_duration",
+    "new_figure",
+    "pair_body",
+    "pair_styles",
+    "plot_fan",
+    "plot_pair_reactions",
+    "plot_paths",
+    "plot_reaction",
+    "point_path",
+    "reaction_magnitude",
+    "save_figure",
+]
 
 METHOD_DEPENDENT = "method-dependent"
 
@@ -55,8 +66,7 @@ def curve_styles(count: int, dashes: bool = True) -> list[dict]:
     for k in range(count):
         color, cycle = COLORS[k % len(COLORS)], k // len(COLORS)
         if dashes:
-            dash, marker = DASHES[cycle % len(DASHES)], MARKERS[cycle // len(DASHES)
-                                                                % len(MARKERS)]
+            dash, marker = DASHES[cycle % len(DASHES)], MARKERS[cycle // len(DASHES) % len(MARKERS)]
         else:
             dash, marker = None, MARKERS[cycle % len(MARKERS)]
         style = dict(color=color)
@@ -93,8 +103,14 @@ def plot_paths(ax: "Axes", paths: Mapping[str, ArrayLike], title: str = "paths")
         (line,) = ax.plot(xy[:, 0], xy[:, 1], label=label, **style)
         ax.plot(xy[0, 0], xy[0, 1], "o", color=line.get_color(), ms=3.5)
         if len(xy) > 1 and np.any(xy[-1] != xy[-2]):
-            ax.annotate("", xy=xy[-1], xytext=xy[-2], arrowprops=dict(
-                arrowstyle="-|>", color=line.get_color(), lw=1.2, mutation_scale=10))
+            ax.annotate(
+                "",
+                xy=xy[-1],
+                xytext=xy[-2],
+                arrowprops=dict(
+                    arrowstyle="-|>", color=line.get_color(), lw=1.2, mutation_scale=10
+                ),
+            )
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
@@ -109,8 +125,14 @@ def reaction_magnitude(rx: "Reactions", pair_name: str, body_name: str) -> np.nd
     return np.hypot(np.asarray(fx), np.asarray(fy))
 
 
-def plot_reaction(ax: "Axes", ts: ArrayLike, variants: Mapping[str, "Reactions"], pair_name: str,
-                  body_name: str, solvable: bool) -> "Axes":
+def plot_reaction(
+    ax: "Axes",
+    ts: ArrayLike,
+    variants: Mapping[str, "Reactions"],
+    pair_name: str,
+    body_name: str,
+    solvable: bool,
+) -> "Axes":
     """One panel: |F| of a pair on a body for several methods {label: Reactions}. Unsolvable
     pairs are dashed and titled as method-dependent. The curves are drawn from wide to narrow,
     so where the methods agree (a unique reaction) every colour stays visible."""
@@ -118,8 +140,15 @@ def plot_reaction(ax: "Axes", ts: ArrayLike, variants: Mapping[str, "Reactions"]
     widest = 4.0 if solvable else 2.2  # a unique reaction's curves coincide: nested widths
     widths = np.linspace(widest, 1.2, len(variants)) if len(variants) > 1 else [1.5]
     for (label, rx), color, lw in zip(variants.items(), curve_styles(len(variants)), widths):
-        ax.plot(np.asarray(ts), reaction_magnitude(rx, pair_name, body_name), style,
-                label=label, color=color["color"], lw=lw, alpha=0.9)
+        ax.plot(
+            np.asarray(ts),
+            reaction_magnitude(rx, pair_name, body_name),
+            style,
+            label=label,
+            color=color["color"],
+            lw=lw,
+            alpha=0.9,
+        )
     kind = "unique" if solvable else f"NOT unique ({METHOD_DEPENDENT})"
     ax.set_title(f"{pair_name} on {body_name}: {kind}", fontsize="medium")
     ax.set_xlabel("t (s)")
@@ -136,8 +165,9 @@ def save_figure(fig: "Figure", path: str) -> str:
     return path
 
 
-def new_figure(rows: int = 1, cols: int = 1,
-               size: tuple[float, float] = (6.0, 4.5)) -> tuple["Figure", np.ndarray]:
+def new_figure(
+    rows: int = 1, cols: int = 1, size: tuple[float, float] = (6.0, 4.5)
+) -> tuple["Figure", np.ndarray]:
     """A figure of rows x cols panels of `size` inches each: (figure, axes array (rows, cols))."""
     fig, axes = plt.subplots(rows, cols, figsize=(size[0] * cols, size[1] * rows), squeeze=False)
     return fig, axes
@@ -160,9 +190,15 @@ def pair_styles(names: list[str], unique: Mapping[str, bool]) -> dict[str, dict]
     return styles
 
 
-def plot_pair_reactions(ax: "Axes", ts: ArrayLike, rx: "Reactions", model: "Model",
-                        solvable: Mapping[str, bool] | None = None, torque: bool = False,
-                        legend: bool = True) -> "Axes":
+def plot_pair_reactions(
+    ax: "Axes",
+    ts: ArrayLike,
+    rx: "Reactions",
+    model: "Model",
+    solvable: Mapping[str, bool] | None = None,
+    torque: bool = False,
+    legend: bool = True,
+) -> "Axes":
     """One panel, every pair: |F| (N), or with `torque` the torque about the centre of mass
     (N m), that the pair applies to `pair_body` over time. Non-unique reactions are dashed
     and labelled method-dependent; every curve has its own style (`pair_styles`), the same in
@@ -177,17 +213,24 @@ def plot_pair_reactions(ax: "Axes", ts: ArrayLike, rx: "Reactions", model: "Mode
     - `torque`: the torques (N m) instead of the force magnitudes (N).
     - `legend`: a legend in the panel."""
     names = model.pair_names
-    unique = {name: bool(np.all(rx.solvable[name]) if solvable is None else solvable[name])
-              for name in names}
+    unique = {
+        name: bool(np.all(rx.solvable[name]) if solvable is None else solvable[name])
+        for name in names
+    }
     styles = pair_styles(names, unique)
     for name in names:
         body = pair_body(model, name)
         fx, fy, tau = (np.asarray(v) for v in rx.on_body(name, body))
         label = f"{name} on {body}" + ("" if unique[name] else f" ({METHOD_DEPENDENT})")
-        ax.plot(np.asarray(ts), tau if torque else np.hypot(fx, fy), label=label, lw=1.4,
-                **styles[name])
-    ax.set_title("reaction torques about the centres of mass" if torque
-                 else "reaction forces; dashed: NOT unique", fontsize="medium")
+        ax.plot(
+            np.asarray(ts), tau if torque else np.hypot(fx, fy), label=label, lw=1.4, **styles[name]
+        )
+    ax.set_title(
+        "reaction torques about the centres of mass"
+        if torque
+        else "reaction forces; dashed: NOT unique",
+        fontsize="medium",
+    )
     ax.set_xlabel("t (s)")
     ax.set_ylabel("torque (N m)" if torque else "|F| (N)")
     if legend:
@@ -195,9 +238,15 @@ def plot_pair_reactions(ax: "Axes", ts: ArrayLike, rx: "Reactions", model: "Mode
     return ax
 
 
-def plot_fan(ax: "Axes", paths: ArrayLike, values: ArrayLike, label: str,
-             cmap: str = "coolwarm", max_paths: int | None = None,
-             center: float | None = None) -> "Colorbar":
+def plot_fan(
+    ax: "Axes",
+    paths: ArrayLike,
+    values: ArrayLike,
+    label: str,
+    cmap: str = "coolwarm",
+    max_paths: int | None = None,
+    center: float | None = None,
+) -> "Colorbar":
     """Planar paths coloured by one number each, with a colour bar that reads the colours
     back; equal axes in metres.
 
@@ -271,7 +320,8 @@ def default_duration(model: "Model", qd0: ArrayLike | None = None) -> float:
     for pair in model.pairs:
         if isinstance(pair, (RelativeAngleDriver, AbsoluteDriver, TranslationalDriver)):
             angle = isinstance(pair, RelativeAngleDriver) or (
-                isinstance(pair, AbsoluteDriver) and pair.coordinate == 2)
+                isinstance(pair, AbsoluteDriver) and pair.coordinate == 2
+            )
             f = pair.d if isinstance(pair, TranslationalDriver) else pair.f
             cycle, length = _drive_times(f, angle)
             cycles += [cycle] if cycle else []
@@ -281,8 +331,11 @@ def default_duration(model: "Model", qd0: ArrayLike | None = None) -> float:
     from .drawing import _scale
 
     size = _scale(model, np.asarray(model.q0, float))
-    g = sum(float(np.hypot(*np.asarray(e.g, float))) for e in model.force_elements
-            if isinstance(e, Gravity))
+    g = sum(
+        float(np.hypot(*np.asarray(e.g, float)))
+        for e in model.force_elements
+        if isinstance(e, Gravity)
+    )
     if g > 0:
         return _nice(2 * 2 * np.pi * np.sqrt(size / g))
     if qd0 is not None and model.n:

@@ -85,28 +85,46 @@ def _bushing(pair, k, c):
         c3 = jnp.concatenate([_rows(c, 2), jnp.zeros(1)])
         return Bushing(pair.name, pair.i, pair.j, pair.s_i, pair.s_j, stiffness=k3, damping=c3)
     if isinstance(pair, Weld):
-        return Bushing(pair.name, pair.i, pair.j, pair.s_i, pair.s_j, stiffness=_rows(k, 3),
-                       damping=_rows(c, 3), free_angle=pair.angle)
-    raise ValueError(f"with_bushings: pair {pair.name!r} is a {type(pair).__name__}; only "
-                     "Revolute and Weld pairs have a Bushing counterpart")
+        return Bushing(
+            pair.name,
+            pair.i,
+            pair.j,
+            pair.s_i,
+            pair.s_j,
+            stiffness=_rows(k, 3),
+            damping=_rows(c, 3),
+            free_angle=pair.angle,
+        )
+    raise ValueError(
+        f"with_bushings: pair {pair.name!r} is a {type(pair).__name__}; only "
+        "Revolute and Weld pairs have a Bushing counterpart"
+    )
 
 
 def _replaced(model, values, make, where):
     """`model` with the pairs named in `values` replaced by the force elements `make` builds."""
     unknown = [n for n in values if n not in model.pair_names]
     if unknown:
-        raise ValueError(f"{where}: unknown pair(s) {unknown}; the pairs are "
-                         f"{list(model.pair_names)}")
+        raise ValueError(
+            f"{where}: unknown pair(s) {unknown}; the pairs are {list(model.pair_names)}"
+        )
     kept = tuple(p for p in model.pairs if p.name not in values)
     new = checked_elements([make(p, values[p.name]) for p in model.pairs if p.name in values])
-    return Model(body_names=model.body_names, masses=model.masses, inertias=model.inertias,
-                 q0=model.q0, pairs=kept, force_elements=model.force_elements + new)
+    return Model(
+        body_names=model.body_names,
+        masses=model.masses,
+        inertias=model.inertias,
+        q0=model.q0,
+        pairs=kept,
+        force_elements=model.force_elements + new,
+    )
 
 
 def with_bushings(model, stiffness: dict, damping=0.0):
     """`model` with each pair named in `stiffness` (a Revolute or a Weld) replaced by a
     `Bushing` of that stiffness (one number, or one per row) and `damping` (a number for all,
     or a dict like `stiffness`); the bushings keep the pairs' names. Traceable."""
+
     def make(pair, k):
         c = damping.get(pair.name, 0.0) if isinstance(damping, dict) else damping
         return _bushing(pair, k, c)
@@ -117,10 +135,12 @@ def with_bushings(model, stiffness: dict, damping=0.0):
 def with_slip(model, damping: dict):
     """`model` with each knife edge named in `damping` replaced by a `LateralDamper` of that
     damping (N s/m), keeping its name. Traceable."""
+
     def make(pair, d):
         if not isinstance(pair, KnifeEdge):
-            raise ValueError(f"with_slip: pair {pair.name!r} is a {type(pair).__name__}, not a "
-                             "KnifeEdge")
+            raise ValueError(
+                f"with_slip: pair {pair.name!r} is a {type(pair).__name__}, not a KnifeEdge"
+            )
         return LateralDamper(pair.name, pair.body, pair.s, pair.n, d)
 
     return _replaced(model, damping, make, "with_slip")
@@ -129,15 +149,16 @@ def with_slip(model, damping: dict):
 def pair_forces(model, q, qd, names):
     """{name: lambda} for the named Bushings (3 values) and LateralDampers (1 value) of
     `model`: the counterparts of the rigid pairs' multipliers."""
-    elements = {e.name: e for e in model.force_elements
-                if isinstance(e, (Bushing, LateralDamper))}
+    elements = {e.name: e for e in model.force_elements if isinstance(e, (Bushing, LateralDamper))}
     unknown = [n for n in names if n not in elements]
     if unknown:
         close = {n: difflib.get_close_matches(n, list(elements), n=1) for n in unknown}
         hints = "".join(f"; did you mean {c[0]!r} for {n!r}?" for n, c in close.items() if c)
-        raise ValueError(f"pair_forces: {unknown} are not Bushings or LateralDampers of the "
-                         f"model (made by with_bushings / with_slip); they are "
-                         f"{list(elements)}{hints}")
+        raise ValueError(
+            f"pair_forces: {unknown} are not Bushings or LateralDampers of the "
+            f"model (made by with_bushings / with_slip); they are "
+            f"{list(elements)}{hints}"
+        )
     return {n: elements[n].force(q, qd) for n in names}
 
 
@@ -156,9 +177,11 @@ def static_equilibrium(model, q, t=0.0, *, max_steps=50):
     the forces it reaches do not balance to `BALANCE_RTOL` (a stiffness too high for float64).
     """
     if model.h:
-        raise ValueError("static_equilibrium: the model has knife edges, which fix no position "
-                         "(their rows constrain velocities); replace them (with_slip) or leave "
-                         "them out")
+        raise ValueError(
+            "static_equilibrium: the model has knife edges, which fix no position "
+            "(their rows constrain velocities); replace them (with_slip) or leave "
+            "them out"
+        )
     q = jnp.asarray(q, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
     rows, n = model.num_rows, model.n
@@ -182,20 +205,25 @@ def static_equilibrium(model, q, t=0.0, *, max_steps=50):
 
     x0 = jnp.concatenate([q, jnp.zeros(rows)])
     k, x, size = jax.lax.while_loop(going, step, (0, x0, jnp.asarray(jnp.inf)))
-    x = _errors.error_if(x, ~(size < NEWTON_TOL * (1.0 + jnp.max(jnp.abs(q)))),
-                     "static_equilibrium: Newton's method did not converge (no equilibrium "
-                     "near q, or the load is too large for the joints' stiffness)")
+    x = _errors.error_if(
+        x,
+        ~(size < NEWTON_TOL * (1.0 + jnp.max(jnp.abs(q)))),
+        "static_equilibrium: Newton's method did not converge (no equilibrium "
+        "near q, or the load is too large for the joints' stiffness)",
+    )
     # Newton also stops when its steps fall below the resolution of q (about 1e-16 |q|): with
     # stiffness k the forces are then resolved only to about k 1e-16 |q|, and at 5e18 N/m the
     # steps vanish at once, leaving zero spring forces: the balance itself is checked
     imbalance = jnp.max(jnp.abs(residual(x)[:n]), initial=0.0)
     scale = 1.0 + jnp.max(jnp.abs(model.forces(x[:n], zeros, t)))
     x = _errors.error_if(
-        x, ~(imbalance <= BALANCE_RTOL * scale),
+        x,
+        ~(imbalance <= BALANCE_RTOL * scale),
         f"static_equilibrium: the forces balance only to more than {BALANCE_RTOL:g} of the "
         "applied forces: the stiffness is so high that the deflections the load needs (F / k) "
         "are below the float64 resolution of the coordinates (about 1e-16 |q|); lower the "
-        "stiffness, or take the rigid limit itself (mb.statics with mb.Compliance)")
+        "stiffness, or take the rigid limit itself (mb.statics with mb.Compliance)",
+    )
     return x[:n], x[n:]
 
 
@@ -254,8 +282,13 @@ def parallelogram_statics(scales, stiffness=PARALLELOGRAM_STIFFNESS, load=PARALL
 
     forces = eqx.filter_jit(jax.vmap(one))(jnp.asarray(scales, jnp.float64))
     errors = _relative_errors(forces, reference)
-    return dict(scales=np.asarray(scales), errors=errors, rates=observed_rates(scales, errors),
-                reference=reference, forces=np.asarray(forces))
+    return dict(
+        scales=np.asarray(scales),
+        errors=errors,
+        rates=observed_rates(scales, errors),
+        reference=reference,
+        forces=np.asarray(forces),
+    )
 
 
 def cycle_drive(theta0=0.7, amplitude=0.6, period=1.0):
@@ -269,8 +302,16 @@ def cycle_drive(theta0=0.7, amplitude=0.6, period=1.0):
     return Polynomial(jnp.asarray(c))
 
 
-def parallelogram_cycle(scales, stiffness=PARALLELOGRAM_STIFFNESS, *, damping=200.0,
-                        period=1.0, num_saves=41, rtol=1e-6, load=PARALLELOGRAM_LOAD):
+def parallelogram_cycle(
+    scales,
+    stiffness=PARALLELOGRAM_STIFFNESS,
+    *,
+    damping=200.0,
+    period=1.0,
+    num_saves=41,
+    rtol=1e-6,
+    load=PARALLELOGRAM_LOAD,
+):
     """(b) The parallelogram driven through `cycle_drive`, its revolutes replaced by bushings
     of stiffness s K and damping `damping` (N s/m, not scaled, so the damping force is O(1/s)
     too), started in static equilibrium and integrated with diffrax's Kvaerno5 (L-stable
@@ -287,12 +328,10 @@ def parallelogram_cycle(scales, stiffness=PARALLELOGRAM_STIFFNESS, *, damping=20
     from .models import parallelogram
 
     theta0 = 0.7
-    model = parallelogram.build(theta=theta0, motor=cycle_drive(theta0, period=period),
-                                load=load)
+    model = parallelogram.build(theta=theta0, motor=cycle_drive(theta0, period=period), load=load)
     names = list(stiffness)
     ts = jnp.linspace(0.0, period, num_saves)
-    _, rx = eqx.filter_jit(inverse_dynamics)(model, ts, method=Compliance(stiffness,
-                                                                          default=1.0))
+    _, rx = eqx.filter_jit(inverse_dynamics)(model, ts, method=Compliance(stiffness, default=1.0))
     reference = _rigid_rows(rx.lam, model, names)
     # the stage equations solved to 100 rtol: tighter, Newton stalls at round-off and rejects
     solver = diffrax.Kvaerno5(root_finder=optx.Newton(rtol=100 * rtol, atol=rtol))
@@ -300,22 +339,39 @@ def parallelogram_cycle(scales, stiffness=PARALLELOGRAM_STIFFNESS, *, damping=20
     def one(s):
         soft = with_bushings(model, {n: s * k for n, k in stiffness.items()}, damping=damping)
         q0, _ = static_equilibrium(soft, model.q0)
-        traj = simulate(soft, q0, jnp.zeros_like(q0), period, ts=ts, solver=solver, rtol=rtol,
-                        atol=1e-2 * rtol, max_steps=100_000)
-        f = jax.vmap(lambda q, qd: _stack(pair_forces(soft, q, qd, names), names,
-                                          slice(0, 2)).reshape(-1, 2))(traj.q, traj.qd)
+        traj = simulate(
+            soft,
+            q0,
+            jnp.zeros_like(q0),
+            period,
+            ts=ts,
+            solver=solver,
+            rtol=rtol,
+            atol=1e-2 * rtol,
+            max_steps=100_000,
+        )
+        f = jax.vmap(
+            lambda q, qd: _stack(pair_forces(soft, q, qd, names), names, slice(0, 2)).reshape(-1, 2)
+        )(traj.q, traj.qd)
         return f, traj.num_steps
 
     forces, steps = eqx.filter_jit(jax.vmap(one))(jnp.asarray(scales, jnp.float64))
     reference = reference.reshape(len(ts), -1, 2)
     errors = _relative_errors(forces, reference)
-    return dict(scales=np.asarray(scales), errors=errors, rates=observed_rates(scales, errors),
-                reference=reference, forces=np.asarray(forces), ts=np.asarray(ts),
-                num_steps=np.asarray(steps))
+    return dict(
+        scales=np.asarray(scales),
+        errors=errors,
+        rates=observed_rates(scales, errors),
+        reference=reference,
+        forces=np.asarray(forces),
+        ts=np.asarray(ts),
+        num_steps=np.asarray(steps),
+    )
 
 
-def robot_slip(scales, damping=ROBOT_DAMPING, *, t_end=5.0, t1=1.5, num_saves=31, rtol=1e-11,
-               solver=None):
+def robot_slip(
+    scales, damping=ROBOT_DAMPING, *, t_end=5.0, t1=1.5, num_saves=31, rtol=1e-11, solver=None
+):
     """(c) The robot of seed 001 (manoeuvre compressed to `t_end`), its knife edges W1-W4
     replaced by tyres (`LateralDamper`, damping s D), the bearings B and C kept rigid (far
     stiffer than the tyres: the quasi-static limit of the derivation); integrated with
@@ -344,16 +400,26 @@ def robot_slip(scales, damping=ROBOT_DAMPING, *, t_end=5.0, t1=1.5, num_saves=31
 
     def one(s):
         soft = with_slip(model, {n: s * d for n, d in damping.items()})
-        tr = simulate(soft, q0, qd0, t1, ts=ts, solver=solver, rtol=rtol, atol=1e-2 * rtol,
-                      max_steps=100_000)
+        tr = simulate(
+            soft, q0, qd0, t1, ts=ts, solver=solver, rtol=rtol, atol=1e-2 * rtol, max_steps=100_000
+        )
         held = reactions(soft, tr)  # B and C: unique once the knife edges are compliant
-        tyres = jax.vmap(lambda q, qd: _stack(pair_forces(soft, q, qd, list(damping)),
-                                              list(damping)))(tr.q, tr.qd)
-        return jnp.concatenate([held.lam[:, soft.rows("B")], held.lam[:, soft.rows("C")],
-                                tyres], axis=1), tr.num_steps
+        tyres = jax.vmap(
+            lambda q, qd: _stack(pair_forces(soft, q, qd, list(damping)), list(damping))
+        )(tr.q, tr.qd)
+        return jnp.concatenate(
+            [held.lam[:, soft.rows("B")], held.lam[:, soft.rows("C")], tyres], axis=1
+        ), tr.num_steps
 
     forces, steps = eqx.filter_jit(jax.vmap(one))(jnp.asarray(scales, jnp.float64))
     errors = _relative_errors(forces, reference)
-    return dict(scales=np.asarray(scales), errors=errors, rates=observed_rates(scales, errors),
-                reference=reference, forces=np.asarray(forces), ts=np.asarray(ts), names=names,
-                num_steps=np.asarray(steps))
+    return dict(
+        scales=np.asarray(scales),
+        errors=errors,
+        rates=observed_rates(scales, errors),
+        reference=reference,
+        forces=np.asarray(forces),
+        ts=np.asarray(ts),
+        names=names,
+        num_steps=np.asarray(steps),
+    )

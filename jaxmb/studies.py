@@ -71,15 +71,23 @@ def mobile_robot_study(t_end=20.0, num_saves=401, out_dir=None, resimulate=True,
         jax.block_until_ready(rx.lam)
         timings[label] = time.perf_counter() - start
         trajectories[label], rxs[label] = traj, rx
-        log(f"  {label:<22s} {timings[label]:6.2f} s (compile + run), "
-            f"{int(traj.num_steps)} steps, {_result_name(traj.result)}")
+        log(
+            f"  {label:<22s} {timings[label]:6.2f} s (compile + run), "
+            f"{int(traj.num_steps)} steps, {_result_name(traj.result)}"
+        )
     figures = []
     if out_dir is not None:
         os.makedirs(out_dir, exist_ok=True)
         figures.append(_paths_figure(model, trajectories, out_dir))
         figures.append(_reactions_figure(ts, rxs, report, out_dir))
-    return dict(model=model, trajectories=trajectories, reactions=rxs, report=report,
-                timings=timings, figures=figures)
+    return dict(
+        model=model,
+        trajectories=trajectories,
+        reactions=rxs,
+        report=report,
+        timings=timings,
+        figures=figures,
+    )
 
 
 def _result_name(result):

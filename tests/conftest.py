@@ -28,10 +28,12 @@ os.environ.setdefault("JAXMB_PROGRAM_STORE", "0")
 # 36 s) at the price of slower loops, which the tests do not time. Semantics are unchanged
 # (no fast-math either way). Subprocesses inherit it. JAXMB_TEST_OPTIMIZED=1 tests the
 # programs exactly as users compile them.
-if os.environ.get("JAXMB_TEST_OPTIMIZED") != "1" and \
-        "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                               + " --xla_backend_optimization_level=0").strip()
+if os.environ.get(
+    "JAXMB_TEST_OPTIMIZED"
+) != "1" and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
+    ).strip()
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
@@ -88,12 +90,27 @@ def _program_store_off_after_each_test():
 # Test files that take longest on 2 cores (measured with --durations=0), run first: pytest-xdist
 # (--dist loadfile) hands files to workers in collection order, so long files started late
 # leave one worker idle at the end. Order within a file is unchanged.
-LONG_FILES = ("test_augmented_lagrangian.py", "test_dynamics.py", "test_notebooks.py",
-              "test_compliance.py", "test_auxetic.py", "test_cli_examples.py",
-              "test_sparse_solvability.py", "test_friction.py", "test_bad_input.py",
-              "test_independent.py", "test_snippets.py", "test_rigid_limit.py",
-              "test_metamaterial_example.py", "test_compile_cache.py", "test_batch_sharding.py",
-              "test_a02.py", "test_properties.py", "test_sparse_cholesky.py", "test_linalg.py")
+LONG_FILES = (
+    "test_augmented_lagrangian.py",
+    "test_dynamics.py",
+    "test_notebooks.py",
+    "test_compliance.py",
+    "test_auxetic.py",
+    "test_cli_examples.py",
+    "test_sparse_solvability.py",
+    "test_friction.py",
+    "test_bad_input.py",
+    "test_independent.py",
+    "test_snippets.py",
+    "test_rigid_limit.py",
+    "test_metamaterial_example.py",
+    "test_compile_cache.py",
+    "test_batch_sharding.py",
+    "test_a02.py",
+    "test_properties.py",
+    "test_sparse_cholesky.py",
+    "test_linalg.py",
+)
 
 
 def _long_first(items):
@@ -122,14 +139,24 @@ def select_kernel(monkeypatch, kernel):
     monkeypatch.delenv("JAXMB_NATIVE_KERNELS", raising=False)
     if not _native.available(jnp.zeros((), jnp.float64)):
         if shutil.which("c++") or shutil.which("g++"):
-            pytest.fail("a C++ compiler is installed but jaxmb's kernels were not built "
-                        "(reinstall jaxmb: pip install -e .)")
+            pytest.fail(
+                "a C++ compiler is installed but jaxmb's kernels were not built "
+                "(reinstall jaxmb: pip install -e .)"
+            )
         pytest.skip("no C++ compiler: jaxmb's compiled kernels were not built")
 
 
 QUICK_MODULES = {
-    "test_elements", "test_model", "test_linalg", "test_sparse_cholesky", "test_groups",
-    "test_assemble", "test_layers", "test_auxetic", "test_compliance", "test_seed003_pairs",
+    "test_elements",
+    "test_model",
+    "test_linalg",
+    "test_sparse_cholesky",
+    "test_groups",
+    "test_assemble",
+    "test_layers",
+    "test_auxetic",
+    "test_compliance",
+    "test_seed003_pairs",
 }
 """`pytest -m quick`: a subset that touches every layer (elements, the model and its autodiff
 rows, the dense and sparse factorizations, the default formulation's motion (energy of a

@@ -63,8 +63,12 @@ def random_spec(seed, *, bodies=3, loop=False, knife_edges=0, driver=False, redu
     if loop:  # close the loop: the last joint is back near the start, on the ground
         points[-1] = points[0] + np.array([rng.uniform(0.6, 0.9), rng.uniform(-0.2, 0.2)])
     poses = {
-        nm: np.array([*(0.5 * (points[k] + points[k + 1]) + 0.05 * rng.standard_normal(2)),
-                      rng.uniform(-np.pi, np.pi)])
+        nm: np.array(
+            [
+                *(0.5 * (points[k] + points[k + 1]) + 0.05 * rng.standard_normal(2)),
+                rng.uniform(-np.pi, np.pi),
+            ]
+        )
         for k, nm in enumerate(names)
     }
     chain = [GROUND] + names + ([GROUND] if loop else [])
@@ -77,8 +81,14 @@ def random_spec(seed, *, bodies=3, loop=False, knife_edges=0, driver=False, redu
         i, j = chain[k], chain[k + 1]
         if translational[k]:
             axis = _unit(rng)
-            pairs.append(("translational", f"J{k}", (i, j),
-                          (points[k], points[k] + rng.uniform(-0.2, 0.2) * axis, axis)))
+            pairs.append(
+                (
+                    "translational",
+                    f"J{k}",
+                    (i, j),
+                    (points[k], points[k] + rng.uniform(-0.2, 0.2) * axis, axis),
+                )
+            )
         else:
             pairs.append(("revolute", f"J{k}", (i, j), (points[k],)))
     revolutes = [k for k in range(n_joints) if not translational[k]]
@@ -88,16 +98,19 @@ def random_spec(seed, *, bodies=3, loop=False, knife_edges=0, driver=False, redu
     if redundant:  # not on the driven joint: a locked joint cannot be driven
         companion = _companion(rng, [p for k, p in enumerate(pairs) if k != driven], poses)
         if loop and driver and companion[0] == "revolute":
-            raise ValueError(f"seed {seed}: a second revolute locks the driven loop (the "
-                             "velocity constraints contradict); choose another seed")
+            raise ValueError(
+                f"seed {seed}: a second revolute locks the driven loop (the "
+                "velocity constraints contradict); choose another seed"
+            )
         pairs.append(companion)
     for e in range(knife_edges):
         body = names[rng.integers(bodies)]
         point = poses[body][:2] + 0.1 * rng.standard_normal(2)
         pairs.append(("knife", f"K{e}", (body,), (point, _unit(rng))))
     if driver:
-        pairs.append(("driver", "motor", tuple(chain[driven:driven + 2]),
-                      (rng.uniform(0.5, 2.0),)))
+        pairs.append(
+            ("driver", "motor", tuple(chain[driven : driven + 2]), (rng.uniform(0.5, 2.0),))
+        )
     return Spec(
         poses=poses,
         masses={nm: rng.uniform(0.5, 2.0) for nm in names},
@@ -167,23 +180,40 @@ def _element(spec, kind, name, bodies, geometry, handles):
     h = [handles[b] for b in bodies]
     if kind == "revolute":
         (point,) = geometry
-        return mb.Revolute(name, *h, s_i=_local_point(spec, bodies[0], point),
-                           s_j=_local_point(spec, bodies[1], point))
+        return mb.Revolute(
+            name,
+            *h,
+            s_i=_local_point(spec, bodies[0], point),
+            s_j=_local_point(spec, bodies[1], point),
+        )
     if kind == "translational":
         p_i, p_j, axis = geometry
         normal = np.array([-axis[1], axis[0]])
         angle = _frame(spec, bodies[0])[1] - _frame(spec, bodies[1])[1]
-        return mb.Translational(name, *h, s_i=_local_point(spec, bodies[0], p_i),
-                                s_j=_local_point(spec, bodies[1], p_j),
-                                v=_local_direction(spec, bodies[1], normal), angle=angle)
+        return mb.Translational(
+            name,
+            *h,
+            s_i=_local_point(spec, bodies[0], p_i),
+            s_j=_local_point(spec, bodies[1], p_j),
+            v=_local_direction(spec, bodies[1], normal),
+            angle=angle,
+        )
     if kind == "parallel":
         (axis,) = geometry
-        return mb.Parallel(name, *h, a_i=_local_direction(spec, bodies[0], axis),
-                           a_j=_local_direction(spec, bodies[1], axis))
+        return mb.Parallel(
+            name,
+            *h,
+            a_i=_local_direction(spec, bodies[0], axis),
+            a_j=_local_direction(spec, bodies[1], axis),
+        )
     if kind == "knife":
         point, normal = geometry
-        return mb.KnifeEdge(name, h[0], s=_local_point(spec, bodies[0], point),
-                            n=_local_direction(spec, bodies[0], normal))
+        return mb.KnifeEdge(
+            name,
+            h[0],
+            s=_local_point(spec, bodies[0], point),
+            n=_local_direction(spec, bodies[0], normal),
+        )
     (omega,) = geometry  # driver: phi_j - phi_i = its value at the true configuration + omega t
     start = _frame(spec, bodies[1])[1] - _frame(spec, bodies[0])[1]
     return mb.RelativeAngleDriver(name, *h, f=mb.drive.Linear(omega, offset=start))

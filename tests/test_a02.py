@@ -36,8 +36,15 @@ TS = np.linspace(0.0, T_END, 401)
 
 def reference_theta(ts, N=N):
     c = 3 * (3 * N + 1) / (2 * (4 * N + 1))
-    sol = solve_ivp(lambda t, y: [y[1], -G * c * np.cos(y[0])], (0.0, ts[-1]),
-                    [np.pi / 2, -1.0], method="DOP853", rtol=1e-13, atol=1e-13, t_eval=ts)
+    sol = solve_ivp(
+        lambda t, y: [y[1], -G * c * np.cos(y[0])],
+        (0.0, ts[-1]),
+        [np.pi / 2, -1.0],
+        method="DOP853",
+        rtol=1e-13,
+        atol=1e-13,
+        t_eval=ts,
+    )
     return sol.y[0]
 
 
@@ -58,8 +65,9 @@ def projected(a02):
     model, q0, qd0 = a02
     with warnings.catch_warnings():
         warnings.simplefilter("error", mb.SingularPassageWarning)
-        return mb.simulate(model, q0, qd0, T_END, ts=jnp.asarray(TS),
-                           formulation=mb.Projection(), throw=False)
+        return mb.simulate(
+            model, q0, qd0, T_END, ts=jnp.asarray(TS), formulation=mb.Projection(), throw=False
+        )
 
 
 def test_projection_follows_the_parallelogram_branch(a02, projected):
@@ -80,18 +88,17 @@ def test_projection_follows_the_parallelogram_branch(a02, projected):
     q = np.asarray(projected.q)[reached]
     err = np.linalg.norm(tip_b0(q) - b0, axis=1)
     assert np.max(err) < 1e-5, np.max(err)
-    cranks = np.unwrap(q[:, 2:3 * (N + 1):3], axis=0)
+    cranks = np.unwrap(q[:, 2 : 3 * (N + 1) : 3], axis=0)
     assert np.max(np.ptp(cranks, axis=1)) < 1e-9
     phi = np.array([np.max(np.abs(np.asarray(model.phi(jnp.asarray(x), 0.0)))) for x in q])
     assert np.max(phi) < 1e-8
 
 
 def test_string_spelling_and_bad_options(a02):
-    """"projection" is mb.Projection(); bad options are refused naming the problem."""
+    """ "projection" is mb.Projection(); bad options are refused naming the problem."""
     model, q0, qd0 = a02
     a = mb.simulate(model, q0, qd0, 0.2, ts=jnp.linspace(0.0, 0.2, 3), formulation="projection")
-    b = mb.simulate(model, q0, qd0, 0.2, ts=jnp.linspace(0.0, 0.2, 3),
-                    formulation=mb.Projection())
+    b = mb.simulate(model, q0, qd0, 0.2, ts=jnp.linspace(0.0, 0.2, 3), formulation=mb.Projection())
     np.testing.assert_array_equal(a.q, b.q)
     assert a.t_passage is None
     with pytest.raises(ValueError, match="iterations must be an integer >= 1"):
@@ -119,8 +126,15 @@ def test_null_space_reports_the_passage(a02):
     # with a user's controller it factorizes C at each step end. Same steps (both norms are
     # over q and qd), same passage time and motion to round-off.
     with pytest.warns(mb.SingularPassageWarning):
-        direct = mb.simulate(model, q0, qd0, 1.0, ts=jnp.asarray(ts), formulation="null_space",
-                             stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10))
+        direct = mb.simulate(
+            model,
+            q0,
+            qd0,
+            1.0,
+            ts=jnp.asarray(ts),
+            formulation="null_space",
+            stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10),
+        )
     assert int(direct.num_steps) == int(traj.num_steps)
     assert float(direct.t_passage) == pytest.approx(float(traj.t_passage), abs=1e-12)
     np.testing.assert_allclose(direct.q, traj.q, rtol=0, atol=1e-12)
@@ -134,8 +148,14 @@ def test_regular_motion_has_no_passage():
     model = slider_crank.build()
     with warnings.catch_warnings():
         warnings.simplefilter("error", mb.SingularPassageWarning)
-        traj = mb.simulate(model, model.q0, jnp.zeros(model.n), 1.0,
-                           ts=jnp.linspace(0.0, 1.0, 11), formulation="null_space")
+        traj = mb.simulate(
+            model,
+            model.q0,
+            jnp.zeros(model.n),
+            1.0,
+            ts=jnp.linspace(0.0, 1.0, 11),
+            formulation="null_space",
+        )
     assert np.isinf(float(traj.t_passage))
 
 
@@ -146,8 +166,17 @@ def test_branch_jump_is_rejected_not_silent(a02):
     successful and wrong. Unit cases of the test itself: a move of 1e-6 against a local error of
     1e-10 is a jump, a move of 1e-10 is not."""
     model, q0, qd0 = a02
-    traj = mb.simulate(model, q0, qd0, T_END, ts=jnp.asarray(TS), rtol=1e-9, atol=1e-11,
-                       formulation=mb.Projection(), throw=False)
+    traj = mb.simulate(
+        model,
+        q0,
+        qd0,
+        T_END,
+        ts=jnp.asarray(TS),
+        rtol=1e-9,
+        atol=1e-11,
+        formulation=mb.Projection(),
+        throw=False,
+    )
     q = np.asarray(traj.q)
     reached = np.all(np.isfinite(q), axis=1)
     theta = reference_theta(TS)
@@ -185,8 +214,9 @@ def test_augmented_lagrangian_passes_every_crossing(a02, augmented, rtol, limit)
     err = np.linalg.norm(tip_b0(traj.q) - b0, axis=1)
     assert np.max(err) < limit, np.max(err)
     assert np.sum(np.diff(np.sign(np.cos(theta))) != 0) >= 10
-    cranks = np.unwrap(np.asarray(traj.q)[:, 2:3 * (N + 1):3], axis=0)
+    cranks = np.unwrap(np.asarray(traj.q)[:, 2 : 3 * (N + 1) : 3], axis=0)
     assert np.max(np.ptp(cranks, axis=1)) < 1e-8
-    phi = np.array([np.max(np.abs(np.asarray(model.phi(jnp.asarray(x), 0.0))))
-                    for x in np.asarray(traj.q)])
+    phi = np.array(
+        [np.max(np.abs(np.asarray(model.phi(jnp.asarray(x), 0.0)))) for x in np.asarray(traj.q)]
+    )
     assert np.max(phi) < 1e-8

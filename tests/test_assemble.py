@@ -40,8 +40,14 @@ def _terms(model, q, qd, t):
     tests below."""
     q_star = mb.assemble(model, q, t)
     C = model.C(q_star, t)
-    return (q_star, model.phi(q_star, t), C[model.holonomic_rows],
-            mb.consistent_velocity(model, q_star, qd, t), C, model.b(q_star, t))
+    return (
+        q_star,
+        model.phi(q_star, t),
+        C[model.holonomic_rows],
+        mb.consistent_velocity(model, q_star, qd, t),
+        C,
+        model.b(q_star, t),
+    )
 
 
 _terms_jit = jax.jit(_terms)
@@ -61,8 +67,9 @@ def _assembled_case(name):
     q_init = model.q0 + 1e-2 * rng.standard_normal(model.n)
     q_star, r, J = (np.asarray(x) for x in _assemble_jit(model, q_init, 0.0))
     again = np.asarray(_assemble_jit(model, jnp.asarray(q_star), 0.0)[0])
-    return dict(name=name, model=model, q_init=np.asarray(q_init), q=q_star, phi=r, J=J,
-                again=again)
+    return dict(
+        name=name, model=model, q_init=np.asarray(q_init), q=q_star, phi=r, J=J, again=again
+    )
 
 
 @pytest.fixture(scope="module", params=list(MODELS))
@@ -97,10 +104,13 @@ def test_assemble_is_idempotent(assembled):
 def _loop_closure_fsolve(theta, a, b, c, d, guess):
     """Independent four-bar position solution: scipy fsolve on the loop equations for
     (phi3, phi4), then the centroids of the slender links."""
+
     def loop(x):
         p3, p4 = x
-        return [a * np.cos(theta) + b * np.cos(p3) - c * np.cos(p4) - d,
-                a * np.sin(theta) + b * np.sin(p3) - c * np.sin(p4)]
+        return [
+            a * np.cos(theta) + b * np.cos(p3) - c * np.cos(p4) - d,
+            a * np.sin(theta) + b * np.sin(p3) - c * np.sin(p4),
+        ]
 
     p3, p4 = scipy.optimize.fsolve(loop, guess, xtol=1e-13)
     assert np.max(np.abs(loop([p3, p4]))) < 1e-14
@@ -168,8 +178,13 @@ def test_assemble_implicit_derivatives():
     b0, h = 0.35, 1e-5
     dq_db, dq_dq = (np.asarray(x) for x in jac(b0, q_init))
     fd_b = (fd_solve(b0 + h, q_init) - fd_solve(b0 - h, q_init)) / (2 * h)
-    fd_q = np.stack([(fd_solve(b0, q_init + h * e) - fd_solve(b0, q_init - h * e)) / (2 * h)
-                     for e in np.eye(base.n)], axis=1)
+    fd_q = np.stack(
+        [
+            (fd_solve(b0, q_init + h * e) - fd_solve(b0, q_init - h * e)) / (2 * h)
+            for e in np.eye(base.n)
+        ],
+        axis=1,
+    )
     assert np.max(np.abs(fd_b)) > 0.1
     np.testing.assert_allclose(dq_db, fd_b, rtol=0, atol=1e-6 * np.max(np.abs(fd_b)))
     np.testing.assert_allclose(dq_dq, fd_q, rtol=0, atol=1e-6 * np.max(np.abs(fd_q)))
@@ -212,6 +227,7 @@ def test_consistent_velocity_raises_for_contradictory_drivers():
     """A crank driven twice, at rates 1 and 2 rad/s (positions agree at t = 0): no velocity
     satisfies both drivers, consistent_velocity raises naming itself; with equal rates (redundant
     but consistent drivers) the same compiled call succeeds and gives the crank rate 1."""
+
     def crank_model(second_rate):
         m = mb.Mechanism()
         crank = m.body("crank", mass=1.0, inertia=0.01, q=(0.05, 0.0, 0.0))
@@ -245,7 +261,7 @@ def _slider_crank_closed_form(t):
     th = THETA0 + OMEGA * t
     ax, ay = R * np.cos(th), R * np.sin(th)
     axd, ayd = -OMEGA * ay, OMEGA * ax
-    axdd, aydd = -OMEGA**2 * ax, -OMEGA**2 * ay
+    axdd, aydd = -(OMEGA**2) * ax, -(OMEGA**2) * ay
     s = np.sqrt(L**2 - ay**2)
     sd = -ay * ayd / s
     sdd = -(ayd**2 + ay * aydd) / s - ay**2 * ayd**2 / s**3
@@ -257,9 +273,11 @@ def _slider_crank_closed_form(t):
     def pack(ax, ay, th, s, beta):
         return np.stack([ax / 2, ay / 2, th, ax + s / 2, ay / 2, beta, ax + s, z, z], axis=-1)
 
-    return (pack(ax, ay, th, s, beta),
-            pack(axd, ayd, OMEGA + z, sd, betad),
-            pack(axdd, aydd, z, sdd, betadd))
+    return (
+        pack(ax, ay, th, s, beta),
+        pack(axd, ayd, OMEGA + z, sd, betad),
+        pack(axdd, aydd, z, sdd, betadd),
+    )
 
 
 def test_closed_form_reference_is_self_consistent():

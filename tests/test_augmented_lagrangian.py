@@ -74,9 +74,12 @@ def path(request, monkeypatch):
 
 # every model on the dense path; the sparse path on the four with the most structure (suite
 # time: the four-bar and the composed pendulum add no case of the level schedule)
-@pytest.mark.parametrize("name,path", [(n, "dense") for n in sorted(MODELS)] + [
-    (n, "sparse") for n in ("mobile_robot", "n_four_bar", "parallelogram", "slider_crank")],
-    indirect=["path"])
+@pytest.mark.parametrize(
+    "name,path",
+    [(n, "dense") for n in sorted(MODELS)]
+    + [(n, "sparse") for n in ("mobile_robot", "n_four_bar", "parallelogram", "slider_crank")],
+    indirect=["path"],
+)
 def test_sparse_matrix_and_solve_match_dense_numpy(name, path):
     model = MODELS[name]()
     q, qd = _state(model)
@@ -84,10 +87,11 @@ def test_sparse_matrix_and_solve_match_dense_numpy(name, path):
     C = np.asarray(model.C(q, 0.0))
     mass = np.asarray(model.mass_diagonal())
     D = np.asarray(s.scale)
-    np.testing.assert_allclose(D, 1.0 / np.sqrt(np.einsum("ij,j,ij->i", C, 1.0 / mass, C)),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        D, 1.0 / np.sqrt(np.einsum("ij,j,ij->i", C, 1.0 / mass, C)), rtol=1e-12
+    )
     S = np.diag(mass) + float(FORMULATION.penalty) * (C * D[:, None]).T @ (C * D[:, None])
-    dense = (sc.to_dense(s.S.symbolic, s.S.values) if path == "sparse" else s.S.values)
+    dense = sc.to_dense(s.S.symbolic, s.S.values) if path == "sparse" else s.S.values
     assert (path == "sparse") == isinstance(s.S, sc.Factorization)
     np.testing.assert_allclose(np.asarray(dense), S, rtol=0, atol=1e-12 * np.max(np.abs(S)))
     b = np.random.default_rng(1).normal(size=model.n)
@@ -109,8 +113,9 @@ def test_accelerations_match_the_null_space_solve(name, path):
     q, qd = _state(model, 2)
     reference = np.asarray(mb.accelerations(model, q, qd, 0.0))
     qdd = np.asarray(_accelerations(model, q, qd))
-    np.testing.assert_allclose(qdd, reference, rtol=0,
-                               atol=1e-9 * max(1.0, np.max(np.abs(reference))))
+    np.testing.assert_allclose(
+        qdd, reference, rtol=0, atol=1e-9 * max(1.0, np.max(np.abs(reference)))
+    )
 
 
 def test_vmap_equals_a_loop():
@@ -148,8 +153,11 @@ def crank_runs():
     q0, qd0 = model.q0, mb.consistent_velocity(model, model.q0, jnp.zeros(model.n).at[2].set(3.0))
     ts = jnp.linspace(0.0, 1.0, 11)
     opts = dict(ts=ts, rtol=1e-10, atol=1e-12)
-    return (mb.simulate(model, q0, qd0, 1.0, **opts),
-            mb.simulate(model, q0, qd0, 1.0, formulation="augmented_lagrangian", **opts), model)
+    return (
+        mb.simulate(model, q0, qd0, 1.0, **opts),
+        mb.simulate(model, q0, qd0, 1.0, formulation="augmented_lagrangian", **opts),
+        model,
+    )
 
 
 def test_motion_matches_the_null_space_formulation(crank_runs):
@@ -180,8 +188,9 @@ def _contradicting_drivers():
     crank = m2.body("crank", mass=1.0, inertia=1e-3, q=(0.05, 0.0, 0.0))
     m2.add(mb.Revolute("O", m2.ground, crank, s_i=(0.0, 0.0), s_j=(-0.05, 0.0)))
     m2.add(mb.RelativeAngleDriver("motor", m2.ground, crank, f=mb.drive.Linear(1.0)))
-    m2.add(mb.RelativeAngleDriver("brake", m2.ground, crank,
-                                  f=mb.drive.Polynomial((0.0, 1.0, 5.0))))
+    m2.add(
+        mb.RelativeAngleDriver("brake", m2.ground, crank, f=mb.drive.Polynomial((0.0, 1.0, 5.0)))
+    )
     return m2.build()
 
 
@@ -205,8 +214,11 @@ def test_inconsistent_right_hand_side_is_finite():
     qdd, consistent = al._accelerations(model, FORMULATION, terms)
     assert not bool(consistent)
     assert np.all(np.isfinite(np.asarray(al.accelerations(model, FORMULATION, terms))))
-    grad = jax.grad(lambda q: jnp.sum(al.accelerations(
-        model, FORMULATION, state_terms(model, q, terms.qd, terms.t))))(model.q0)
+    grad = jax.grad(
+        lambda q: jnp.sum(
+            al.accelerations(model, FORMULATION, state_terms(model, q, terms.qd, terms.t))
+        )
+    )(model.q0)
     assert np.all(np.isfinite(np.asarray(grad)))
 
 
@@ -217,9 +229,17 @@ def _fixed_step_loss(build, T, dt, readout):
 
     def loss(p):
         model, qd0 = build(p)
-        traj = mb.simulate(model, model.q0, qd0, T, ts=jnp.asarray([T]), dt0=dt,
-                           stepsize_controller=diffrax.ConstantStepSize(),
-                           formulation=FORMULATION, max_steps=int(T / dt) + 10)
+        traj = mb.simulate(
+            model,
+            model.q0,
+            qd0,
+            T,
+            ts=jnp.asarray([T]),
+            dt0=dt,
+            stepsize_controller=diffrax.ConstantStepSize(),
+            formulation=FORMULATION,
+            max_steps=int(T / dt) + 10,
+        )
         return readout(traj.q[-1])
 
     return loss
@@ -289,14 +309,17 @@ def test_vmapped_simulate_equals_single_runs(path):
         np.testing.assert_allclose(batched[k], single(qd0s[k]), rtol=0, atol=1e-10)
 
 
-@pytest.mark.parametrize("options, message", [
-    (dict(iterations=0), "iterations must be an integer >= 1"),
-    (dict(projection_iterations=1.5), "projection_iterations must be an integer >= 1"),
-    (dict(penalty=-1.0), "penalty must be a positive finite number"),
-    (dict(penalty=float("nan")), "penalty must be a positive finite number"),
-    (dict(tol=0.0), "tol must be a positive finite number"),
-    (dict(projection_tol=float("inf")), "projection_tol must be a positive finite number"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(iterations=0), "iterations must be an integer >= 1"),
+        (dict(projection_iterations=1.5), "projection_iterations must be an integer >= 1"),
+        (dict(penalty=-1.0), "penalty must be a positive finite number"),
+        (dict(penalty=float("nan")), "penalty must be a positive finite number"),
+        (dict(tol=0.0), "tol must be a positive finite number"),
+        (dict(projection_tol=float("inf")), "projection_tol must be a positive finite number"),
+    ],
+)
 def test_bad_options_are_refused_naming_the_option(options, message):
     with pytest.raises(ValueError, match=message):
         mb.AugmentedLagrangian(**options)
@@ -311,7 +334,13 @@ def test_explicit_stabilization_is_refused_not_ignored():
     qd0 = jnp.zeros(model.n)
     for formulation in ("augmented_lagrangian", "default"):
         with pytest.raises(ValueError, match="takes no stabilization.*mb.NullSpace"):
-            mb.simulate(model, model.q0, qd0, 0.1, formulation=formulation,
-                        stabilization=mb.Baumgarte(5.0, 5.0))
+            mb.simulate(
+                model,
+                model.q0,
+                qd0,
+                0.1,
+                formulation=formulation,
+                stabilization=mb.Baumgarte(5.0, 5.0),
+            )
     assert mb.Projection().stabilizable and mb.NullSpace().stabilizable
     assert not mb.AugmentedLagrangian().stabilizable

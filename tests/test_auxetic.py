@@ -17,8 +17,9 @@ import jaxmb as mb
 from jaxmb.models import auxetic
 
 
-@pytest.mark.parametrize("n, m, theta, side", [(4, 4, 0.1, 0.5), (3, 5, 0.6, 2.0),
-                                               (2, 2, 0.4, 1.0)])  # square, oblong, p = 0
+@pytest.mark.parametrize(
+    "n, m, theta, side", [(4, 4, 0.1, 0.5), (3, 5, 0.6, 2.0), (2, 2, 0.4, 1.0)]
+)  # square, oblong, p = 0
 def test_closure_counts_and_mode(n, m, theta, side):
     model = auxetic.build(n, m, theta=theta, side=side)
     assert float(jnp.max(jnp.abs(model.phi(model.q0)))) < 1e-14 * max(1.0, n * side)
@@ -30,6 +31,7 @@ def test_closure_counts_and_mode(n, m, theta, side):
     assert p == (n - 2) * (m - 2)
     report = mb.solvability(model, model.q0)
     assert (report.rank, report.redundancy, report.dof) == (rank, p, dof)
+
     # the mode with plate (0, 0) held: the closed form at theta' turned by theta' - theta about
     # the origin (so that plate (0, 0) keeps its angle); its derivative satisfies C qd = 0
     def held(th):
@@ -62,8 +64,16 @@ def test_motion_under_gravity_conserves_energy():
     energy exchanged, and the motion stays on the mode (|Phi| < 1e-9)."""
     model = auxetic.build(4, theta=0.3, gravity=(0.0, -9.81))
     ts = jnp.linspace(0.0, 0.3, 7)
-    traj = mb.simulate(model, model.q0, jnp.zeros(model.n), 0.3, ts=ts, rtol=1e-10, atol=1e-12,
-                       formulation=mb.AugmentedLagrangian())
+    traj = mb.simulate(
+        model,
+        model.q0,
+        jnp.zeros(model.n),
+        0.3,
+        ts=ts,
+        rtol=1e-10,
+        atol=1e-12,
+        formulation=mb.AugmentedLagrangian(),
+    )
     assert bool(traj.success)
     M = np.asarray(model.mass_diagonal())
     kinetic = 0.5 * np.sum(M * np.asarray(traj.qd) ** 2, axis=1)
@@ -120,8 +130,9 @@ def test_reactions_of_a_moving_large_grid():
         p = auxetic.configuration(6, 6, th).reshape(-1, 3)
         a = th - 0.3
         c, s_ = jnp.cos(a), jnp.sin(a)
-        return jnp.stack([c * p[:, 0] - s_ * p[:, 1], s_ * p[:, 0] + c * p[:, 1], p[:, 2] + a],
-                         axis=1).reshape(-1)
+        return jnp.stack(
+            [c * p[:, 0] - s_ * p[:, 1], s_ * p[:, 0] + c * p[:, 1], p[:, 2] + a], axis=1
+        ).reshape(-1)
 
     qd = 0.7 * jax.jacfwd(held)(jnp.asarray(0.3))
     with pytest.warns(mb.NonUniqueReactionWarning):
@@ -130,15 +141,19 @@ def test_reactions_of_a_moving_large_grid():
     C = np.asarray(model.C(q))
     F = np.asarray(model.forces(q, qd, 0.0))
     gamma = np.asarray(model.gamma(q, qd, 0.0))
-    expected = np.asarray(null_space_solve(jnp.asarray(M), jnp.asarray(F), jnp.asarray(C),
-                                           jnp.asarray(gamma)))
-    np.testing.assert_allclose(np.asarray(rx.qdd), expected, rtol=0,
-                               atol=1e-10 * np.max(np.abs(expected)))
+    expected = np.asarray(
+        null_space_solve(jnp.asarray(M), jnp.asarray(F), jnp.asarray(C), jnp.asarray(gamma))
+    )
+    np.testing.assert_allclose(
+        np.asarray(rx.qdd), expected, rtol=0, atol=1e-10 * np.max(np.abs(expected))
+    )
     lam = np.asarray(rx.lam)
-    np.testing.assert_allclose(M @ np.asarray(rx.qdd) + C.T @ lam, F, rtol=0,
-                               atol=1e-9 * np.max(np.abs(F)))
-    np.testing.assert_allclose(lam, np.linalg.pinv(C.T) @ (F - M @ expected), rtol=0,
-                               atol=1e-9 * np.max(np.abs(lam)))
+    np.testing.assert_allclose(
+        M @ np.asarray(rx.qdd) + C.T @ lam, F, rtol=0, atol=1e-9 * np.max(np.abs(F))
+    )
+    np.testing.assert_allclose(
+        lam, np.linalg.pinv(C.T) @ (F - M @ expected), rtol=0, atol=1e-9 * np.max(np.abs(lam))
+    )
     assert np.max(np.abs(expected)) > 0.1  # it accelerates
 
 
@@ -156,14 +171,18 @@ def test_designed_pattern_closes_and_the_nominal_one_is_the_default():
     assert float(jnp.max(jnp.abs(designed.phi(designed.q0)))) < 1e-14
     np.testing.assert_allclose(np.asarray(designed.masses), 2.0 * sizes**2, rtol=1e-15)
     default = auxetic.build(n, m, theta=0.4)
-    nominal = auxetic.build(n, m, theta=0.4, sizes=np.ones(n * m),
-                            offsets=np.zeros((hinges, 2)))
-    np.testing.assert_allclose(np.asarray(nominal.C(nominal.q0)),
-                               np.asarray(default.C(default.q0)), rtol=0, atol=1e-15)
+    nominal = auxetic.build(n, m, theta=0.4, sizes=np.ones(n * m), offsets=np.zeros((hinges, 2)))
+    np.testing.assert_allclose(
+        np.asarray(nominal.C(nominal.q0)), np.asarray(default.C(default.q0)), rtol=0, atol=1e-15
+    )
     _, local = auxetic.hinge_points(n, m, 0.4)
     for h, (_, _, _, corner_a, corner_b) in enumerate(auxetic.hinges(n, m)):
-        np.testing.assert_allclose(np.asarray(local[h]), 0.5 * np.asarray(
-            [auxetic.CORNERS[corner_a], auxetic.CORNERS[corner_b]]), rtol=0, atol=1e-15)
+        np.testing.assert_allclose(
+            np.asarray(local[h]),
+            0.5 * np.asarray([auxetic.CORNERS[corner_a], auxetic.CORNERS[corner_b]]),
+            rtol=0,
+            atol=1e-15,
+        )
     with pytest.raises(ValueError, match="sizes must have shape"):
         auxetic.build(n, m, sizes=np.ones(3))
 

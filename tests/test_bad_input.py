@@ -80,14 +80,18 @@ def test_unknown_body_handle():
     """A body name given where a handle is expected, or a handle this mechanism never issued
     (a forged copy of a real one), is refused naming the element and the body."""
     m, b1, b2 = _chain()
-    with pytest.raises(ValueError, match="Distance 'D': its first body must be a body handle.*"
-                                         "got 'b1' of type str"):
+    with pytest.raises(
+        ValueError, match="Distance 'D': its first body must be a body handle.*got 'b1' of type str"
+    ):
         mb.Distance("D", "b1", b2, s_i=(0.0, 0.0), s_j=(0.0, 0.0), length=1.0)
     with pytest.raises(ValueError, match="Torque 'T': body must be a body handle.*got 'b2'"):
         mb.Torque("T", "b2", 1.0)
     ghost = dataclasses.replace(b2, name="ghost", index=7)
-    with pytest.raises(ValueError, match="Revolute 'R': body 'ghost' is unknown to this "
-                                         r"Mechanism; its bodies are \['b1', 'b2'\]"):
+    with pytest.raises(
+        ValueError,
+        match="Revolute 'R': body 'ghost' is unknown to this "
+        r"Mechanism; its bodies are \['b1', 'b2'\]",
+    ):
         m.add(mb.Revolute("R", b1, ghost, s_i=(0.0, 0.0), s_j=(0.0, 0.0)))
     assert m.build().pair_names == ("O", "B")  # nothing was added
 
@@ -107,12 +111,23 @@ def test_duplicate_names():
     with pytest.raises(ValueError, match="body name 'b2' is already used"):
         m.body("b2", mass=1.0, inertia=1.0)
     with pytest.raises(ValueError, match="an element named 'B' was already added"):
-        m.add(mb.SpringDamper("B", b1, b2, s_i=(0.0, 0.0), s_j=(0.0, 0.0), stiffness=1.0,
-                              damping=0.0, free_length=1.0))
+        m.add(
+            mb.SpringDamper(
+                "B",
+                b1,
+                b2,
+                s_i=(0.0, 0.0),
+                s_j=(0.0, 0.0),
+                stiffness=1.0,
+                damping=0.0,
+                free_length=1.0,
+            )
+        )
 
 
-@pytest.mark.parametrize("label,value", [("mass", 0.0), ("mass", -2.0), ("inertia", 0.0),
-                                         ("inertia", -1e-3)])
+@pytest.mark.parametrize(
+    "label,value", [("mass", 0.0), ("mass", -2.0), ("inertia", 0.0), ("inertia", -1e-3)]
+)
 def test_non_positive_mass_or_inertia(label, value):
     """Zero or negative mass / inertia names the body, the field and the value."""
     m = mb.Mechanism()
@@ -144,11 +159,17 @@ def test_wrongly_shaped_values_at_build():
     """Vectors and scalars of the wrong shape name the element / body, the field and the
     shape."""
     m, b1, b2 = _chain()
-    with pytest.raises(ValueError, match=r"Revolute 'R': s_j must be a 2-vector, got shape "
-                                         r"\(3,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Revolute 'R': s_j must be a 2-vector, got shape "
+        r"\(3,\)",
+    ):
         mb.Revolute("R", b1, b2, s_i=(0.0, 0.0), s_j=(0.0, 0.0, 0.0))
-    with pytest.raises(ValueError, match=r"Distance 'D': length must be a scalar, got shape "
-                                         r"\(2,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Distance 'D': length must be a scalar, got shape "
+        r"\(2,\)",
+    ):
         mb.Distance("D", b1, b2, s_i=(0.0, 0.0), s_j=(0.0, 0.0), length=(1.0, 1.0))
     with pytest.raises(ValueError, match=r"body 'b3': q must be \(x, y, phi\), got shape \(2,\)"):
         m.body("b3", mass=1.0, inertia=1.0, q=(0.0, 0.0))
@@ -214,28 +235,46 @@ def test_drive_function_with_wrong_shape():
     """A drive function whose value has the wrong shape is refused when the element is made,
     found from the function's output shape (jax.eval_shape) and naming the element."""
     m, b1, b2 = _chain()
-    with pytest.raises(ValueError, match=r"RelativeAngleDriver 'motor': f is a Linear "
-                                         r"returning shape \(2,\); it must return a scalar"):
+    with pytest.raises(
+        ValueError,
+        match=r"RelativeAngleDriver 'motor': f is a Linear "
+        r"returning shape \(2,\); it must return a scalar",
+    ):
         mb.RelativeAngleDriver("motor", m.ground, b1, f=mb.drive.Linear(slope=(1.0, 2.0)))
-    with pytest.raises(ValueError, match=r"AbsoluteDriver 'x': f is a Constant returning shape "
-                                         r"\(3,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"AbsoluteDriver 'x': f is a Constant returning shape "
+        r"\(3,\)",
+    ):
         mb.AbsoluteDriver("x", b2, 0, f=(0.0, 1.0, 2.0))
-    with pytest.raises(ValueError, match=r"Force 'F': f is a Harmonic returning shape \(\); "
-                                         r"it must return shape \(2,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Force 'F': f is a Harmonic returning shape \(\); "
+        r"it must return shape \(2,\)",
+    ):
         mb.Force("F", b2, s=(0.0, 0.0), f=mb.drive.Harmonic(1.0, 2.0))
-    with pytest.raises(ValueError, match=r"Torque 'T': tau is a Constant returning shape "
-                                         r"\(2,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Torque 'T': tau is a Constant returning shape "
+        r"\(2,\)",
+    ):
         mb.Torque("T", b1, mb.drive.Constant(jnp.ones(2)))
 
 
 def test_non_finite_drive_parameters_at_build():
     """A drive function (or constant load) with non-finite parameters names the element."""
     m, b1, _ = _chain()
-    with pytest.raises(ValueError, match=r"Torque 'T': tau \(Constant\) has a non-finite "
-                                         "parameter inf"):
+    with pytest.raises(
+        ValueError,
+        match=r"Torque 'T': tau \(Constant\) has a non-finite "
+        "parameter inf",
+    ):
         mb.Torque("T", b1, np.inf)
-    with pytest.raises(ValueError, match=r"RelativeAngleDriver 'motor': f \(Linear\) has a "
-                                         "non-finite parameter nan"):
+    with pytest.raises(
+        ValueError,
+        match=r"RelativeAngleDriver 'motor': f \(Linear\) has a "
+        "non-finite parameter nan",
+    ):
         mb.RelativeAngleDriver("motor", m.ground, b1, f=mb.drive.Linear(np.nan))
 
 
@@ -255,8 +294,10 @@ def test_inconsistent_initial_velocity(chain_model):
     consistent_velocity. A vertical velocity of b2's centre alone, ydot_2 = 1, keeps O
     satisfied (b1 at rest) and breaks B (the joint point of b2 moves, b1's does not)."""
     qd0 = jnp.zeros(6).at[4].set(1.0)
-    with pytest.raises(RuntimeError, match="velocity constraints C qd \\+ b = 0 of pair 'B'.*"
-                                           "mb.consistent_velocity"):
+    with pytest.raises(
+        RuntimeError,
+        match="velocity constraints C qd \\+ b = 0 of pair 'B'.*mb.consistent_velocity",
+    ):
         mb.simulate(chain_model, chain_model.q0, qd0, 0.1)
 
 
@@ -294,8 +335,11 @@ def test_contradictory_constraints():
     m.add(mb.Revolute("O", m.ground, b1, s_i=(0.0, 0.0), s_j=(0.0, 0.0)))
     m.add(mb.AbsoluteDriver("hold", b1, 0, f=0.0))
     m.add(mb.AbsoluteDriver("push", b1, 0, f=1.0))
-    with pytest.raises(RuntimeError, match="assemble: no configuration satisfies the "
-                                           "constraints; pair 'push' keeps the largest residual"):
+    with pytest.raises(
+        RuntimeError,
+        match="assemble: no configuration satisfies the "
+        "constraints; pair 'push' keeps the largest residual",
+    ):
         mb.assemble(m.build())
 
 
@@ -338,9 +382,12 @@ def test_singular_configuration_during_run():
     before = np.asarray(TS) <= float(traj.t_stop)
     assert np.all(np.isfinite(traj.q[before])) and np.all(np.isinf(traj.q[~before]))
     np.testing.assert_allclose(traj.q[before, 0], TS[before], atol=1e-6)  # x = speed t
-    with pytest.raises(RuntimeError, match=r"singular configuration was reached at "
-                                           r"t = 0\.50000000\d*: .*pairs involved: "
-                                           r"\['pin', 'push'\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"singular configuration was reached at "
+        r"t = 0\.50000000\d*: .*pairs involved: "
+        r"\['pin', 'push'\]",
+    ):
         mb.simulate(model, model.q0, qd0, 1.0, ts=TS)
 
 
@@ -374,19 +421,27 @@ def test_step_size_collapse():
     inside jit) names the collapse and the force element that changes fastest there. (The
     result code and t_stop of a failed run are checked in the singular test above.)"""
     model = _spun_disc(0.3, 0.0)
-    with pytest.raises(RuntimeError, match=r"step size collapsed \(below dtmin.*changing "
-                                           "fastest there is Torque 'spike'"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"step size collapsed \(below dtmin.*changing "
+        "fastest there is Torque 'spike'",
+    ):
         _run_loudly(model)
 
 
 def test_non_finite_applied_forces():
     """A torque that turns nan at t = 0.3 s (finite before) is named when the run stops there;
     one that is nan already at t0 is named before integrating."""
-    with pytest.raises(RuntimeError, match="applied force of Torque 'spike' is not finite "
-                                           "where the integration stopped"):
+    with pytest.raises(
+        RuntimeError,
+        match="applied force of Torque 'spike' is not finite where the integration stopped",
+    ):
         _run_loudly(_spun_disc(0.3, 1.0))
-    with pytest.raises(RuntimeError, match=r"applied force of Torque 'spike' is not finite at "
-                                           r"the initial state \(t0\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"applied force of Torque 'spike' is not finite at "
+        r"the initial state \(t0\)",
+    ):
         mb.simulate(_spun_disc(0.0, 1.0), jnp.zeros(3), jnp.zeros(3), 1.0)
 
 
@@ -408,8 +463,11 @@ _reactions = eqx.filter_jit(mb.reactions)
 
 def test_eliminate_row_out_of_range(doubled_pin):
     """A row index outside 0..m+h-1 names the row and the valid range (at trace time)."""
-    with pytest.raises(ValueError, match=r"Eliminate: row 4 is out of range; C has 4 rows "
-                                         r"\(0..3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Eliminate: row 4 is out of range; C has 4 rows "
+        r"\(0..3\)",
+    ):
         _reactions(doubled_pin, doubled_pin.q0, jnp.zeros(3), method=mb.Eliminate((1, 4)))
 
 
@@ -419,11 +477,17 @@ def test_eliminate_rows_leaving_a_singular_system(doubled_pin):
     removable sets are pairs with one x row (0 or 2) and one y row (1 or 3); solvability
     finds one of them."""
     assert eqx.filter_jit(mb.solvability)(doubled_pin, doubled_pin.q0).redundant_rows in {
-        (0, 1), (0, 3), (1, 2), (2, 3)}
+        (0, 1),
+        (0, 3),
+        (1, 2),
+        (2, 3),
+    }
     # both checks fail here (one row dropped where p = 2, and the reduced system is singular):
     # whichever is reported first, it names the method with its rows
-    either = (r"reactions\(method=Eliminate\(rows=\(0,\)\)\): (the remaining rows leave a "
-              r"singular|the eliminated rows are not a removable set)")
+    either = (
+        r"reactions\(method=Eliminate\(rows=\(0,\)\)\): (the remaining rows leave a "
+        r"singular|the eliminated rows are not a removable set)"
+    )
     with pytest.raises(RuntimeError, match=either):
         _reactions(doubled_pin, doubled_pin.q0, jnp.zeros(3), method=mb.Eliminate((0,)))
     # eager: the compiled program is shared by all rows, the message still names them and
@@ -448,8 +512,16 @@ def _write(tmp_path, data):
 _FILE = {
     "jaxmb_model": 1,
     "bodies": [{"name": "crank", "mass": 1.0, "inertia": 0.01, "q": [0.05, 0.0, 0.0]}],
-    "elements": [{"type": "Revolute", "name": "O", "i": "ground", "j": "crank",
-                  "s_i": [0.0, 0.0], "s_j": [-0.05, 0.0]}],
+    "elements": [
+        {
+            "type": "Revolute",
+            "name": "O",
+            "i": "ground",
+            "j": "crank",
+            "s_i": [0.0, 0.0],
+            "s_j": [-0.05, 0.0],
+        }
+    ],
 }
 
 
@@ -458,8 +530,11 @@ def test_model_file_with_unknown_key_or_missing_field(tmp_path):
     assert mb.load(_write(tmp_path, _FILE)).pair_names == ("O",)
     typo = json.loads(json.dumps(_FILE))
     typo["elements"][0]["s_jj"] = typo["elements"][0].pop("s_j")
-    with pytest.raises(ValueError, match=r"model\.json.*elements\[0\] \(Revolute 'O'\): "
-                                         "unknown key 's_jj'"):
+    with pytest.raises(
+        ValueError,
+        match=r"model\.json.*elements\[0\] \(Revolute 'O'\): "
+        "unknown key 's_jj'",
+    ):
         mb.load(_write(tmp_path, typo))
     missing = json.loads(json.dumps(_FILE))
     del missing["bodies"][0]["inertia"]
@@ -469,17 +544,19 @@ def test_model_file_with_unknown_key_or_missing_field(tmp_path):
 
 def test_unknown_method_or_formulation(chain_model):
     """Unknown option strings name the function and list the accepted values."""
-    with pytest.raises(ValueError, match="solvability: method must be 'qr', 'svd', 'rank' or "
-                                         "'sparse', got 'lu'"):
+    with pytest.raises(
+        ValueError, match="solvability: method must be 'qr', 'svd', 'rank' or 'sparse', got 'lu'"
+    ):
         mb.solvability(chain_model, chain_model.q0, method="lu")
-    with pytest.raises(ValueError, match="reactions: method must be 'min_norm', 'auto'.*got "
-                                         "'pinv'"):
+    with pytest.raises(
+        ValueError, match="reactions: method must be 'min_norm', 'auto'.*got 'pinv'"
+    ):
         mb.reactions(chain_model, chain_model.q0, jnp.zeros(6), method="pinv")
-    with pytest.raises(ValueError, match="statics: method must be 'min_norm', 'auto'.*got "
-                                         "'pinv'"):
+    with pytest.raises(ValueError, match="statics: method must be 'min_norm', 'auto'.*got 'pinv'"):
         mb.statics(chain_model, chain_model.q0, method="pinv")
-    with pytest.raises(ValueError, match="inverse_dynamics: method must be 'min_norm', "
-                                         "'auto'.*got 'pinv'"):
+    with pytest.raises(
+        ValueError, match="inverse_dynamics: method must be 'min_norm', 'auto'.*got 'pinv'"
+    ):
         mb.inverse_dynamics(chain_model, jnp.linspace(0.0, 0.1, 3), method="pinv")
     with pytest.raises(ValueError, match="simulate: formulation must be .*got 'lagrange'"):
         mb.simulate(chain_model, chain_model.q0, jnp.zeros(6), 0.1, formulation="lagrange")
@@ -496,12 +573,17 @@ def test_eliminate_requires_a_removable_set(chain_model, doubled_pin):
     one x and one y row) gives the null-space accelerations (an independent formulation,
     seed 001 eq. 13) to 1e-12 and zero multipliers on the eliminated rows."""
     q, qd = chain_model.q0, jnp.zeros(6)
-    problem = (r"(?s)Eliminate\(rows=\(0, 1\)\)\): the eliminated rows are not a removable set "
-               r"at this configuration: C has rank 4 here, so exactly p = 0 row\(s\)")
+    problem = (
+        r"(?s)Eliminate\(rows=\(0, 1\)\)\): the eliminated rows are not a removable set "
+        r"at this configuration: C has rank 4 here, so exactly p = 0 row\(s\)"
+    )
     with pytest.raises(RuntimeError, match=problem + ".*No row is redundant at this state"):
         mb.reactions(chain_model, q, qd, method=mb.Eliminate((0, 1)))
-    with pytest.raises(RuntimeError, match=r"(?s)simulate\(formulation=Eliminate\(rows=\(0, 1\)"
-                                           r"\)\): the eliminated rows are not a removable.*at q0"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"(?s)simulate\(formulation=Eliminate\(rows=\(0, 1\)"
+        r"\)\): the eliminated rows are not a removable.*at q0",
+    ):
         mb.simulate(chain_model, q, qd, 0.1, formulation=mb.Eliminate((0, 1)))
     rx = mb.reactions(doubled_pin, doubled_pin.q0, jnp.zeros(3), method=mb.Eliminate((2, 3)))
     reference = mb.accelerations(doubled_pin, doubled_pin.q0, jnp.zeros(3))
@@ -520,14 +602,26 @@ def test_analyses_refuse_non_finite_states(chain_model, where):
     cases = [
         (lambda: wrap(mb.solvability)(chain_model, bad_q).rank, "solvability: q", 4, "y", "b2"),
         (lambda: wrap(mb.reactions)(chain_model, bad_q, qd).lam, "reactions: q", 4, "y", "b2"),
-        (lambda: wrap(mb.accelerations)(chain_model, q, bad_qd), "accelerations: qd", 2, "phi",
-         "b1"),
-        (lambda: wrap(mb.consistent_velocity)(chain_model, bad_q, qd),
-         "consistent_velocity: q", 4, "y", "b2"),
+        (
+            lambda: wrap(mb.accelerations)(chain_model, q, bad_qd),
+            "accelerations: qd",
+            2,
+            "phi",
+            "b1",
+        ),
+        (
+            lambda: wrap(mb.consistent_velocity)(chain_model, bad_q, qd),
+            "consistent_velocity: q",
+            4,
+            "y",
+            "b2",
+        ),
     ]
     for run, label, k, component, body in cases:
-        with pytest.raises(RuntimeError, match=re.escape(
-                f"{label}[{k}] ({component} of body '{body}') is not finite")):
+        with pytest.raises(
+            RuntimeError,
+            match=re.escape(f"{label}[{k}] ({component} of body '{body}') is not finite"),
+        ):
             run()
 
 
@@ -553,11 +647,16 @@ def test_reactions_check_the_state(chain_model):
     vmapped batch whose other member is consistent. check=False computes anyway; its
     reactions still satisfy sum_X f_X = M qdd - F (seed 001, eq. 15) to 1e-12."""
     q, qd = chain_model.q0, jnp.zeros(6)
-    with pytest.raises(RuntimeError, match="reactions: q violates the position constraints of "
-                                           "pair 'B'.*mb.assemble.*check=False"):
+    with pytest.raises(
+        RuntimeError,
+        match="reactions: q violates the position constraints of "
+        "pair 'B'.*mb.assemble.*check=False",
+    ):
         mb.reactions(chain_model, q.at[4].add(1e-3), qd)
-    with pytest.raises(RuntimeError, match="reactions: qd violates the velocity constraints.*"
-                                           "of pair 'B'.*consistent_velocity"):
+    with pytest.raises(
+        RuntimeError,
+        match="reactions: qd violates the velocity constraints.*of pair 'B'.*consistent_velocity",
+    ):
         mb.reactions(chain_model, q, qd.at[4].set(1.0))
     # batch: the consistent member has a 1e-9 residual in B (below the tolerance) and the
     # broken one violates O; equinox names the largest index over the batch, which used to
@@ -583,18 +682,21 @@ def test_element_names_and_numbers():
         mb.Weld("", b1, b2)
 
     def spring(**kw):
-        args = dict(s_i=(0.0, 0.0), s_j=(0.0, 0.0), stiffness=1.0, damping=0.1,
-                    free_length=1.0) | kw
+        args = (
+            dict(s_i=(0.0, 0.0), s_j=(0.0, 0.0), stiffness=1.0, damping=0.1, free_length=1.0) | kw
+        )
         return mb.SpringDamper("S", b1, b2, **args)
 
     for label in ("stiffness", "damping", "free_length"):
-        with pytest.raises(ValueError, match=f"SpringDamper 'S': {label} = -2.0 must be "
-                                             "non-negative"):
+        with pytest.raises(
+            ValueError, match=f"SpringDamper 'S': {label} = -2.0 must be non-negative"
+        ):
             spring(**{label: -2.0})
     with pytest.raises(ValueError, match="RotationalSpringDamper 'R': damping = -1.0 must"):
         mb.RotationalSpringDamper("R", b1, b2, stiffness=1.0, damping=-1.0)
-    with pytest.raises(ValueError, match="SpringDamper 'S': stiffness must be a number.*got "
-                                         "'1e3' of type str"):
+    with pytest.raises(
+        ValueError, match="SpringDamper 'S': stiffness must be a number.*got '1e3' of type str"
+    ):
         spring(stiffness="1e3")
     with pytest.raises(ValueError, match="Torque 'T': tau must be a number"):
         mb.Torque("T", b1, "2.0")
@@ -604,16 +706,30 @@ def test_element_names_and_numbers():
     @eqx.filter_jit
     def spring_force(k):
         mm, c1, c2 = _chain()
-        mm.add(mb.SpringDamper("S", c1, c2, s_i=(0.0, 0.0), s_j=(0.0, 0.0), stiffness=k,
-                               damping=0.0, free_length=0.5))
+        mm.add(
+            mb.SpringDamper(
+                "S",
+                c1,
+                c2,
+                s_i=(0.0, 0.0),
+                s_j=(0.0, 0.0),
+                stiffness=k,
+                damping=0.0,
+                free_length=0.5,
+            )
+        )
         model = mm.build()
         return model.forces(model.q0, jnp.zeros(6))
 
     # control: centres 1 m apart, free length 0.5: tension k / 2 along x
-    np.testing.assert_allclose(spring_force(jnp.asarray(2.0))[np.array([0, 3])], [1.0, -1.0],
-                               atol=1e-15)
-    with pytest.raises(RuntimeError, match="SpringDamper 'S': stiffness must be non-negative "
-                                           r"\(traced value\)"):
+    np.testing.assert_allclose(
+        spring_force(jnp.asarray(2.0))[np.array([0, 3])], [1.0, -1.0], atol=1e-15
+    )
+    with pytest.raises(
+        RuntimeError,
+        match="SpringDamper 'S': stiffness must be non-negative "
+        r"\(traced value\)",
+    ):
         spring_force(jnp.asarray(-2.0))
 
 
@@ -623,13 +739,15 @@ def test_chunked_solvability_map(chain_model):
     Five configurations of the chain (b1 and b2 rotated rigidly about the pin by angle a,
     consistent by construction) in chunks of 2: the ranks, verdicts and |B_X| equal the
     one-at-a-time reports."""
+
     def rotated(a):
         c, s = jnp.cos(a), jnp.sin(a)
         return jnp.array([0.5 * c, 0.5 * s, a, 1.5 * c, 1.5 * s, a])
 
     qs = jax.vmap(rotated)(jnp.linspace(-1.0, 1.0, 5))
-    chunked = jax.jit(lambda xs: jax.lax.map(lambda x: mb.solvability(chain_model, x), xs,
-                                             batch_size=2))(qs)
+    chunked = jax.jit(
+        lambda xs: jax.lax.map(lambda x: mb.solvability(chain_model, x), xs, batch_size=2)
+    )(qs)
     assert chunked.group_solvable is None
     for k in range(5):
         rep = mb.solvability(chain_model, qs[k])
@@ -650,8 +768,9 @@ def _simulate_batch(model, q0s, qd0s, t0, t1, ts):
     """The one compiled simulate of the tests below: vmapped over four initial states, t0, t1
     and ts traced (arrays, so that their checks run inside jit and every call shares the
     program), throw=False."""
-    return _simulate_batch_compiled(model, q0s, qd0s, jnp.asarray(t0, jnp.float64),
-                                    jnp.asarray(t1, jnp.float64), ts)
+    return _simulate_batch_compiled(
+        model, q0s, qd0s, jnp.asarray(t0, jnp.float64), jnp.asarray(t1, jnp.float64), ts
+    )
 
 
 def _four(x):
@@ -692,8 +811,10 @@ def test_vmapped_simulate_refuses_bad_starts_per_member(chain_model):
     traj = _simulate_batch(chain_model, q0s, qd0s, 0.0, T_BACK, TS_FWD)
     np.testing.assert_array_equal(traj.start_error, [0, 3, 1, 4])
     assert [START_ERRORS[k] for k in (3, 1, 4)] == [
-        "q0 violates the position constraints (call mb.assemble first)", "q0 is not finite",
-        "qd0 violates the velocity constraints (call mb.consistent_velocity first)"]
+        "q0 violates the position constraints (call mb.assemble first)",
+        "q0 is not finite",
+        "qd0 violates the velocity constraints (call mb.consistent_velocity first)",
+    ]
     np.testing.assert_array_equal(traj.success, [True, False, False, False])
     refused = jax.vmap(lambda r: r == diffrax.RESULTS.nonfinite_input)(traj.result)
     np.testing.assert_array_equal(refused, [False, True, True, True])
@@ -715,8 +836,9 @@ def test_simulate_checks_times_and_tolerances(chain_model):
         with pytest.raises(ValueError, match=f"simulate: t1 = {t1} is not finite"):
             sim(t1)
     for label, value in (("rtol", 0.0), ("rtol", np.nan), ("atol", -1e-10), ("atol", 0.0)):
-        with pytest.raises(ValueError, match=f"simulate: {label} must be a positive, finite "
-                                             f"tolerance.*got {value}"):
+        with pytest.raises(
+            ValueError, match=f"simulate: {label} must be a positive, finite tolerance.*got {value}"
+        ):
             sim(0.1, **{label: value})
     bad_ts = [
         (jnp.full((2, 3), 0.05), r"ts must be a 1-D array of save times, got shape \(2, 3\)"),
@@ -750,8 +872,11 @@ def test_forward_mode_derivative_needs_forward_mode_adjoint():
         traj = mb.simulate(model, jnp.zeros(3), qd0, T, ts=jnp.array([T]), adjoint=adjoint)
         return traj.q[-1], traj.q[-1]
 
-    with pytest.raises(TypeError, match=r"simulate: forward-mode differentiation \(jax.jacfwd.*"
-                                        r"adjoint=diffrax.ForwardMode\(\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"simulate: forward-mode differentiation \(jax.jacfwd.*"
+        r"adjoint=diffrax.ForwardMode\(\)",
+    ):
         jax.jacfwd(final_q, has_aux=True)(jnp.zeros(3))
     qd0 = jnp.array([0.1, -0.2, 0.3])
     jac, q = jax.jacfwd(lambda v: final_q(v, diffrax.ForwardMode()), has_aux=True)(qd0)
@@ -782,8 +907,18 @@ def _stiff_pendulum(rigid):
     if rigid:
         m.add(mb.Distance("rod", m.ground, bob, s_i=(0.0, 0.0), s_j=(0.0, 0.0), length=1.0))
     else:
-        m.add(mb.SpringDamper("rod", m.ground, bob, s_i=(0.0, 0.0), s_j=(0.0, 0.0),
-                              stiffness=1e12, damping=0.0, free_length=1.0))
+        m.add(
+            mb.SpringDamper(
+                "rod",
+                m.ground,
+                bob,
+                s_i=(0.0, 0.0),
+                s_j=(0.0, 0.0),
+                stiffness=1e12,
+                damping=0.0,
+                free_length=1.0,
+            )
+        )
     m.add(mb.Gravity((0.0, -9.81)))
     return m.build()
 
@@ -798,8 +933,11 @@ def test_stiff_spring_hint_is_true():
     qd0 = jnp.array([1.0, 0.0, 0.0])
     spring, rod = _stiff_pendulum(False), _stiff_pendulum(True)
     short, long = jnp.array([0.0, 5e-4, 1e-3]), jnp.array([0.0, 0.05, 0.1])
-    with pytest.raises(RuntimeError, match=r"max_steps ran out at t = .*model it as a "
-                                           r"constraint instead \(e.g. mb.Distance"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"max_steps ran out at t = .*model it as a "
+        r"constraint instead \(e.g. mb.Distance",
+    ):
         mb.simulate(spring, spring.q0, qd0, 0.1, ts=long, max_steps=4000)
     resolved = mb.simulate(spring, spring.q0, qd0, 1e-3, ts=short, max_steps=4000)
     assert int(resolved.num_steps) > 1000
@@ -837,20 +975,27 @@ def test_model_file_size_limits(tmp_path):
         mb.load(loop)
     huge = tmp_path / "huge.json"
     huge.write_text(json.dumps({**_FILE, "bodies": [{**_FILE["bodies"][0], "mass": 10**400}]}))
-    with pytest.raises(ValueError, match=r"bodies\[0\] \('crank'\): mass = 10{79}\.\.\. "
-                                         r"\(401 characters\) is beyond the float64 range"):
+    with pytest.raises(
+        ValueError,
+        match=r"bodies\[0\] \('crank'\): mass = 10{79}\.\.\. "
+        r"\(401 characters\) is beyond the float64 range",
+    ):
         mb.load(huge)
-    for suffix, text in ((".json", "[" * 100_000 + "]" * 100_000),
-                         (".yaml", "[" * 100_000 + "]" * 100_000)):
+    for suffix, text in (
+        (".json", "[" * 100_000 + "]" * 100_000),
+        (".yaml", "[" * 100_000 + "]" * 100_000),
+    ):
         deep = tmp_path / f"deep{suffix}"
         deep.write_text(text)
         with pytest.raises(ValueError, match=f"deep{suffix}'?: nested too deeply"):
             mb.load(deep)
     fine = tmp_path / "anchors.yaml"
-    fine.write_text(_YAML_HEAD + "  inertia: 0.01\nelements:\n"
-                    "- {type: Revolute, name: O, i: ground, j: crank, s_i: &o [0.0, 0.0], "
-                    "s_j: [-0.05, 0.0]}\n"
-                    "- {type: Force, name: F, body: crank, s: *o, f: [0.0, 1.0]}\n")
+    fine.write_text(
+        _YAML_HEAD + "  inertia: 0.01\nelements:\n"
+        "- {type: Revolute, name: O, i: ground, j: crank, s_i: &o [0.0, 0.0], "
+        "s_j: [-0.05, 0.0]}\n"
+        "- {type: Force, name: F, body: crank, s: *o, f: [0.0, 1.0]}\n"
+    )
     assert mb.load(fine).pair_names == ("O",)
 
 
@@ -898,21 +1043,26 @@ def test_cli_failures_are_one_line_and_keep_files(cli_main, tmp_path, monkeypatc
     out.write_bytes(b"previous run")
 
     def simulate(t1, saves="11", path=out):
-        return cli_main("simulate", str(model_file), "--t1", t1, "--num-saves", saves,
-                        "--out", str(path))
+        return cli_main(
+            "simulate", str(model_file), "--t1", t1, "--num-saves", saves, "--out", str(path)
+        )
 
     assert simulate("nan") == "jaxmb: --t1 nan: expected a positive, finite duration in seconds"
     assert "--t1 -1: expected a positive" in simulate("-1")
     assert simulate("1", saves="-3") == (
-        "jaxmb: --num-saves -3: expected at least 2 (the first and last instants)")
+        "jaxmb: --num-saves -3: expected at least 2 (the first and last instants)"
+    )
     from jaxmb import cli
 
     with monkeypatch.context() as patch:  # the output folder is checked before any run
         patch.setattr(cli, "_trajectory", None)
         assert "does not exist" in simulate("1", path=tmp_path / "no" / "x.npz")
     message = simulate("1.0")
-    assert re.fullmatch(r"jaxmb: simulate: a singular configuration was reached at "
-                        r"t = 0\.5000000\d*: .*pairs involved: \['pin', 'push'\].*", message)
+    assert re.fullmatch(
+        r"jaxmb: simulate: a singular configuration was reached at "
+        r"t = 0\.5000000\d*: .*pairs involved: \['pin', 'push'\].*",
+        message,
+    )
     assert out.read_bytes() == b"previous run"
 
     def failing_savez(fh, **arrays):
@@ -929,14 +1079,17 @@ def test_cli_failures_are_one_line_and_keep_files(cli_main, tmp_path, monkeypatc
     q = np.load(out)["q"]
     np.testing.assert_allclose(q[:, 0], np.linspace(0.0, 0.4, 11), atol=1e-7)  # x = t
     stuck = tmp_path / "stuck.yaml"
-    stuck.write_text("jaxmb_model: 1\nbodies:\n- {name: b1, mass: 1.0, inertia: 0.1}\n"
-                     "elements:\n- {type: Revolute, name: O, i: ground, j: b1, s_i: [0.0, 0.0], "
-                     "s_j: [0.0, 0.0]}\n- {type: AbsoluteDriver, name: hold, body: b1, "
-                     "coordinate: 0, f: 0.0}\n- {type: AbsoluteDriver, name: push, body: b1, "
-                     "coordinate: 0,"
-                     " f: 1.0}\n")
+    stuck.write_text(
+        "jaxmb_model: 1\nbodies:\n- {name: b1, mass: 1.0, inertia: 0.1}\n"
+        "elements:\n- {type: Revolute, name: O, i: ground, j: b1, s_i: [0.0, 0.0], "
+        "s_j: [0.0, 0.0]}\n- {type: AbsoluteDriver, name: hold, body: b1, "
+        "coordinate: 0, f: 0.0}\n- {type: AbsoluteDriver, name: push, body: b1, "
+        "coordinate: 0,"
+        " f: 1.0}\n"
+    )
     assert cli_main("report", str(stuck)).startswith(
-        "jaxmb: assemble: no configuration satisfies the constraints; pair 'push'")
+        "jaxmb: assemble: no configuration satisfies the constraints; pair 'push'"
+    )
 
 
 def test_raw_python_errors_became_messages(chain_model):
@@ -949,27 +1102,36 @@ def test_raw_python_errors_became_messages(chain_model):
     q0, qd0 = model.q0, jnp.zeros(model.n)
     pin = model.pair_names[0]
     for value in ("abc", None, True):
-        with pytest.raises(ValueError, match=f"Compliance: stiffness of pair '{pin}' must be a "
-                                             "positive number"):
+        with pytest.raises(
+            ValueError, match=f"Compliance: stiffness of pair '{pin}' must be a positive number"
+        ):
             mb.Compliance({pin: value})
     with pytest.raises(ValueError, match="Compliance: default must be a positive number"):
         mb.Compliance({}, default="1e3")
     soft = rigid_limit.with_bushings(model, {pin: 1e4})
-    with pytest.raises(ValueError, match=r"pair_forces: \['O9'\] are not Bushings.*did you "
-                                         f"mean '{pin}'"):
+    with pytest.raises(
+        ValueError,
+        match=r"pair_forces: \['O9'\] are not Bushings.*did you "
+        f"mean '{pin}'",
+    ):
         rigid_limit.pair_forces(soft, soft.q0, qd0, ["O9"])
 
     class ThreeNumbers(mb.AbstractAccelerationFormulation):
         def accelerations(self, model, terms, label):
             return jnp.zeros(3)
 
-    with pytest.raises(ValueError, match=r"ThreeNumbers.accelerations returned shape \(3,\).*"
-                                         rf"shape \(n,\) = \({model.n},\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"ThreeNumbers.accelerations returned shape \(3,\).*"
+        rf"shape \(n,\) = \({model.n},\)",
+    ):
         mb.simulate(model, q0, qd0, 0.1, formulation=ThreeNumbers())
     batch = (jnp.stack([q0, q0]), jnp.stack([qd0, qd0]))
-    for kwargs, what in ((dict(chunk=float("nan")), "chunk must be an integer >= 1"),
-                         (dict(chunk=0), "chunk must be an integer >= 1"),
-                         (dict(devices=[]), "devices must be a non-empty sequence")):
+    for kwargs, what in (
+        (dict(chunk=float("nan")), "chunk must be an integer >= 1"),
+        (dict(chunk=0), "chunk must be an integer >= 1"),
+        (dict(devices=[]), "devices must be a non-empty sequence"),
+    ):
         with pytest.raises(ValueError, match=f"batch.map: {what}"):
             mb.batch.map(lambda q, qd: q, *batch, **kwargs)
 
@@ -1007,8 +1169,11 @@ def test_gradient_at_a_singular_configuration_is_nan_not_plausible():
         q, qd = n_four_bar.configuration(angle, 1), n_four_bar.velocity(angle, -1.0, 1)
         return mb.reactions(model, q, qd, method="min_norm").lam[row][1]
 
-    assert bool(mb.reactions(model, n_four_bar.configuration(0.0, 1),
-                             n_four_bar.velocity(0.0, -1.0, 1)).singular)
+    assert bool(
+        mb.reactions(
+            model, n_four_bar.configuration(0.0, 1), n_four_bar.velocity(0.0, -1.0, 1)
+        ).singular
+    )
     with pytest.warns(SingularDerivativeWarning, match="singular configuration"):
         assert np.isnan(float(jax.grad(a0_y)(0.0)))
     assert np.isnan(float(jax.jit(jax.grad(a0_y))(0.0)))
@@ -1031,16 +1196,24 @@ def test_extreme_stiffness_is_refused_with_its_reason():
 
     model = parallelogram.build()
     stiff = lambda k: mb.Compliance({"O1": k}, default=1.0)  # noqa: E731
-    with pytest.raises(ValueError, match=r"Compliance stiffness ratio 1e\+16 \(pair 'O1': "
-                                         r"1e\+16, pair 'O2': 1\) exceeds 1e\+12"):
+    with pytest.raises(
+        ValueError,
+        match=r"Compliance stiffness ratio 1e\+16 \(pair 'O1': "
+        r"1e\+16, pair 'O2': 1\) exceeds 1e\+12",
+    ):
         mb.statics(model, model.q0, method=stiff(1e16))
     traced = eqx.filter_jit(lambda k: mb.statics(model, model.q0, method=stiff(k)).lam)
-    with pytest.raises(Exception, match="ratio of the largest to the smallest stiffness "
-                                        r"exceeds 1e\+12 \(traced value\)"):
+    with pytest.raises(
+        Exception,
+        match="ratio of the largest to the smallest stiffness "
+        r"exceeds 1e\+12 \(traced value\)",
+    ):
         traced(jnp.asarray(1e16))
     near, far = traced(jnp.asarray(1e12)), traced(jnp.asarray(1e6))
     assert float(jnp.max(jnp.abs(near - far))) < 1e-5 * float(jnp.max(jnp.abs(far)))
     soft = rigid_limit.with_bushings(model, {n: 5e18 for n in rigid_limit.PARALLELOGRAM_STIFFNESS})
-    with pytest.raises(Exception, match="static_equilibrium: the forces balance only to more "
-                                        "than 1e-06.*float64 resolution"):
+    with pytest.raises(
+        Exception,
+        match="static_equilibrium: the forces balance only to more than 1e-06.*float64 resolution",
+    ):
         rigid_limit.static_equilibrium(soft, soft.q0)

@@ -24,9 +24,19 @@ def test_sharded_batch_equals_unsharded(tmp_path):
     adaptive step); every trajectory succeeds and the fan plot is written."""
     env = dict(os.environ, PYTHONPATH=ROOT, JAXMB_CPU_DEVICES="2")
     proc = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "examples", "batch_robot.py"), "--quick",
-         "--size", "8", "--out", str(tmp_path)],
-        capture_output=True, text=True, env=env, timeout=600,
+        [
+            sys.executable,
+            os.path.join(ROOT, "examples", "batch_robot.py"),
+            "--quick",
+            "--size",
+            "8",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
@@ -65,8 +75,15 @@ def test_batch_map_equals_single_runs_with_fixed_steps():
     ts = jnp.linspace(0.0, 0.2, 5)
 
     def run(rate):
-        traj = mb.simulate(model, model.q0, rate * qd_unit, 0.2, ts=ts, dt0=1e-3,
-                           stepsize_controller=diffrax.ConstantStepSize())
+        traj = mb.simulate(
+            model,
+            model.q0,
+            rate * qd_unit,
+            0.2,
+            ts=ts,
+            dt0=1e-3,
+            stepsize_controller=diffrax.ConstantStepSize(),
+        )
         return traj.q
 
     rates = jnp.linspace(1.0, 9.0, 5)
@@ -109,8 +126,7 @@ def test_order_without_cost_keeps_each_share_on_its_device():
     from jaxmb.batch import _fitted_chunk, _shared_order
 
     np.testing.assert_array_equal(_shared_order(7, 4, 4, 2), [0, 1, 2, 3, 4, 5, 6, 6])
-    np.testing.assert_array_equal(_shared_order(7, 4, 6, 2),
-                                  [0, 1, 2, 3, 3, 3, 4, 5, 6, 6, 6, 6])
+    np.testing.assert_array_equal(_shared_order(7, 4, 6, 2), [0, 1, 2, 3, 3, 3, 4, 5, 6, 6, 6, 6])
     np.testing.assert_array_equal(_shared_order(1, 1, 1, 2), [0, 0])
     assert _fitted_chunk(64, 5000) == 50
     assert _fitted_chunk(64, 512) == 64
@@ -154,8 +170,14 @@ def test_sharded_jit_vmap_runs_the_compiled_kernels_shard_by_shard(monkeypatch):
 
     select_kernel(monkeypatch, "native")  # also clears JAXMB_NATIVE_KERNELS for the subprocess
     env = dict(os.environ, PYTHONPATH=ROOT, JAXMB_CPU_DEVICES="2")
-    proc = subprocess.run([sys.executable, "-c", _SHARDED_KERNEL], capture_output=True,
-                          text=True, env=env, timeout=300, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SHARDED_KERNEL],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     import json
 

@@ -97,10 +97,12 @@ def test_batched_qr_rule_is_used_and_nests(monkeypatch, kernel, rng):
     Q, R, perm = jax.jit(jax.vmap(jax.vmap(economic_pivoted_qr)))(A)
     for i, j in np.ndindex(2, 3):
         _, Rs, ps = sl.qr(np.asarray(A[i, j]), mode="economic", pivoting=True)
-        np.testing.assert_allclose(np.abs(np.diag(R[i, j])), np.abs(np.diag(Rs)), rtol=0,
-                                   atol=QR_TOL * np.abs(Rs[0, 0]))
-        np.testing.assert_allclose(Q[i, j] @ R[i, j], A[i, j][:, perm[i, j]], rtol=0,
-                                   atol=QR_TOL * np.abs(Rs[0, 0]))
+        np.testing.assert_allclose(
+            np.abs(np.diag(R[i, j])), np.abs(np.diag(Rs)), rtol=0, atol=QR_TOL * np.abs(Rs[0, 0])
+        )
+        np.testing.assert_allclose(
+            Q[i, j] @ R[i, j], A[i, j][:, perm[i, j]], rtol=0, atol=QR_TOL * np.abs(Rs[0, 0])
+        )
 
 
 def test_large_matrices_go_to_lapack_one_member_at_a_time(monkeypatch, rng):
@@ -229,8 +231,12 @@ def test_second_derivatives_through_factorization(cases, crank_grad):
     hess = jax.jit(jax.vmap(jax.jacrev(grad)))(q, qd)
     h = 1e-5
     for b in range(2):
-        fd = np.stack([(single(q[b] + h * e, qd[b]) - single(q[b] - h * e, qd[b])) / (2 * h)
-                       for e in np.eye(model.n)])
+        fd = np.stack(
+            [
+                (single(q[b] + h * e, qd[b]) - single(q[b] - h * e, qd[b])) / (2 * h)
+                for e in np.eye(model.n)
+            ]
+        )
         np.testing.assert_allclose(hess[b], fd, rtol=0, atol=1e-6 * np.max(np.abs(fd)))
 
 
@@ -251,8 +257,9 @@ def test_native_full_qr_and_triangular_solve(monkeypatch, rng):
             x = jax.jit(lambda T, b, lower=lower: _native.triangular_solve(T, b, lower))(Tl, b)
             for i in range(3):
                 expected = sl.solve_triangular(Tl[i], b[i], lower=lower)
-                np.testing.assert_allclose(x[i], expected, rtol=1e-12,
-                                           atol=1e-12 * np.max(np.abs(expected)))
+                np.testing.assert_allclose(
+                    x[i], expected, rtol=1e-12, atol=1e-12 * np.max(np.abs(expected))
+                )
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -270,8 +277,9 @@ def test_vmapped_accelerations_propagate_nan(monkeypatch, cases, kernel, rng):
     assert np.all(np.isnan(out[1]))
     single = jax.jit(null_space_solve)
     for i in (0, 2):
-        np.testing.assert_allclose(out[i], single(M, F, C[i], gamma), rtol=0,
-                                   atol=ACC_RTOL * np.max(np.abs(out[i])))
+        np.testing.assert_allclose(
+            out[i], single(M, F, C[i], gamma), rtol=0, atol=ACC_RTOL * np.max(np.abs(out[i]))
+        )
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

@@ -129,8 +129,9 @@ def test_vmapped_left_null_qr(monkeypatch, kernel, rng):
         np.testing.assert_allclose(basis.T @ basis, np.eye(p), rtol=0, atol=TOL)
         np.testing.assert_allclose(basis @ basis.T, null @ null.T, rtol=0, atol=1e-10)
         _, Rs, _ = sl.qr(c, pivoting=True)
-        np.testing.assert_allclose(d, np.append(np.abs(np.diag(Rs)), 0.0), rtol=0,
-                                   atol=TOL * abs(Rs[0, 0]))
+        np.testing.assert_allclose(
+            d, np.append(np.abs(np.diag(Rs)), 0.0), rtol=0, atol=TOL * abs(Rs[0, 0])
+        )
     assert nullities == [1, 2, 3]
 
 

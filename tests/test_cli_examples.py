@@ -26,8 +26,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def run_cli(*args, cwd=None):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "jaxmb.cli", *args], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "jaxmb.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
     return proc
 
 
@@ -46,7 +52,7 @@ def test_report_builtin_mobile_robot():
     assert "group 'rear axle' (W3+W4)" in out
 
 
-MODEL_FILE = textwrap.dedent('''
+MODEL_FILE = textwrap.dedent("""
     import jaxmb as mb
 
     def build():
@@ -55,7 +61,7 @@ MODEL_FILE = textwrap.dedent('''
         m.add(mb.Revolute("pivot", m.ground, rod, s_i=(0.0, 0.0), s_j=(-0.5, 0.0)))
         m.add(mb.Gravity((0.0, -9.81)))
         return m.build()
-''')
+""")
 
 
 def test_report_and_simulate_python_model_file(tmp_path):
@@ -83,8 +89,9 @@ def test_cli_errors_name_the_problem(tmp_path):
     finalization) keeps sys.exit's conventions: a message and status 1, argparse's status 2,
     --help's 0 with its text."""
     proc = run_cli("report", "no_such_model")
-    assert proc.returncode == 1 and proc.stderr.startswith("jaxmb: model 'no_such_model' is "
-                                                           "neither a built-in")
+    assert proc.returncode == 1 and proc.stderr.startswith(
+        "jaxmb: model 'no_such_model' is neither a built-in"
+    )
     proc = run_cli("no_such_command")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
     proc = run_cli("--help")
@@ -109,13 +116,29 @@ def test_cli_refuses_what_it_cannot_do_before_the_work(tmp_path):
         cli.main(["demo", "--out", str(blocker)])
     with pytest.raises(SystemExit, match=r"--out .*a_file.*deeper'.*a_file' is a file, not a"):
         cli.main(["demo", "--out", str(blocker / "missing" / "deeper")])
-    with pytest.raises(SystemExit, match=r"--group 'rear': the model has no pair 'W9' "
-                                         r"\(pairs: .*\); did you mean W\d, W\d, W\d\?"):
+    with pytest.raises(
+        SystemExit,
+        match=r"--group 'rear': the model has no pair 'W9' "
+        r"\(pairs: .*\); did you mean W\d, W\d, W\d\?",
+    ):
         cli.main(["report", "mobile_robot", "--group", "rear=W3,W9"])
-    with pytest.raises(SystemExit, match=r"--num-saves 1000000000: the saved states would take "
-                                         r"134\.1 GiB \(q and qd, 9 coordinates each\); at most"):
-        cli.main(["simulate", "slider_crank", "--t1", "1", "--num-saves", "1000000000",
-                  "--out", str(tmp_path / "x.npz")])
+    with pytest.raises(
+        SystemExit,
+        match=r"--num-saves 1000000000: the saved states would take "
+        r"134\.1 GiB \(q and qd, 9 coordinates each\); at most",
+    ):
+        cli.main(
+            [
+                "simulate",
+                "slider_crank",
+                "--t1",
+                "1",
+                "--num-saves",
+                "1000000000",
+                "--out",
+                str(tmp_path / "x.npz"),
+            ]
+        )
 
 
 def run_entry_point(*argv):
@@ -123,9 +146,20 @@ def run_entry_point(*argv):
     under Python's import log: (process, its stderr without the log, the JAX modules it
     imported). Reference: Python's own import log (`-X importtime`)."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c",
-                           f"import jaxmb_cli; jaxmb_cli.run({list(argv)!r})"],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            f"import jaxmb_cli; jaxmb_cli.run({list(argv)!r})",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+    )
     log = [line for line in proc.stderr.splitlines() if line.startswith("import time:")]
     imported = [line.split("|")[-1].strip() for line in log]
     assert imported, proc.stderr  # the log is there
@@ -166,17 +200,30 @@ def test_typos_and_bad_values_answer_without_jax(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
     cases = [
-        (("simulate", "slidr_crank"), r"jaxmb: model 'slidr_crank' is neither a built-in nor "
-                                      r"an existing file; did you mean slider_crank\? "
-                                      r"\(built-in models: mobile_robot, slider_crank, .*\)"),
-        (("report", "fourbar"), r"jaxmb: model 'fourbar' .*; did you mean four_bar or "
-                                r"n_four_bar\? .*"),
-        (("plot", "four_bar", "--out", str(tmp_path / "x.png"), "--t1", "0"),
-         r"jaxmb: --t1 0: expected a positive, finite duration in seconds"),
-        (("simulate", "four_bar", "--t1", "1", "--out", str(tmp_path / "x.txt")),
-         r"jaxmb: --out '.*x.txt': expected a .npz or .csv file name"),
-        (("demo", "--out", str(blocker)), r"jaxmb: --out '.*a_file' is a file; give a folder "
-                                         r"\(made if missing\)"),
+        (
+            ("simulate", "slidr_crank"),
+            r"jaxmb: model 'slidr_crank' is neither a built-in nor "
+            r"an existing file; did you mean slider_crank\? "
+            r"\(built-in models: mobile_robot, slider_crank, .*\)",
+        ),
+        (
+            ("report", "fourbar"),
+            r"jaxmb: model 'fourbar' .*; did you mean four_bar or "
+            r"n_four_bar\? .*",
+        ),
+        (
+            ("plot", "four_bar", "--out", str(tmp_path / "x.png"), "--t1", "0"),
+            r"jaxmb: --t1 0: expected a positive, finite duration in seconds",
+        ),
+        (
+            ("simulate", "four_bar", "--t1", "1", "--out", str(tmp_path / "x.txt")),
+            r"jaxmb: --out '.*x.txt': expected a .npz or .csv file name",
+        ),
+        (
+            ("demo", "--out", str(blocker)),
+            r"jaxmb: --out '.*a_file' is a file; give a folder "
+            r"\(made if missing\)",
+        ),
     ]
     for argv, message in cases:
         proc, stderr, jax_modules = run_entry_point(*argv)
@@ -202,26 +249,62 @@ def test_checks_that_need_no_model_each_refusal(tmp_path):
     out = str(tmp_path / "out")
     refusals = {
         ("demo", "--t-end", "-2"): "--t-end -2: expected a positive, finite duration in seconds",
-        ("simulate", "four_bar", "--t1", "1", "--out", out + ".npz", "--rtol", "nan"):
-            "--rtol nan: expected a positive, finite relative tolerance (e.g. 1e-8)",
-        ("animate", "four_bar", "--out", out + ".gif", "--fps", "0"):
-            "--fps 0: expected a positive, finite number of frames per second",
-        ("animate", "four_bar", "--out", out + ".gif", "--frames", "1"):
-            "--frames 1: expected at least 2 (the first and last instants)",
+        (
+            "simulate",
+            "four_bar",
+            "--t1",
+            "1",
+            "--out",
+            out + ".npz",
+            "--rtol",
+            "nan",
+        ): "--rtol nan: expected a positive, finite relative tolerance (e.g. 1e-8)",
+        (
+            "animate",
+            "four_bar",
+            "--out",
+            out + ".gif",
+            "--fps",
+            "0",
+        ): "--fps 0: expected a positive, finite number of frames per second",
+        (
+            "animate",
+            "four_bar",
+            "--out",
+            out + ".gif",
+            "--frames",
+            "1",
+        ): "--frames 1: expected at least 2 (the first and last instants)",
         ("report", "four_bar", "--group", "axle"): "--group 'axle': expected NAME=PAIR1,PAIR2,...",
-        ("report", "four_bar", "--stiffness", out + ".yaml"):
-            f"--stiffness '{out}.yaml' does not exist; expected a stiffness file (.json, .yaml, "
-            ".yml)",
-        ("plot", "four_bar", "--out", out + ".gif"):
-            f"--out '{out}.gif': expected an image file name (.png, .pdf, .svg, ...)",
-        ("plot", "four_bar", "--out", str(tmp_path / "no" / "x.png")):
-            f"--out '{tmp_path}/no/x.png': folder '{tmp_path}/no' does not exist",
-        ("report", str(tmp_path / "crank.yml")):
-            f"model '{tmp_path}/crank.yml' is neither a built-in nor an existing file; did you "
-            f"mean {tmp_path}/crank.yaml?",
+        (
+            "report",
+            "four_bar",
+            "--stiffness",
+            out + ".yaml",
+        ): f"--stiffness '{out}.yaml' does not exist; expected a stiffness file (.json, .yaml, "
+        ".yml)",
+        (
+            "plot",
+            "four_bar",
+            "--out",
+            out + ".gif",
+        ): f"--out '{out}.gif': expected an image file name (.png, .pdf, .svg, ...)",
+        (
+            "plot",
+            "four_bar",
+            "--out",
+            str(tmp_path / "no" / "x.png"),
+        ): f"--out '{tmp_path}/no/x.png': folder '{tmp_path}/no' does not exist",
+        (
+            "report",
+            str(tmp_path / "crank.yml"),
+        ): f"model '{tmp_path}/crank.yml' is neither a built-in nor an existing file; did you "
+        f"mean {tmp_path}/crank.yaml?",
         ("report", str(tmp_path)): f"model '{tmp_path}' is a folder; expected a model file",
-        ("report", os.path.join(ROOT, "README.md")):
-            f"model file '{ROOT}/README.md': expected a Python file (.py) or a model file",
+        (
+            "report",
+            os.path.join(ROOT, "README.md"),
+        ): f"model file '{ROOT}/README.md': expected a Python file (.py) or a model file",
     }
     for argv, message in refusals.items():
         with pytest.raises(SystemExit) as info:
@@ -247,9 +330,10 @@ def test_builtin_registry_is_the_models_package():
     for info in pkgutil.iter_modules(jaxmb.models.__path__):
         module = importlib.import_module(f"jaxmb.models.{info.name}")
         build = getattr(module, "build", None)
-        if build is not None and all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL,
-                                                                            p.VAR_KEYWORD)
-                                     for p in inspect.signature(build).parameters.values()):
+        if build is not None and all(
+            p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            for p in inspect.signature(build).parameters.values()
+        ):
             found[info.name] = module.__name__
     assert {name: m.module for name, m in BUILTIN_MODELS.items()} == found
     for name, m in BUILTIN_MODELS.items():
@@ -299,13 +383,13 @@ def test_docs_cli_md_is_generated_from_the_parser():
     with open(os.path.join(ROOT, "docs", "cli.md"), encoding="utf-8") as fh:
         page = fh.read()
     assert page == cli_parser.docs_page(page), (
-        "docs/cli.md is behind the parser: run python -m jaxmb.cli_parser --update docs/cli.md")
+        "docs/cli.md is behind the parser: run python -m jaxmb.cli_parser --update docs/cli.md"
+    )
     for name in cli_parser.BUILTIN_MODELS:
         assert f"| `{name}` |" in page
 
 
-def test_warnings_are_one_line_and_plot_names_non_unique_reactions(capsys, monkeypatch,
-                                                                     tmp_path):
+def test_warnings_are_one_line_and_plot_names_non_unique_reactions(capsys, monkeypatch, tmp_path):
     """`jaxmb plot` of a model with non-unique reactions printed Python's raw warning with its
     source line (`cli.py:376:` and `rx = mb.reactions(model, traj)`); it now says in one line
     which reactions are drawn dashed and why, and any other warning prints as one line
@@ -321,12 +405,16 @@ def test_warnings_are_one_line_and_plot_names_non_unique_reactions(capsys, monke
     monkeypatch.setenv("JAXMB_NO_CACHE", "1")
     monkeypatch.setattr(cli, "_QUIET", [False])
     out = tmp_path / "p.png"
-    assert cli.main(["plot", "parallelogram", "--t1", "0.1", "--num-saves", "5",
-                     "--out", str(out)]) == 0
+    assert (
+        cli.main(["plot", "parallelogram", "--t1", "0.1", "--num-saves", "5", "--out", str(out)])
+        == 0
+    )
     err = capsys.readouterr().err
     assert "Warning" not in err and "cli.py" not in err and "mb.reactions" not in err
-    assert ("jaxmb: the reactions of O1, O2, O3, A1, A2, A3 are not unique: drawn dashed, the "
-            "minimum-norm ones") in err
+    assert (
+        "jaxmb: the reactions of O1, O2, O3, A1, A2, A3 are not unique: drawn dashed, the "
+        "minimum-norm ones"
+    ) in err
     assert out.stat().st_size > 10_000
 
 
@@ -438,8 +526,9 @@ def friction_power(model, lam, qd):
         j = model.body_names.index(pair.j.name) if not pair.j.is_ground else None
         if type(f).__name__ == "RevoluteFriction":
             a, load = float(f.radius), np.linalg.norm(lk, axis=1)
-            rate = ((qd[:, 3 * j + 2] if j is not None else 0.0)
-                    - (qd[:, 3 * i + 2] if i is not None else 0.0))
+            rate = (qd[:, 3 * j + 2] if j is not None else 0.0) - (
+                qd[:, 3 * i + 2] if i is not None else 0.0
+            )
         else:
             a, length = 1.0, float(f.length)
             half, edge = lk[:, 0] / 2, lk[:, 1] / length
@@ -451,8 +540,9 @@ def friction_power(model, lam, qd):
 
 def energy_rate(model, q, qd, qdd):
     """dE/dt of E = 1/2 qd^T M qd + sum m g y (numpy; M diagonal: m, m, J per body)."""
-    diag = np.stack([np.asarray(model.masses), np.asarray(model.masses),
-                     np.asarray(model.inertias)], axis=1).ravel()
+    diag = np.stack(
+        [np.asarray(model.masses), np.asarray(model.masses), np.asarray(model.inertias)], axis=1
+    ).ravel()
     return np.sum(qd * diag * qdd, axis=1) + 9.81 * qd[:, 1::3] @ np.asarray(model.masses)
 
 
@@ -463,8 +553,12 @@ def check_power_balance(model, c):
     P = friction_power(model, np.asarray(c["rx"].lam), c["qd"])
     np.testing.assert_allclose(c["power"], P, rtol=0, atol=1e-9 * np.abs(P).max(initial=1.0))
     motor = c["torque"] * c["speed"]
-    np.testing.assert_allclose(motor, energy_rate(model, c["q"], c["qd"], qdd) + P.sum(axis=1),
-                               rtol=0, atol=1e-9 * np.abs(motor).max())
+    np.testing.assert_allclose(
+        motor,
+        energy_rate(model, c["q"], c["qd"], qdd) + P.sum(axis=1),
+        rtol=0,
+        atol=1e-9 * np.abs(motor).max(),
+    )
 
 
 def test_friction_example_slider_crank(friction_example):
@@ -498,11 +592,15 @@ def test_friction_example_parallelogram(friction_example):
     linkage = result["parallelogram"]
     model = linkage["model"]
     some = slice(None, None, 9)  # every run has the same kinematics: C(q) once
-    Cs = np.asarray(jax.jit(jax.vmap(model.C))(linkage["runs"]["no friction"]["q"][some],
-                                               linkage["runs"]["no friction"]["ts"][some]))
+    Cs = np.asarray(
+        jax.jit(jax.vmap(model.C))(
+            linkage["runs"]["no friction"]["q"][some], linkage["runs"]["no friction"]["ts"][some]
+        )
+    )
     for label, c in linkage["runs"].items():
-        check_power_balance(example.parallelogram_model(mu=0.0) if label == "no friction"
-                            else model, c)
+        check_power_balance(
+            example.parallelogram_model(mu=0.0) if label == "no friction" else model, c
+        )
         k3 = example.STIFFNESS.get(label, example.DEFAULT_STIFFNESS)
         stiffness = np.full(model.num_rows, example.DEFAULT_STIFFNESS)
         for pin in ("O3", "A3"):

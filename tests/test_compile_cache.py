@@ -95,13 +95,23 @@ _SCRIPT = textwrap.dedent(
 
 
 def _run(cache_dir):
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(cache_dir),
-               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-               JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0", JAXMB_NO_CACHE="",
-               JAXMB_PROGRAM_STORE="1",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-c", _SCRIPT, str(cache_dir)], env=env,
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    env = dict(
+        os.environ,
+        JAX_COMPILATION_CACHE_DIR=str(cache_dir),
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+        JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+        JAXMB_NO_CACHE="",
+        JAXMB_PROGRAM_STORE="1",
+        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(cache_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -184,8 +194,11 @@ def test_save_time_checks_still_raise():
         run(jnp.linspace(0.5, 0.0, 6))
 
 
-_SETTINGS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
-             "jax_persistent_cache_min_entry_size_bytes")
+_SETTINGS = (
+    "jax_compilation_cache_dir",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_persistent_cache_min_entry_size_bytes",
+)
 
 
 @pytest.fixture
@@ -228,8 +241,9 @@ _CASES = ["file", "under a file", "world-writable", "group-writable", "programs 
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
 @pytest.mark.parametrize("case", _CASES)
-def test_enable_compilation_cache_refuses_a_folder_it_cannot_trust(tmp_path, case,
-                                                                   jax_cache_setting):
+def test_enable_compilation_cache_refuses_a_folder_it_cannot_trust(
+    tmp_path, case, jax_cache_setting
+):
     """An explicit folder: ValueError naming it and the problem; nothing switched on (JAX's
     compilation cache setting and the program store unchanged)."""
     from jaxmb._runtime import program_store as _program_store
@@ -251,7 +265,8 @@ def test_enable_compilation_cache_refuses_a_folder_it_cannot_trust(tmp_path, cas
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
 @pytest.mark.parametrize("case", _CASES)
 def test_a_bad_cache_folder_in_the_environment_warns_and_leaves_the_cache_off(
-        tmp_path, case, monkeypatch, jax_cache_setting):
+    tmp_path, case, monkeypatch, jax_cache_setting
+):
     """`$JAX_COMPILATION_CACHE_DIR` (the default folder): one warning naming it and the
     problem, the cache off, JAX's own use of the variable included."""
     from jaxmb._runtime import program_store as _program_store
@@ -264,9 +279,13 @@ def test_a_bad_cache_folder_in_the_environment_warns_and_leaves_the_cache_off(
         assert mb.enable_compilation_cache() is None
     assert [str(w.message) for w in record] == [
         f"the compilation cache is off: {folder} (from JAX_COMPILATION_CACHE_DIR) {problem}"
-        + ("" if case in ("file", "under a file") else
-           f": a program planted there would run in this process; use a folder of your own or "
-           f"remove their write access (chmod go-w {folder})")]
+        + (
+            ""
+            if case in ("file", "under a file")
+            else f": a program planted there would run in this process; use a folder of your own or "
+            f"remove their write access (chmod go-w {folder})"
+        )
+    ]
     assert jax.config.jax_compilation_cache_dir is None
     assert _program_store.directory() is None
 
@@ -294,12 +313,27 @@ def test_cli_with_a_file_as_cache_folder_says_one_line(tmp_path, monkeypatch, ca
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(not_a_folder))
     monkeypatch.setenv("JAXMB_NO_CACHE", "")
     out = tmp_path / "run.csv"
-    assert cli.main(["--quiet", "simulate", "slider_crank", "--t1", "0.05", "--num-saves", "3",
-                     "--out", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "--quiet",
+                "simulate",
+                "slider_crank",
+                "--t1",
+                "0.05",
+                "--num-saves",
+                "3",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [
         f"jaxmb: warning: the compilation cache is off: {not_a_folder} (from "
-        "JAX_COMPILATION_CACHE_DIR) is a file, not a folder"]
+        "JAX_COMPILATION_CACHE_DIR) is a file, not a folder"
+    ]
     assert out.exists() and "wrote" in captured.out
 
 
@@ -307,13 +341,27 @@ def test_cli_plot_after_simulate_compiles_no_simulate(tmp_path):
     """`jaxmb plot` of a model after `jaxmb simulate` of the same model (each with its own
     defaults) loads the simulate program from the cache: its stderr announces no simulate
     compile, while the first command's did (the announcement comes exactly with a compile)."""
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "cache"),
-               JAXMB_NO_CACHE="", JAXMB_PROGRAM_STORE="1",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    runs = [subprocess.run([sys.executable, "-m", "jaxmb.cli", *args], env=env, cwd=tmp_path,
-                           capture_output=True, text=True, timeout=300)
-            for args in (["simulate", "slider_crank", "--t1", "0.5", "--out", "s.npz"],
-                         ["plot", "slider_crank", "--t1", "0.5", "--out", "s.png"])]
+    env = dict(
+        os.environ,
+        JAX_COMPILATION_CACHE_DIR=str(tmp_path / "cache"),
+        JAXMB_NO_CACHE="",
+        JAXMB_PROGRAM_STORE="1",
+        PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "jaxmb.cli", *args],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        for args in (
+            ["simulate", "slider_crank", "--t1", "0.5", "--out", "s.npz"],
+            ["plot", "slider_crank", "--t1", "0.5", "--out", "s.png"],
+        )
+    ]
     for run in runs:
         assert run.returncode == 0, run.stderr[-2000:]
     assert "jaxmb: compiling simulate for slider_crank ..." in runs[0].stderr

@@ -84,8 +84,7 @@ def null_space_reference(C, f, k, holonomic, seed=0):
     knife = ~holonomic
     if knife.any():
         root = np.sqrt(w[knife])
-        lam = lam - N @ np.linalg.lstsq(root[:, None] * N[knife], root * lam[knife],
-                                        rcond=None)[0]
+        lam = lam - N @ np.linalg.lstsq(root[:, None] * N[knife], root * lam[knife], rcond=None)[0]
         N = N @ scipy.linalg.null_space(N[knife])
     if N.shape[1]:
         Nh, W = N[holonomic], np.diag(w[holonomic])
@@ -94,14 +93,14 @@ def null_space_reference(C, f, k, holonomic, seed=0):
 
 
 def row_values(model, stiffness):
-    return np.concatenate([np.broadcast_to(stiffness[p.name], (p.num_rows,))
-                           for p in model.pairs])
+    return np.concatenate([np.broadcast_to(stiffness[p.name], (p.num_rows,)) for p in model.pairs])
 
 
 def random_stiffness(model, rng, low=1e2, high=1e8):
     """One log-uniform number per row of every pair."""
-    return {p.name: 10 ** rng.uniform(np.log10(low), np.log10(high), p.num_rows)
-            for p in model.pairs}
+    return {
+        p.name: 10 ** rng.uniform(np.log10(low), np.log10(high), p.num_rows) for p in model.pairs
+    }
 
 
 # ------------------------------------------------------------------------------------------
@@ -143,13 +142,14 @@ class LeastSquares(mb.AbstractReactionMethod):
         return self
 
     def multipliers(self, model, M, F, C, gamma, qdd, label):
-        qdd = mb.accelerations(model, jnp.zeros(model.n), jnp.zeros(model.n)) if qdd is None \
-            else qdd
+        qdd = (
+            mb.accelerations(model, jnp.zeros(model.n), jnp.zeros(model.n)) if qdd is None else qdd
+        )
         return qdd, jnp.linalg.lstsq(C.T, F - M @ qdd)[0]
 
 
 def test_spellings_are_method_objects(para):
-    """"min_norm" and "auto" give bitwise the results of mb.MinNorm() and mb.Auto(); every
+    """ "min_norm" and "auto" give bitwise the results of mb.MinNorm() and mb.Auto(); every
     method is an mb.AbstractReactionMethod and names itself in Reactions.method."""
     q, qd = para.q0, jnp.zeros(para.n)
     for spelled, obj in (("min_norm", mb.MinNorm()), ("auto", mb.Auto())):
@@ -158,10 +158,17 @@ def test_spellings_are_method_objects(para):
         assert a.method == b.method == spelled
     methods = (mb.MinNorm(), mb.Auto(), mb.Eliminate((5, 20)), mb.Compliance(default=1.0))
     assert all(isinstance(m, mb.AbstractReactionMethod) for m in methods)
-    assert [m.name for m in methods] == ["min_norm", "auto", "Eliminate(rows=(5, 20))",
-                                         "Compliance(default)"]
-    with pytest.raises(ValueError, match="reactions: method must be 'min_norm', 'auto', "
-                                         r"mb.Eliminate\(rows\), mb.Compliance"):
+    assert [m.name for m in methods] == [
+        "min_norm",
+        "auto",
+        "Eliminate(rows=(5, 20))",
+        "Compliance(default)",
+    ]
+    with pytest.raises(
+        ValueError,
+        match="reactions: method must be 'min_norm', 'auto', "
+        r"mb.Eliminate\(rows\), mb.Compliance",
+    ):
         mb.reactions(para, q, qd, method="least_squares")
 
 
@@ -190,8 +197,9 @@ def test_propped_cantilever_matches_displacement_method():
     hand = cantilever_by_hand(**args, clamp_k=CLAMP_K, prop_k=PROP_K)
     scale = np.max(np.abs(np.concatenate(list(hand.values()))))
     for pair, ref in hand.items():
-        np.testing.assert_allclose(rx.on_body(pair, "beam"), ref, rtol=0, atol=ALG_TOL * scale,
-                                   err_msg=pair)
+        np.testing.assert_allclose(
+            rx.on_body(pair, "beam"), ref, rtol=0, atol=ALG_TOL * scale, err_msg=pair
+        )
     other = mb.statics(model, model.q0)
     assert np.max(np.abs(np.asarray(other.on_body("prop", "beam")) - hand["prop"])) > 0.1
 
@@ -224,8 +232,9 @@ def robot_draws(robot_state):
     for case in (KNIFE_CASE, dict(KNIFE_CASE, B=1e10, C=1e5)):
         draws.append({p.name: np.full(p.num_rows, case.get(p.name, 1e8)) for p in model.pairs})
     stacked = {n: jnp.stack([d[n] for d in draws]) for n in model.pair_names}
-    many = eqx.filter_jit(jax.vmap(lambda s: mb.reactions(model, q, qd,
-                                                          method=mb.Compliance(s))))(stacked)
+    many = eqx.filter_jit(jax.vmap(lambda s: mb.reactions(model, q, qd, method=mb.Compliance(s))))(
+        stacked
+    )
     C, f = _terms(model, q, qd, 0.0, many.qdd[0])
     return draws, many, (C, f)
 
@@ -252,12 +261,17 @@ def test_solvable_reactions_do_not_depend_on_stiffness(robot_state, robot_draws)
     ref = np.stack([-C[model.rows(n)].T @ lam[model.rows(n)] for n in model.pair_names])
     solvable = np.asarray(many.solvable_array[0])
     assert [n for n, s in zip(model.pair_names, solvable) if not s] == [
-        "B", "C", "W1", "W2", "W3", "W4"]
+        "B",
+        "C",
+        "W1",
+        "W2",
+        "W3",
+        "W4",
+    ]
     scale = np.max(np.abs(ref))
     gen = np.asarray(many.generalized_array)
     for k in range(len(gen)):
-        np.testing.assert_allclose(gen[k][solvable], ref[solvable], rtol=0,
-                                   atol=ALG_TOL * scale)
+        np.testing.assert_allclose(gen[k][solvable], ref[solvable], rtol=0, atol=ALG_TOL * scale)
         np.testing.assert_allclose(gen[k].sum(axis=0), -f, rtol=0, atol=ALG_TOL * scale)
     spread = np.max(np.abs(gen[:, ~solvable] - gen[:1, ~solvable]))
     assert spread > 1e-3 * scale
@@ -274,8 +288,12 @@ def test_robot_knife_edges_share_by_damping(robot_state, robot_draws):
     base, stiffer = np.asarray(many.lam[-2]), np.asarray(many.lam[-1])
     scale = np.max(np.abs(base))
     w3, w4 = base[model.rows("W3")], base[model.rows("W4")]
-    np.testing.assert_allclose(w3 / KNIFE_CASE["W3"], w4 / KNIFE_CASE["W4"], rtol=0,
-                               atol=ALG_TOL * scale / KNIFE_CASE["W3"])
+    np.testing.assert_allclose(
+        w3 / KNIFE_CASE["W3"],
+        w4 / KNIFE_CASE["W4"],
+        rtol=0,
+        atol=ALG_TOL * scale / KNIFE_CASE["W3"],
+    )
     assert abs(w3[0]) > 1e-3 * scale
     np.testing.assert_allclose(stiffer, base, rtol=0, atol=ALG_TOL * scale)
 
@@ -284,6 +302,7 @@ def test_gradients_match_central_differences():
     """d(reaction)/d(log stiffness) and d(reaction)/d(length) of the propped cantilever's
     non-unique support reactions (the clamp's rotational stiffness, the beam's length) by
     reverse mode against central differences (step 1e-5 relative), to 1e-6 relative."""
+
     def loss(params):
         log_k, L = params
         model = cantilever(L=L)
@@ -305,8 +324,7 @@ def test_gradients_match_central_differences():
 def test_inverse_dynamics_and_along_a_trajectory(para):
     """The driven parallelogram (motor angle 0.7 + 0.4 sin 3t): inverse_dynamics with
     Compliance equals the null-space form with a random basis (kinematic qdd)."""
-    model = parallelogram.build(motor=drive.Harmonic(0.4, 3.0, -np.pi / 2, 0.7),
-                                load=(3.0, -5.0))
+    model = parallelogram.build(motor=drive.Harmonic(0.4, 3.0, -np.pi / 2, 0.7), load=(3.0, -5.0))
     method = mb.Compliance({"O1": 2e6, "O2": 5e6, "A3": 3e5}, default=1e6)
     ts = jnp.linspace(0.0, 1.0, 5)
     traj, rx = mb.inverse_dynamics(model, ts, method=method)
@@ -322,23 +340,37 @@ def test_compliance_bad_input(para):
     without stiffness and no default, a wrong number of values, a non-positive value (at
     construction, and traced inside jit)."""
     q = para.q0
-    with pytest.raises(ValueError, match=r"statics: Compliance names unknown pair\(s\) \['A22'\] "
-                                         r"\(did you mean 'A2'\?\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"statics: Compliance names unknown pair\(s\) \['A22'\] "
+        r"\(did you mean 'A2'\?\)",
+    ):
         mb.statics(para, q, method=mb.Compliance({"A22": 1.0}, default=1.0))
-    with pytest.raises(ValueError, match=r"no stiffness for pair\(s\) \['A1', 'A2', 'A3', "
-                                         r"'motor'\] and no default"):
+    with pytest.raises(
+        ValueError,
+        match=r"no stiffness for pair\(s\) \['A1', 'A2', 'A3', "
+        r"'motor'\] and no default",
+    ):
         mb.statics(para, q, method=mb.Compliance({"O1": 1.0, "O2": 1.0, "O3": 1.0}))
-    with pytest.raises(ValueError, match=r"stiffness of pair 'O1' has shape \(3,\); give one "
-                                         r"number or one per row \(2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"stiffness of pair 'O1' has shape \(3,\); give one "
+        r"number or one per row \(2\)",
+    ):
         mb.statics(para, q, method=mb.Compliance({"O1": (1.0, 2.0, 3.0)}, default=1.0))
-    with pytest.raises(ValueError, match=r"Compliance: stiffness of pair 'A2' = -5.0 must be "
-                                         "positive and finite"):
+    with pytest.raises(
+        ValueError,
+        match=r"Compliance: stiffness of pair 'A2' = -5.0 must be "
+        "positive and finite",
+    ):
         mb.Compliance({"A2": -5.0})
     traced = eqx.filter_jit(
-        lambda k: mb.statics(para, q, method=mb.Compliance({"A2": k}, default=1.0)).lam)
+        lambda k: mb.statics(para, q, method=mb.Compliance({"A2": k}, default=1.0)).lam
+    )
     assert np.all(np.isfinite(traced(2.0)))
-    with pytest.raises(RuntimeError, match="Compliance: the stiffness of pair 'A2' must be "
-                                           "positive, finite"):
+    with pytest.raises(
+        RuntimeError, match="Compliance: the stiffness of pair 'A2' must be positive, finite"
+    ):
         traced(0.0)
 
 
@@ -355,26 +387,35 @@ def test_units_m_to_mm():
     si = dict(L=2.0, a=1.3, load=(3.0, -40.0), mass=4.0, g=9.81)
     mm = dict(L=2000.0, a=1300.0, load=(3.0, -40.0), mass=4e-3, g=9810.0)
     k_si = {"clamp": CLAMP_K, "prop": PROP_K}
-    k_mm = {"clamp": (CLAMP_K[0] / 1e3, CLAMP_K[1] / 1e3, CLAMP_K[2] * 1e3),
-            "prop": (PROP_K[0] / 1e3, PROP_K[1] / 1e3)}
+    k_mm = {
+        "clamp": (CLAMP_K[0] / 1e3, CLAMP_K[1] / 1e3, CLAMP_K[2] * 1e3),
+        "prop": (PROP_K[0] / 1e3, PROP_K[1] / 1e3),
+    }
     unit = np.array([1.0, 1.0, 1e3])  # fx, fy, torque (N, N, N m -> N mm)
     results = {}
     for label, args, k in (("si", si, k_si), ("mm", mm, k_mm)):
         model = cantilever(**args)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", mb.NonUniqueReactionWarning)
-            results[label] = [mb.statics(model, model.q0, method=m)
-                              for m in (mb.Compliance(k), mb.MinNorm())]
+            results[label] = [
+                mb.statics(model, model.q0, method=m) for m in (mb.Compliance(k), mb.MinNorm())
+            ]
     (comp_si, norm_si), (comp_mm, norm_mm) = results["si"], results["mm"]
     scale = np.max(np.abs(comp_si.on_body("clamp", "beam")))
     for pair in ("clamp", "prop"):
-        np.testing.assert_allclose(comp_mm.on_body(pair, "beam"),
-                                   unit * np.asarray(comp_si.on_body(pair, "beam")), rtol=0,
-                                   atol=ALG_TOL * 1e3 * scale, err_msg=pair)
-    np.testing.assert_allclose(comp_mm.lam, np.array([1, 1, 1e3, 1, 1]) * comp_si.lam, rtol=0,
-                               atol=ALG_TOL * 1e3 * scale)
-    moved = np.abs(np.asarray(norm_mm.on_body("prop", "beam"))
-                   - np.asarray(norm_si.on_body("prop", "beam")))
+        np.testing.assert_allclose(
+            comp_mm.on_body(pair, "beam"),
+            unit * np.asarray(comp_si.on_body(pair, "beam")),
+            rtol=0,
+            atol=ALG_TOL * 1e3 * scale,
+            err_msg=pair,
+        )
+    np.testing.assert_allclose(
+        comp_mm.lam, np.array([1, 1, 1e3, 1, 1]) * comp_si.lam, rtol=0, atol=ALG_TOL * 1e3 * scale
+    )
+    moved = np.abs(
+        np.asarray(norm_mm.on_body("prop", "beam")) - np.asarray(norm_si.on_body("prop", "beam"))
+    )
     assert np.max(moved[:2]) > 1e-2 * scale
 
 
@@ -486,8 +527,9 @@ def test_sparse_path_gradient_matches_the_dense_one(grid):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-8 * float(jnp.max(jnp.abs(b))))
     h = 1e-6
     value = lambda g: value_and_grad(k, g, "sparse")[0]  # noqa: E731
-    fd = [(value(geometry.at[i].add(h)) - value(geometry.at[i].add(-h))) / (2 * h)
-          for i in range(2)]
+    fd = [
+        (value(geometry.at[i].add(h)) - value(geometry.at[i].add(-h))) / (2 * h) for i in range(2)
+    ]
     # (lambda* does not depend on the side: C's rows scale with it, and f with them; FD noise
     # 1e-9 there)
     np.testing.assert_allclose(gs[1], fd, rtol=1e-6, atol=1e-8)
@@ -503,8 +545,9 @@ def test_compliance_takes_the_sparse_path_for_large_models(grid, count_calls):
     calls = count_calls(cp, "sparse_compliance_multipliers")
     M = jnp.diag(model.mass_diagonal())
     method = mb.Compliance(default=2.0)
-    _, lam = method.multipliers(model, M, f, C, jnp.zeros(model.num_rows),
-                                jnp.zeros(model.n), "test")
+    _, lam = method.multipliers(
+        model, M, f, C, jnp.zeros(model.num_rows), jnp.zeros(model.n), "test"
+    )
     assert calls
     dense = cp.compliance_multipliers(C, f, jnp.full(model.num_rows, 2.0), model.holonomic_rows)
     np.testing.assert_allclose(lam, dense, rtol=0, atol=1e-12 * float(jnp.max(jnp.abs(dense))))
@@ -513,8 +556,9 @@ def test_compliance_takes_the_sparse_path_for_large_models(grid, count_calls):
     from jaxmb._reaction_methods import min_norm
 
     calls = count_calls(min_norm, "sparse_compliance_multipliers")
-    _, lam = mb.MinNorm().multipliers(model, M, f, C, jnp.zeros(model.num_rows),
-                                      jnp.zeros(model.n), "test")
+    _, lam = mb.MinNorm().multipliers(
+        model, M, f, C, jnp.zeros(model.num_rows), jnp.zeros(model.n), "test"
+    )
     assert calls
     pinv = np.linalg.pinv(np.asarray(C).T) @ np.asarray(f)
     np.testing.assert_allclose(lam, pinv, rtol=0, atol=1e-12 * float(np.max(np.abs(pinv))))

@@ -31,7 +31,11 @@ def mkdocs_build(config, site):
     pytest.importorskip("mkdocs", reason="the docs extra is part of the test extra")
     run = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", config, "-d", site],
-        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     return run.returncode, run.stdout + run.stderr
 
@@ -57,9 +61,13 @@ def public_names():
     another test imported."""
     with open(os.path.join(ROOT, "jaxmb", "__init__.py")) as f:
         tree = ast.parse(f.read())
-    return sorted(alias.asname or alias.name for node in tree.body
-                  if isinstance(node, ast.ImportFrom) and node.level == 1
-                  for alias in node.names if not (alias.asname or alias.name).startswith("_"))
+    return sorted(
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.level == 1
+        for alias in node.names
+        if not (alias.asname or alias.name).startswith("_")
+    )
 
 
 def documented_identifiers():
@@ -76,7 +84,9 @@ def test_site_builds_strict_with_every_public_name(site):
     reference."""
     html = "".join(
         open(os.path.join(d, f)).read()
-        for d, _, files in os.walk(site / "api") for f in files if f.endswith(".html")
+        for d, _, files in os.walk(site / "api")
+        for f in files
+        if f.endswith(".html")
     )
     missing = [n for n in public_names() if f'id="jaxmb.{n}"' not in html]
     assert missing == []
@@ -131,12 +141,21 @@ def test_code_in_the_pages_uses_existing_names():
     for page, code in blocks:
         tree = ast.parse(code, filename=page)  # raises on a syntax error
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                    and node.value.id == "mb" and not hasattr(jaxmb, node.attr):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "mb"
+                and not hasattr(jaxmb, node.attr)
+            ):
                 missing.append((page, f"mb.{node.attr}"))
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
-                    and isinstance(node.value.value, ast.Name) and node.value.value.id == "mb" \
-                    and node.value.attr == "drive" and not hasattr(jaxmb.drive, node.attr):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Attribute)
+                and isinstance(node.value.value, ast.Name)
+                and node.value.value.id == "mb"
+                and node.value.attr == "drive"
+                and not hasattr(jaxmb.drive, node.attr)
+            ):
                 missing.append((page, f"mb.drive.{node.attr}"))
     assert missing == []
 
@@ -147,13 +166,15 @@ def test_equinox_signatures_match_the_real_ones():
     parameter names in the same order, same defaults."""
     griffe = pytest.importorskip("griffe")
     ext = load_extension()
-    package = griffe.load("jaxmb", search_paths=[ROOT],
-                          extensions=griffe.load_extensions(ext.EquinoxSignatures()))
+    package = griffe.load(
+        "jaxmb", search_paths=[ROOT], extensions=griffe.load_extensions(ext.EquinoxSignatures())
+    )
     checked = 0
     for name in public_names():
         cls = getattr(jaxmb, name)
-        if not (inspect.isclass(cls) and issubclass(cls, eqx.Module)) \
-                or name.startswith("Abstract"):  # never instantiated: no generated __init__
+        if not (inspect.isclass(cls) and issubclass(cls, eqx.Module)) or name.startswith(
+            "Abstract"
+        ):  # never instantiated: no generated __init__
             continue
         real = inspect.signature(cls).parameters.values()
         init = package[name].all_members.get("__init__")
@@ -192,13 +213,14 @@ def parameter_rows(html, identifier):
     has id `identifier`, read from the rendered page (rows in order)."""
     start = html.index(f'id="{identifier}"')
     end = html.find('class="doc doc-heading"', html.index(">", start))
-    section = html[start:end if end > 0 else len(html)]
-    table = section[section.index("Parameters:"):]
-    table = table[:table.index("</table>")]
+    section = html[start : end if end > 0 else len(html)]
+    table = section[section.index("Parameters:") :]
+    table = table[: table.index("</table>")]
     rows = {}
     for row in re.findall(r'<tr class="doc-section-item">(.*?)</tr>', table, flags=re.S):
-        name, kind, description, default = (text_of(c, "") for c in
-                                            re.findall(r"<td>(.*?)</td>", row, flags=re.S))
+        name, kind, description, default = (
+            text_of(c, "") for c in re.findall(r"<td>(.*?)</td>", row, flags=re.S)
+        )
         rows[name] = (kind, description, default)
     return rows
 
@@ -218,20 +240,23 @@ def test_parameter_tables_give_name_type_description_and_default(site):
     assert rows["model"] == ("Model", "a built Model.", "required")
     assert rows["max_steps"][0::2] == ("int", "200000")
     assert all(description for _, description, _ in rows.values())  # every one documented
-    simulate = html[html.index('id="jaxmb.simulate"'):html.index('id="jaxmb.Trajectory"')]
+    simulate = html[html.index('id="jaxmb.simulate"') : html.index('id="jaxmb.Trajectory"')]
     assert "Arguments:" not in text_of(simulate)  # the list became the table
     assert "Returns:" in text_of(simulate) and "Trajectory" in text_of(simulate)
 
     elements = page_html(site, "api/elements")
     bushing = parameter_rows(elements, "jaxmb.Bushing")
-    assert list(bushing) == ["name", "i", "j", "s_i", "s_j", "stiffness", "damping",
-                             "free_angle"]
+    assert list(bushing) == ["name", "i", "j", "s_i", "s_j", "stiffness", "damping", "free_angle"]
     assert bushing["stiffness"][1] == "(kx, ky, kphi) in N/m, N/m, N m/rad."
     assert bushing["damping"][2] == "(0.0, 0.0, 0.0)"
     revolute = parameter_rows(elements, "jaxmb.Revolute")
     assert {name: kind for name, (kind, _, _) in revolute.items()} == {
-        "name": "str", "i": "Body", "j": "Body", "s_i": "Float[Array, 2]",
-        "s_j": "Float[Array, 2]"}
+        "name": "str",
+        "i": "Body",
+        "j": "Body",
+        "s_i": "Float[Array, 2]",
+        "s_j": "Float[Array, 2]",
+    }
 
 
 def test_argument_lists_of_the_public_api_become_tables():
@@ -241,8 +266,11 @@ def test_argument_lists_of_the_public_api_become_tables():
     renamed argument) stays prose on the site, and fails here naming the object."""
     griffe = pytest.importorskip("griffe")
     ext = load_extension()
-    package = griffe.load("jaxmb", search_paths=[ROOT], extensions=griffe.load_extensions(
-        ext.ListsAfterLeadIn(), ext.EquinoxSignatures()))
+    package = griffe.load(
+        "jaxmb",
+        search_paths=[ROOT],
+        extensions=griffe.load_extensions(ext.ListsAfterLeadIn(), ext.EquinoxSignatures()),
+    )
     seen, problems, lists = set(), [], 0
 
     def walk(obj):
@@ -287,11 +315,17 @@ def test_parse_item_and_split_docstring():
     assert ext.parse_item("`k` (static): K, the count") == (["k"], "(static) K, the count")
     assert ext.parse_item("`q` (n,) the state") is None  # no colon: prose
     assert ext.parse_item("state `q`: the state") is None  # not led by the name
-    text = ("Lead.\n\n**Arguments:**\n\n- `a`: one,\n  continued.\n- `b`: two.\n\nMiddle.\n\n"
-            "**Returns:** the\nresult.\n\nAfter.")
+    text = (
+        "Lead.\n\n**Arguments:**\n\n- `a`: one,\n  continued.\n- `b`: two.\n\nMiddle.\n\n"
+        "**Returns:** the\nresult.\n\nAfter."
+    )
     assert ext.split_docstring(text) == {
-        "before": "Lead.", "items": ["`a`: one, continued.", "`b`: two."],
-        "between": "Middle.", "returns": "the result.", "after": "After."}
+        "before": "Lead.",
+        "items": ["`a`: one, continued.", "`b`: two."],
+        "between": "Middle.",
+        "returns": "the result.",
+        "after": "After.",
+    }
     inline = "Lead.\n\n**Arguments:** `a`; `b`.\n"
     assert ext.split_docstring(inline)["items"] is None
 
@@ -305,8 +339,15 @@ def nav_pages():
     return {os.path.splitext(p)[0].removesuffix("index") for p in pages}
 
 
-PUBLIC_MODULES = ["jaxmb.batch", "jaxmb.drive", "jaxmb.drawing", "jaxmb.plotting",
-                  "jaxmb.elements", "jaxmb.rigid_limit", "jaxmb.studies"]
+PUBLIC_MODULES = [
+    "jaxmb.batch",
+    "jaxmb.drive",
+    "jaxmb.drawing",
+    "jaxmb.plotting",
+    "jaxmb.elements",
+    "jaxmb.rigid_limit",
+    "jaxmb.studies",
+]
 """jaxmb's public modules besides the package (and `jaxmb.models.*`): their public functions
 and classes are part of the reference."""
 
@@ -322,13 +363,25 @@ def module_api(name):
     if names is None:
         with open(module.__file__) as f:
             tree = ast.parse(f.read())
-        exported = {a.asname for node in tree.body if isinstance(node, ast.ImportFrom)
-                    for a in node.names if a.asname == a.name}
-        names = [n for n, v in vars(module).items() if not n.startswith("_")
-                 and (inspect.isfunction(v) or inspect.isclass(v))
-                 and (v.__module__ == name or n in exported)]
-    return {n: getattr(module, n) for n in names
-            if inspect.isfunction(getattr(module, n)) or inspect.isclass(getattr(module, n))}
+        exported = {
+            a.asname
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom)
+            for a in node.names
+            if a.asname == a.name
+        }
+        names = [
+            n
+            for n, v in vars(module).items()
+            if not n.startswith("_")
+            and (inspect.isfunction(v) or inspect.isclass(v))
+            and (v.__module__ == name or n in exported)
+        ]
+    return {
+        n: getattr(module, n)
+        for n in names
+        if inspect.isfunction(getattr(module, n)) or inspect.isclass(getattr(module, n))
+    }
 
 
 def test_every_public_function_and_class_is_reachable_from_the_navigation(site):
@@ -364,8 +417,11 @@ PRIVATE = re.compile(r"jaxmb[./]_\w[\w./]*")
 
 def private_links(html):
     """(attribute, value) of every href, id or title naming a private object."""
-    return [(attr, value) for attr, value in re.findall(r'\b(href|id|title)="([^"]*)"', html)
-            if PRIVATE.search(value)]
+    return [
+        (attr, value)
+        for attr, value in re.findall(r'\b(href|id|title)="([^"]*)"', html)
+        if PRIVATE.search(value)
+    ]
 
 
 def test_the_site_names_no_private_object(site):
@@ -381,11 +437,17 @@ def test_the_site_names_no_private_object(site):
                 page = os.path.relpath(os.path.join(folder, f), site)
                 links += [(page, *link) for link in private_links(html)]
     assert links == []
-    mentions = [(page, m) for page in sorted(nav_pages()) if page.startswith("api/")
-                for m in PRIVATE.findall(text_of(page_html(site, page)))]
+    mentions = [
+        (page, m)
+        for page in sorted(nav_pages())
+        if page.startswith("api/")
+        for m in PRIVATE.findall(text_of(page_html(site, page)))
+    ]
     assert mentions == []
-    sample = ('<a href="../x/#jaxmb._io.load">load</a> <span title="jaxmb._model.rows.RowTable">'
-              'RowTable</span> <h3 id="jaxmb._io.to_dict"></h3> see <code>jaxmb._analyses.friction'
-              '</code> and jaxmb/_model/terms.py')
+    sample = (
+        '<a href="../x/#jaxmb._io.load">load</a> <span title="jaxmb._model.rows.RowTable">'
+        'RowTable</span> <h3 id="jaxmb._io.to_dict"></h3> see <code>jaxmb._analyses.friction'
+        "</code> and jaxmb/_model/terms.py"
+    )
     assert [a for a, _ in private_links(sample)] == ["href", "title", "id"]
     assert PRIVATE.findall(text_of(sample)) == ["jaxmb._analyses.friction", "jaxmb/_model/terms.py"]

@@ -76,8 +76,9 @@ def test_slider_crank_drawing_matches_hand_geometry(crank):
         np.testing.assert_allclose(artist(ax, f"pin:{name}").center, p, atol=TOL)
     np.testing.assert_allclose(artist(ax, "slider:P").get_xy()[:4].mean(axis=0), B, atol=TOL)
     for k, body in enumerate(crank.body_names):
-        np.testing.assert_allclose(artist(ax, f"com:{body}").get_xydata()[0], q[3 * k : 3 * k + 2],
-                                   atol=TOL)
+        np.testing.assert_allclose(
+            artist(ax, f"com:{body}").get_xydata()[0], q[3 * k : 3 * k + 2], atol=TOL
+        )
     for name, p in {"O": O, "A": A, "B": B, "P": B}.items():
         label = artist(ax, f"label:{name}")
         assert label.get_text() == name
@@ -125,8 +126,11 @@ def label_boxes(ax):
     """{pair name: (x0, y0, x1, y1)} of the drawn labels' text, in pixels, after a draw."""
     ax.figure.canvas.draw()
     renderer = ax.figure.canvas.get_renderer()
-    return {a.get_gid()[len("label:"):]: Text.get_window_extent(a, renderer).extents
-            for a in ax.get_children() if str(a.get_gid()).startswith("label:")}
+    return {
+        a.get_gid()[len("label:") :]: Text.get_window_extent(a, renderer).extents
+        for a in ax.get_children()
+        if str(a.get_gid()).startswith("label:")
+    }
 
 
 def overlap(a, b):
@@ -149,20 +153,28 @@ def test_labels_of_the_crowded_robot_do_not_collide(robot, size):
         boxes = label_boxes(ax)
         assert set(boxes) == set(model.pair_names)
         names = sorted(boxes)
-        shared = [(a, b) for k, a in enumerate(names) for b in names[k + 1:]
-                  if overlap(boxes[a], boxes[b]) > 0]
+        shared = [
+            (a, b)
+            for k, a in enumerate(names)
+            for b in names[k + 1 :]
+            if overlap(boxes[a], boxes[b]) > 0
+        ]
         assert shared == []
         points = {n: ax.transData.transform(artist(ax, f"label:{n}").xy) for n in names}
-        covered = [(n, m) for n in names for m in names
-                   if boxes[n][0] <= points[m][0] <= boxes[n][2]
-                   and boxes[n][1] <= points[m][1] <= boxes[n][3]]
+        covered = [
+            (n, m)
+            for n in names
+            for m in names
+            if boxes[n][0] <= points[m][0] <= boxes[n][2]
+            and boxes[n][1] <= points[m][1] <= boxes[n][3]
+        ]
         assert covered == []
         x0, y0, x1, y1 = ax.bbox.extents
-        assert all(x0 <= b[0] and b[2] <= x1 and y0 <= b[1] and b[3] <= y1
-                   for b in boxes.values())
-        centred = {n: np.concatenate([points[n] - (b[2:] - b[:2]) / 2,
-                                      points[n] + (b[2:] - b[:2]) / 2])
-                   for n, b in boxes.items()}
+        assert all(x0 <= b[0] and b[2] <= x1 and y0 <= b[1] and b[3] <= y1 for b in boxes.values())
+        centred = {
+            n: np.concatenate([points[n] - (b[2:] - b[:2]) / 2, points[n] + (b[2:] - b[:2]) / 2])
+            for n, b in boxes.items()
+        }
         assert overlap(centred["F"], centred["G"]) > 0
     finally:
         plt.close(fig)
@@ -174,21 +186,26 @@ def test_reaction_curves_and_paths_get_pairwise_distinct_styles(robot):
     10 colours, with dashes or (where the dash carries meaning) with markers."""
     model, flags = robot
     styles = plotting.pair_styles(model.pair_names, flags)
-    keys = {n: (mcolors.to_hex(s["color"]), str(s["linestyle"]), s.get("marker", ""))
-            for n, s in styles.items()}
+    keys = {
+        n: (mcolors.to_hex(s["color"]), str(s["linestyle"]), s.get("marker", ""))
+        for n, s in styles.items()
+    }
     assert len(keys) == 14 and len(set(keys.values())) == 14
     assert all(styles[n]["linestyle"] == ("-" if flags[n] else "--") for n in model.pair_names)
     for count, dashes in ((45, True), (30, False)):
-        drawn = [(mcolors.to_hex(s["color"]), str(s.get("linestyle")), s.get("marker", ""))
-                 for s in plotting.curve_styles(count, dashes=dashes)]
+        drawn = [
+            (mcolors.to_hex(s["color"]), str(s.get("linestyle")), s.get("marker", ""))
+            for s in plotting.curve_styles(count, dashes=dashes)
+        ]
         assert len(set(drawn)) == count
         assert all((s == "None") != dashes for _, s, _ in drawn)
     fig, ax = plt.subplots()
     paths = {f"p{k}": np.column_stack([np.arange(3.0), np.full(3, k)]) for k in range(12)}
     plotting.plot_paths(ax, paths)
     lines = [line for line in ax.get_lines() if line.get_label() in paths]
-    assert len({(mcolors.to_hex(line.get_color()), str(line.get_linestyle()))
-                for line in lines}) == 12
+    assert (
+        len({(mcolors.to_hex(line.get_color()), str(line.get_linestyle())) for line in lines}) == 12
+    )
     plt.close(fig)
 
 
@@ -197,8 +214,12 @@ def test_fan_of_paths_has_a_colour_bar():
     back: the bar's mappable is the paths, titled with the quantity, its scale symmetric about
     `center`; each path's colour is the bar's colour of its value."""
     fig, ax = plt.subplots()
-    paths = np.stack([np.column_stack([np.linspace(0, 1, 5), v * np.linspace(0, 1, 5)])
-                      for v in (-0.02, 0.01, 0.03)])
+    paths = np.stack(
+        [
+            np.column_stack([np.linspace(0, 1, 5), v * np.linspace(0, 1, 5)])
+            for v in (-0.02, 0.01, 0.03)
+        ]
+    )
     values = np.array([-0.02, 0.01, 0.03])
     bar = plotting.plot_fan(ax, paths, values, "steering amplitude (m)", center=0.0)
     assert len(fig.axes) == 2 and bar.ax in fig.axes
@@ -206,8 +227,9 @@ def test_fan_of_paths_has_a_colour_bar():
     assert bar.mappable.get_clim() == pytest.approx((-0.03, 0.03))
     colors = bar.mappable.get_colors() if len(bar.mappable.get_colors()) == 3 else None
     expected = bar.cmap(bar.norm(values))
-    np.testing.assert_allclose(colors if colors is not None else
-                               bar.mappable.to_rgba(values), expected)
+    np.testing.assert_allclose(
+        colors if colors is not None else bar.mappable.to_rgba(values), expected
+    )
     plt.close(fig)
 
 
@@ -243,19 +265,39 @@ def test_every_element_type_is_drawn_at_its_points():
     arm = m.body("arm", mass=1.0, inertia=0.1, q=(0.3, 0.1, 0.5))
     block = m.body("block", mass=1.0, inertia=0.1, q=(0.8, 0.2, -0.2))
     plate = m.body("plate", mass=1.0, inertia=0.1, q=(0.5, -0.3, 0.1))
-    m.add(mb.Revolute("O", m.ground, arm, s_i=(0.3 - 0.3 * np.cos(0.5), 0.1 - 0.3 * np.sin(0.5)),
-                      s_j=(-0.3, 0.0)))
+    m.add(
+        mb.Revolute(
+            "O",
+            m.ground,
+            arm,
+            s_i=(0.3 - 0.3 * np.cos(0.5), 0.1 - 0.3 * np.sin(0.5)),
+            s_j=(-0.3, 0.0),
+        )
+    )
     m.add(mb.PinInSlot("S", arm, block, s_i=(0.1, 0.0), s_j=(0.0, 0.0), a_i=(1.0, 0.0)))
     m.add(mb.Distance("D", plate, m.ground, s_i=(0.1, 0.0), s_j=(1.0, -0.5), length=0.5))
     m.add(mb.Weld("W", plate, arm, s_i=(-0.1, 0.0), s_j=(0.0, 0.0)))
     m.add(mb.Gear("Z", arm, block, ratio=2.0))
     m.add(mb.AbsoluteDriver("ax", plate, 0, mb.drive.Constant(0.5)))
-    m.add(mb.SpringDamper("k", m.ground, block, s_i=(1.2, 0.5), s_j=(0.05, 0.0), stiffness=10.0,
-                          damping=0.1, free_length=0.3))
+    m.add(
+        mb.SpringDamper(
+            "k",
+            m.ground,
+            block,
+            s_i=(1.2, 0.5),
+            s_j=(0.05, 0.0),
+            stiffness=10.0,
+            damping=0.1,
+            free_length=0.3,
+        )
+    )
     m.add(mb.Force("push", block, s=(0.05, 0.02), f=(3.0, 4.0)))
     m.add(mb.Torque("tau", plate, 1.0))
-    m.add(mb.Bushing("bu", plate, m.ground, s_i=(0.05, 0.0), s_j=(0.9, -0.1),
-                     stiffness=(1e3, 1e3, 0.0)))
+    m.add(
+        mb.Bushing(
+            "bu", plate, m.ground, s_i=(0.05, 0.0), s_j=(0.9, -0.1), stiffness=(1e3, 1e3, 0.0)
+        )
+    )
     model = m.build()
     q = np.asarray(model.q0)
     r = {name: q[3 * k : 3 * k + 2] for k, name in enumerate(model.body_names)}
@@ -265,30 +307,38 @@ def test_every_element_type_is_drawn_at_its_points():
         return r[body] + rot(ph[body]) @ np.asarray(s)
 
     ax = drawing.draw_mechanism(model, q, t=0.0)
-    np.testing.assert_allclose(sorted(map(tuple, artist(ax, "body:arm").get_xydata())),
-                               sorted([tuple(at("arm", (-0.3, 0.0))), tuple(r["arm"])]), atol=TOL)
-    np.testing.assert_allclose(sorted(map(tuple, artist(ax, "body:plate").get_xydata())),
-                               sorted([tuple(at("plate", (-0.1, 0.0))),
-                                       tuple(at("plate", (0.1, 0.0)))]), atol=TOL)
+    np.testing.assert_allclose(
+        sorted(map(tuple, artist(ax, "body:arm").get_xydata())),
+        sorted([tuple(at("arm", (-0.3, 0.0))), tuple(r["arm"])]),
+        atol=TOL,
+    )
+    np.testing.assert_allclose(
+        sorted(map(tuple, artist(ax, "body:plate").get_xydata())),
+        sorted([tuple(at("plate", (-0.1, 0.0))), tuple(at("plate", (0.1, 0.0)))]),
+        atol=TOL,
+    )
     box = artist(ax, "slider:S").get_xy()[:4]
     np.testing.assert_allclose(box.mean(axis=0), r["block"], atol=TOL)
     edge = (box[1] - box[0]) / np.linalg.norm(box[1] - box[0])
     np.testing.assert_allclose(edge, rot(ph["arm"]) @ [1.0, 0.0], atol=TOL)  # along the slot
-    np.testing.assert_allclose(artist(ax, "link:D").get_xydata(),
-                               [at("plate", (0.1, 0.0)), (1.0, -0.5)], atol=TOL)
-    np.testing.assert_allclose(artist(ax, "weld:W").get_xydata()[0], at("plate", (-0.1, 0.0)),
-                               atol=TOL)
-    np.testing.assert_allclose(artist(ax, "pair:Z").get_xydata(), [r["arm"], r["block"]],
-                               atol=TOL)
+    np.testing.assert_allclose(
+        artist(ax, "link:D").get_xydata(), [at("plate", (0.1, 0.0)), (1.0, -0.5)], atol=TOL
+    )
+    np.testing.assert_allclose(
+        artist(ax, "weld:W").get_xydata()[0], at("plate", (-0.1, 0.0)), atol=TOL
+    )
+    np.testing.assert_allclose(artist(ax, "pair:Z").get_xydata(), [r["arm"], r["block"]], atol=TOL)
     zigzag = artist(ax, "force:k").get_xydata()
     np.testing.assert_allclose(zigzag[[0, -1]], [(1.2, 0.5), at("block", (0.05, 0.0))], atol=TOL)
     tip = np.asarray(artist(ax, "label:push").xy) - at("block", (0.05, 0.02))
     assert abs(tip[0] * 4.0 - tip[1] * 3.0) < TOL and tip @ [3.0, 4.0] > 0  # along f
     np.testing.assert_allclose(artist(ax, "force:bu").center, at("plate", (0.05, 0.0)), atol=TOL)
-    np.testing.assert_allclose(artist(ax, "force:bu:link").get_xydata()[[0, -1]],
-                               [at("plate", (0.05, 0.0)), (0.9, -0.1)], atol=TOL)
-    for gid in ("driver:ax", "force:tau", "pin:O", "label:ax", "label:tau", "label:k",
-                "label:bu"):
+    np.testing.assert_allclose(
+        artist(ax, "force:bu:link").get_xydata()[[0, -1]],
+        [at("plate", (0.05, 0.0)), (0.9, -0.1)],
+        atol=TOL,
+    )
+    for gid in ("driver:ax", "force:tau", "pin:O", "label:ax", "label:tau", "label:k", "label:bu"):
         artist(ax, gid)
     plt.close(ax.figure)
 
@@ -317,16 +367,22 @@ def test_reaction_panel_dashes_method_dependent_pairs():
     m.add(mb.Gravity((0.0, -g)))
     model = m.build()
     rx = jax.jit(lambda q: mb.reactions(model, q, jnp.zeros(model.n), 0.0))(model.q0)
-    assert {name: bool(v) for name, v in rx.solvable.items()} == {"O1": False, "O2": False,
-                                                                   "W": True}
+    assert {name: bool(v) for name, v in rx.solvable.items()} == {
+        "O1": False,
+        "O2": False,
+        "W": True,
+    }
     rx = jax.tree.map(lambda x: jnp.stack([x, x]), rx)  # two instants at rest
     ts = np.array([0.0, 1.0])
     fig, (ax_f, ax_t) = plt.subplots(1, 2)
     plotting.plot_pair_reactions(ax_f, ts, rx, model)
     plotting.plot_pair_reactions(ax_t, ts, rx, model, torque=True)
     lines = {line.get_label(): line for line in ax_f.get_lines()}
-    assert set(lines) == {"O1 on rod (method-dependent)", "O2 on rod (method-dependent)",
-                          "W on rod"}
+    assert set(lines) == {
+        "O1 on rod (method-dependent)",
+        "O2 on rod (method-dependent)",
+        "W on rod",
+    }
     assert lines["W on rod"].get_linestyle() == "-"
     np.testing.assert_allclose(lines["W on rod"].get_ydata(), m_bob * g, rtol=1e-9)
     for name in ("O1", "O2"):
@@ -341,8 +397,12 @@ def test_reaction_panel_dashes_method_dependent_pairs():
 def crank_trajectory(num):
     """Closed-form slider-crank configurations over one crank turn (slider_crank.configuration)."""
     thetas = THETA + np.linspace(0.0, 2 * np.pi, num)
-    q = np.array([np.concatenate([np.asarray(c) for c in slider_crank.configuration(th, R, L)])
-                  for th in thetas])
+    q = np.array(
+        [
+            np.concatenate([np.asarray(c) for c in slider_crank.configuration(th, R, L)])
+            for th in thetas
+        ]
+    )
     return types.SimpleNamespace(ts=np.linspace(0.0, 1.0, num), q=q)
 
 
@@ -394,8 +454,9 @@ def test_gif_frames_equal_a_full_redraw(robot):
         background = fig.canvas.copy_from_bbox(fig.bbox)
         empty = np.array(fig.canvas.buffer_rgba())[..., :3].astype(int)
         with drawing._fixed_data_limits(ax):
-            drawing.draw_mechanism(model, q, ax, solvable=flags, scale=scale, legend=False,
-                                   frame=False)
+            drawing.draw_mechanism(
+                model, q, ax, solvable=flags, scale=scale, legend=False, frame=False
+            )
         ax.set_title("t = 0.000 s")
         blitted = np.asarray(drawing._blit(fig, ax, background, kept)).astype(int)
         fig.canvas.draw()
@@ -411,8 +472,13 @@ def test_gif_frames_equal_a_full_redraw(robot):
 
 def run_cli(*args):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "jaxmb.cli", *args], capture_output=True,
-                          text=True, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "jaxmb.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
 
 
 def test_cli_plot_and_animate_end_to_end(tmp_path):

@@ -68,8 +68,14 @@ def robot_variants(robot):
         if key in INTEGRATED_VARIANTS:
             traj = jax.jit(
                 lambda m, q, qd, f=formulation: mb.simulate(
-                    m, q, qd, ROBOT_T1, ts=ROBOT_TS, dt0=FIXED_DT,
-                    stepsize_controller=diffrax.ConstantStepSize(), formulation=f,
+                    m,
+                    q,
+                    qd,
+                    ROBOT_T1,
+                    ts=ROBOT_TS,
+                    dt0=FIXED_DT,
+                    stepsize_controller=diffrax.ConstantStepSize(),
+                    formulation=f,
                     max_steps=int(ROBOT_T1 / FIXED_DT) + 10,
                 )
             )(model, q0, qd0)
@@ -151,8 +157,9 @@ def test_drift_over_twenty_seconds(robot, robot_adaptive):
     traj = robot_adaptive
     phi = jax.vmap(model.phi)(traj.q, traj.ts)
     vel = jax.vmap(model.velocity_residual)(traj.q, traj.qd, traj.ts)
-    knife = np.concatenate([np.arange(model.rows(w).start, model.rows(w).stop)
-                            for w in ("W1", "W2", "W3", "W4", "W5")])
+    knife = np.concatenate(
+        [np.arange(model.rows(w).start, model.rows(w).stop) for w in ("W1", "W2", "W3", "W4", "W5")]
+    )
     assert float(jnp.max(jnp.abs(phi))) < 1e-8
     assert float(jnp.max(jnp.abs(vel[:, knife]))) < 1e-8
 
@@ -171,7 +178,9 @@ def test_conservative_slider_crank_keeps_energy():
     """A free slider-crank under gravity is conservative: the total energy stays constant to
     1e-8 relative over 10 s (rtol 1e-10 so the integration error is below the bound)."""
     model = slider_crank.build(theta0=0.3)
-    pose = lambda th: jnp.concatenate([jnp.stack(b) for b in slider_crank.configuration(th, 0.1, 0.3)])
+    pose = lambda th: jnp.concatenate(
+        [jnp.stack(b) for b in slider_crank.configuration(th, 0.1, 0.3)]
+    )
     qd0 = jax.jacfwd(pose)(0.3) * 15.0  # crank at 15 rad/s: enough to revolve against gravity
     ts = jnp.linspace(0.0, 10.0, 501)
     traj = jax.jit(lambda m: mb.simulate(m, m.q0, qd0, 10.0, ts=ts, rtol=1e-10, atol=1e-12))(model)
@@ -185,10 +194,16 @@ def test_non_redundant_four_bar_matches_numpy_augmented_system(rng):
     states: qdd from the null-space formulation and lambda (the multipliers are unique)."""
     model = four_bar.build()
     # one compiled program for jaxmb's answers and the terms numpy needs (op by op: seconds)
-    terms = jax.jit(lambda q, qd: (mb.accelerations(model, q, qd, 0.0),
-                                   mb.reactions(model, q, qd, 0.0), model.mass_matrix(),
-                                   model.C(q, 0.0), model.forces(q, qd, 0.0),
-                                   model.gamma(q, qd, 0.0)))
+    terms = jax.jit(
+        lambda q, qd: (
+            mb.accelerations(model, q, qd, 0.0),
+            mb.reactions(model, q, qd, 0.0),
+            model.mass_matrix(),
+            model.C(q, 0.0),
+            model.forces(q, qd, 0.0),
+            model.gamma(q, qd, 0.0),
+        )
+    )
     for theta in rng.uniform(0, 2 * np.pi, 3):
         q = mb.assemble(model, jnp.concatenate(four_bar.configuration(theta, 0.1, 0.35, 0.3, 0.35)))
         qd = mb.consistent_velocity(model, q, jnp.asarray(rng.normal(size=9)))
@@ -215,8 +230,15 @@ def test_vmapped_batch_equals_loop():
     def run(v, amplitude):
         model = mobile_robot.build(amplitude=amplitude, t_end=5.0)
         qd0 = mobile_robot.initial_velocity(model, v)
-        return mb.simulate(model, model.q0, qd0, 1.0, ts=ts, dt0=FIXED_DT,
-                           stepsize_controller=diffrax.ConstantStepSize()).q
+        return mb.simulate(
+            model,
+            model.q0,
+            qd0,
+            1.0,
+            ts=ts,
+            dt0=FIXED_DT,
+            stepsize_controller=diffrax.ConstantStepSize(),
+        ).q
 
     batch = jax.jit(jax.vmap(run))(speeds, amplitudes)
     single = jax.jit(run)
@@ -232,9 +254,13 @@ def test_throw_false_returns_result_codes():
     in a vmapped batch next to one that succeeds); no exception is raised."""
     model = slider_crank.build()
     qd0 = jnp.zeros(model.n)
-    traj = jax.jit(jax.vmap(
-        lambda t1: mb.simulate(model, model.q0, qd0, t1, ts=jnp.array([0.0]), max_steps=30,
-                               throw=False)))(jnp.array([0.05, 10.0]))
+    traj = jax.jit(
+        jax.vmap(
+            lambda t1: mb.simulate(
+                model, model.q0, qd0, t1, ts=jnp.array([0.0]), max_steps=30, throw=False
+            )
+        )
+    )(jnp.array([0.05, 10.0]))
     assert bool(traj.success[0]) and not bool(traj.success[1])
     assert not bool(jnp.all(traj.result == diffrax.RESULTS.successful))
 
@@ -260,8 +286,9 @@ def test_gradient_of_solvable_reaction_matches_finite_differences():
     derivative stayed the same to 1e-9); at 1e-11 they are good to ~1e-7."""
     example = _example("reaction_gradient")
     value_and_jac = jax.jit(
-        lambda a: jax.jvp(lambda x: example.peak_and_final(x, 1.0, 21, rtol=1e-11), (a,),
-                          (jnp.ones_like(a),))
+        lambda a: jax.jvp(
+            lambda x: example.peak_and_final(x, 1.0, 21, rtol=1e-11), (a,), (jnp.ones_like(a),)
+        )
     )
     a, h = jnp.asarray(0.05), 0.05 * 1e-5
     value, grad = value_and_jac(a)
@@ -278,8 +305,7 @@ def test_accelerations_gradient_finite_on_redundant_robot(robot, rng):
     Phi_q = model.C(q0, 0.0)[:17]
     d = jnp.asarray(rng.normal(size=model.n))
     d = d - jnp.linalg.pinv(Phi_q) @ (Phi_q @ d)  # stay on Phi = 0
-    jvp = jax.jit(lambda q, v: jax.jvp(lambda x: mb.accelerations(model, x, qd0, 0.0),
-                                       (q,), (v,)))
+    jvp = jax.jit(lambda q, v: jax.jvp(lambda x: mb.accelerations(model, x, qd0, 0.0), (q,), (v,)))
     _, jd = jvp(q0, d)
     assert bool(jnp.all(jnp.isfinite(jd)))
     h = 1e-6  # the differences reuse the compiled jvp's primal output (one compilation)

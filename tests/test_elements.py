@@ -98,7 +98,12 @@ class Drv:
 
 
 def harmonic(rng):
-    a, w, ph, off = rng.uniform(0.2, 1.0), rng.uniform(0.5, 3.0), rng.uniform(-3, 3), rng.uniform(-1, 1)
+    a, w, ph, off = (
+        rng.uniform(0.2, 1.0),
+        rng.uniform(0.5, 3.0),
+        rng.uniform(-3, 3),
+        rng.uniform(-1, 1),
+    )
     return Drv(
         drive.Harmonic(amplitude=a, omega=w, phase=ph, offset=off),
         lambda t: off + a * np.cos(w * t + ph),
@@ -161,84 +166,124 @@ class Case:
 
 def revolute_case(rng, name, i, j):
     si, sj = vec(rng), vec(rng)
-    return Case("Revolute", name, lambda H: mb.Revolute(name, H(i), H(j), s_i=si, s_j=sj),
-                lambda q, qd, t: hand.revolute(q, qd, i, si, j, sj))
+    return Case(
+        "Revolute",
+        name,
+        lambda H: mb.Revolute(name, H(i), H(j), s_i=si, s_j=sj),
+        lambda q, qd, t: hand.revolute(q, qd, i, si, j, sj),
+    )
 
 
 def weld_case(rng, name, i, j):
     si, sj, angle = vec(rng), vec(rng), rng.uniform(-1, 1)
-    return Case("Weld", name,
-                lambda H: mb.Weld(name, H(i), H(j), s_i=si, s_j=sj, angle=angle),
-                lambda q, qd, t: hand.weld(q, qd, i, si, j, sj, angle))
+    return Case(
+        "Weld",
+        name,
+        lambda H: mb.Weld(name, H(i), H(j), s_i=si, s_j=sj, angle=angle),
+        lambda q, qd, t: hand.weld(q, qd, i, si, j, sj, angle),
+    )
 
 
 def translational_case(rng, name, i, j):
     si, sj, v, angle = vec(rng), vec(rng), vec(rng, 2.0), rng.uniform(-1, 1)
-    return Case("Translational", name,
-                lambda H: mb.Translational(name, H(i), H(j), s_i=si, s_j=sj, v=v, angle=angle),
-                lambda q, qd, t: hand.translational(q, qd, i, si, j, sj, v, angle))
+    return Case(
+        "Translational",
+        name,
+        lambda H: mb.Translational(name, H(i), H(j), s_i=si, s_j=sj, v=v, angle=angle),
+        lambda q, qd, t: hand.translational(q, qd, i, si, j, sj, v, angle),
+    )
 
 
 def translational_driver_case(rng, name, i, j, make_drive):
     si, sj, u = vec(rng), vec(rng), vec(rng, 2.0)
     dr = make_drive(rng)
     return Case(
-        "TranslationalDriver", name,
+        "TranslationalDriver",
+        name,
         lambda H: mb.TranslationalDriver(name, H(i), H(j), s_i=si, s_j=sj, u=u, d=dr.module),
-        lambda q, qd, t: hand.translational_driver(q, qd, t, i, si, j, sj, u, dr))
+        lambda q, qd, t: hand.translational_driver(q, qd, t, i, si, j, sj, u, dr),
+    )
 
 
 def distance_case(rng, name, i, j):
     si, sj, L = vec(rng), vec(rng), rng.uniform(0.5, 2.0)
-    return Case("Distance", name,
-                lambda H: mb.Distance(name, H(i), H(j), s_i=si, s_j=sj, length=L),
-                lambda q, qd, t: hand.distance(q, qd, i, si, j, sj, L))
+    return Case(
+        "Distance",
+        name,
+        lambda H: mb.Distance(name, H(i), H(j), s_i=si, s_j=sj, length=L),
+        lambda q, qd, t: hand.distance(q, qd, i, si, j, sj, L),
+    )
 
 
 def parallel_case(rng, name, i, j):
     ai, aj = vec(rng, 2.0), vec(rng, 2.0)
-    return Case("Parallel", name, lambda H: mb.Parallel(name, H(i), H(j), a_i=ai, a_j=aj),
-                lambda q, qd, t: hand.parallel(q, qd, i, ai, j, aj))
+    return Case(
+        "Parallel",
+        name,
+        lambda H: mb.Parallel(name, H(i), H(j), a_i=ai, a_j=aj),
+        lambda q, qd, t: hand.parallel(q, qd, i, ai, j, aj),
+    )
 
 
 def pin_in_slot_case(rng, name, i, j):
     si, sj, ai = vec(rng), vec(rng), vec(rng, 2.0)
-    return Case("PinInSlot", name,
-                lambda H: mb.PinInSlot(name, H(i), H(j), s_i=si, s_j=sj, a_i=ai),
-                lambda q, qd, t: hand.pin_in_slot(q, qd, i, si, j, sj, ai))
+    return Case(
+        "PinInSlot",
+        name,
+        lambda H: mb.PinInSlot(name, H(i), H(j), s_i=si, s_j=sj, a_i=ai),
+        lambda q, qd, t: hand.pin_in_slot(q, qd, i, si, j, sj, ai),
+    )
 
 
 def gear_case(rng, name, i, j):
     K, off = rng.uniform(-3, 3), rng.uniform(-1, 1)
-    return Case("Gear", name, lambda H: mb.Gear(name, H(i), H(j), ratio=K, offset=off),
-                lambda q, qd, t: hand.gear(q, qd, i, j, K, off))
+    return Case(
+        "Gear",
+        name,
+        lambda H: mb.Gear(name, H(i), H(j), ratio=K, offset=off),
+        lambda q, qd, t: hand.gear(q, qd, i, j, K, off),
+    )
 
 
 def gear_on_link_case(rng, name, i, j, k):
     K, off = rng.uniform(-3, 3), rng.uniform(-1, 1)
-    return Case("GearOnLink", name,
-                lambda H: mb.GearOnLink(name, H(i), H(j), H(k), ratio=K, offset=off),
-                lambda q, qd, t: hand.gear_on_link(q, qd, i, j, k, K, off))
+    return Case(
+        "GearOnLink",
+        name,
+        lambda H: mb.GearOnLink(name, H(i), H(j), H(k), ratio=K, offset=off),
+        lambda q, qd, t: hand.gear_on_link(q, qd, i, j, k, K, off),
+    )
 
 
 def relative_angle_driver_case(rng, name, i, j, make_drive):
     off = rng.uniform(-1, 1)
     dr = make_drive(rng)
-    return Case("RelativeAngleDriver", name,
-                lambda H: mb.RelativeAngleDriver(name, H(i), H(j), f=dr.module, offset=off),
-                lambda q, qd, t: hand.relative_angle_driver(q, qd, t, i, j, dr, off))
+    return Case(
+        "RelativeAngleDriver",
+        name,
+        lambda H: mb.RelativeAngleDriver(name, H(i), H(j), f=dr.module, offset=off),
+        lambda q, qd, t: hand.relative_angle_driver(q, qd, t, i, j, dr, off),
+    )
 
 
 def absolute_driver_case(rng, name, k, coord, make_drive):
     dr = make_drive(rng)
-    return Case("AbsoluteDriver", name, lambda H: mb.AbsoluteDriver(name, H(k), coord, dr.module),
-                lambda q, qd, t: hand.absolute_driver(q, qd, t, k, coord, dr))
+    return Case(
+        "AbsoluteDriver",
+        name,
+        lambda H: mb.AbsoluteDriver(name, H(k), coord, dr.module),
+        lambda q, qd, t: hand.absolute_driver(q, qd, t, k, coord, dr),
+    )
 
 
 def knife_edge_case(rng, name, k):
     s, n = vec(rng), vec(rng, 3.0)
-    return Case("KnifeEdge", name, lambda H: mb.KnifeEdge(name, H(k), s=s, n=n),
-                lambda q, qd, t: hand.knife_edge(q, qd, k, s, n))
+    return Case(
+        "KnifeEdge",
+        name,
+        lambda H: mb.KnifeEdge(name, H(k), s=s, n=n),
+        lambda q, qd, t: hand.knife_edge(q, qd, k, s, n),
+    )
 
 
 def make_cases(rng):
@@ -284,8 +329,12 @@ def make_cases(rng):
 def build(cases, rng):
     m = mb.Mechanism()
     bodies = [
-        m.body(f"b{k}", mass=rng.uniform(0.5, 3.0), inertia=rng.uniform(0.01, 0.5),
-               q=rng.uniform(-1, 1, 3))
+        m.body(
+            f"b{k}",
+            mass=rng.uniform(0.5, 3.0),
+            inertia=rng.uniform(0.01, 0.5),
+            q=rng.uniform(-1, 1, 3),
+        )
         for k in range(NUM_BODIES)
     ]
 
@@ -298,8 +347,9 @@ def build(cases, rng):
 
 
 def random_state(rng):
-    q = np.concatenate([[*rng.uniform(-1.5, 1.5, 2), rng.uniform(-np.pi, np.pi)]
-                        for _ in range(NUM_BODIES)])
+    q = np.concatenate(
+        [[*rng.uniform(-1.5, 1.5, 2), rng.uniform(-np.pi, np.pi)] for _ in range(NUM_BODIES)]
+    )
     qd, qdd = rng.uniform(-1.5, 1.5, N), rng.uniform(-1.5, 1.5, N)
     t = rng.uniform(0.2, 2.8)
     return q, qd, qdd, t
@@ -380,14 +430,19 @@ def worlds():
         for _ in range(NUM_CONFIGS):
             q, qd, qdd, t = random_state(rng)
             qj, qdj = jnp.asarray(q), jnp.asarray(qd)
-            samples.append(Sample(
-                q, qd, qdd, t,
-                C=C_lib(q, t),
-                gamma=np.asarray(gamma_jit(qj, qdj, t)),
-                phi=np.asarray(phi_jit(qj, t)),
-                b=np.asarray(b_jit(qj, t)),
-                gamma_fd=fd_gamma(C_lib, lambda tt, c=cases: hand_b(c, tt), q, qd, qdd, t),
-            ))
+            samples.append(
+                Sample(
+                    q,
+                    qd,
+                    qdd,
+                    t,
+                    C=C_lib(q, t),
+                    gamma=np.asarray(gamma_jit(qj, qdj, t)),
+                    phi=np.asarray(phi_jit(qj, t)),
+                    b=np.asarray(b_jit(qj, t)),
+                    gamma_fd=fd_gamma(C_lib, lambda tt, c=cases: hand_b(c, tt), q, qd, qdd, t),
+                )
+            )
         out.append(World(model, cases, samples))
     return out
 
@@ -408,11 +463,23 @@ def test_every_element_type_has_a_hand_oracle(worlds):
     rng, masses, inertias, cases = _force_world(5)
     forces = _force_model(masses, inertias, [fac for _, fac, _ in cases]).force_elements
     assert sorted({type(f).__name__ for f in forces}) == FORCE_KINDS
-    assert {"Revolute", "Translational", "Distance", "Parallel", "PinInSlot", "Gear",
-            "GearOnLink", "Weld", "TranslationalDriver", "RelativeAngleDriver",
-            "AbsoluteDriver", "KnifeEdge"} <= set(KINDS)
+    assert {
+        "Revolute",
+        "Translational",
+        "Distance",
+        "Parallel",
+        "PinInSlot",
+        "Gear",
+        "GearOnLink",
+        "Weld",
+        "TranslationalDriver",
+        "RelativeAngleDriver",
+        "AbsoluteDriver",
+        "KnifeEdge",
+    } <= set(KINDS)
     assert {"Gravity", "SpringDamper", "RotationalSpringDamper", "Force", "Torque"} <= set(
-        FORCE_KINDS)
+        FORCE_KINDS
+    )
 
 
 def test_case_table_layout(worlds):
@@ -431,8 +498,13 @@ def test_C_matches_hand_jacobian(worlds, kind):
         for s in w.samples:
             for case in _of_kind(w, kind):
                 got = s.C[w.model.rows(case.name)]
-                np.testing.assert_allclose(got, case.C(s.q, s.t), rtol=0, atol=ALGEBRA_TOL,
-                                           err_msg=f"{case.name} C at q={s.q}")
+                np.testing.assert_allclose(
+                    got,
+                    case.C(s.q, s.t),
+                    rtol=0,
+                    atol=ALGEBRA_TOL,
+                    err_msg=f"{case.name} C at q={s.q}",
+                )
 
 
 @pytest.mark.parametrize("kind", HOLONOMIC_KINDS)
@@ -443,8 +515,9 @@ def test_phi_matches_hand_residual(worlds, kind):
         for s in w.samples:
             for case in _of_kind(w, kind):
                 got = s.phi[w.model.rows(case.name)]
-                np.testing.assert_allclose(got, case.phi(s.q, s.t), rtol=0, atol=ALGEBRA_TOL,
-                                           err_msg=case.name)
+                np.testing.assert_allclose(
+                    got, case.phi(s.q, s.t), rtol=0, atol=ALGEBRA_TOL, err_msg=case.name
+                )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -456,8 +529,9 @@ def test_gamma_matches_hand_formula(worlds, kind):
         for s in w.samples:
             for case in _of_kind(w, kind):
                 got = s.gamma[w.model.rows(case.name)]
-                np.testing.assert_allclose(got, case.gamma(s.q, s.qd, s.t), rtol=0,
-                                           atol=ALGEBRA_TOL, err_msg=case.name)
+                np.testing.assert_allclose(
+                    got, case.gamma(s.q, s.qd, s.t), rtol=0, atol=ALGEBRA_TOL, err_msg=case.name
+                )
 
 
 def _fd_scale(s):
@@ -474,8 +548,9 @@ def test_gamma_matches_finite_difference(worlds, kind):
             tol = FD_RTOL * _fd_scale(s)
             for case in _of_kind(w, kind):
                 rows = w.model.rows(case.name)
-                np.testing.assert_allclose(s.gamma[rows], s.gamma_fd[rows], rtol=0, atol=tol,
-                                           err_msg=case.name)
+                np.testing.assert_allclose(
+                    s.gamma[rows], s.gamma_fd[rows], rtol=0, atol=tol, err_msg=case.name
+                )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -488,15 +563,20 @@ def test_hand_oracle_is_self_consistent(worlds, kind):
         for case in _of_kind(w, kind):
             ref = fd_gamma(case.C, case.b, s.q, s.qd, s.qdd, s.t)
             scale = max(1.0, np.max(np.abs(case.C(s.q, s.t) @ s.qdd)))
-            np.testing.assert_allclose(case.gamma(s.q, s.qd, s.t), ref, rtol=0,
-                                       atol=FD_RTOL * scale, err_msg=case.name)
+            np.testing.assert_allclose(
+                case.gamma(s.q, s.qd, s.t), ref, rtol=0, atol=FD_RTOL * scale, err_msg=case.name
+            )
             if not case.holonomic:
                 continue
             h = 1e-6
-            jac = np.stack([(case.phi(s.q + h * e, s.t) - case.phi(s.q - h * e, s.t)) / (2 * h)
-                            for e in np.eye(N)], axis=1)
-            np.testing.assert_allclose(case.C(s.q, s.t), jac, rtol=0, atol=1e-8,
-                                       err_msg=case.name)
+            jac = np.stack(
+                [
+                    (case.phi(s.q + h * e, s.t) - case.phi(s.q - h * e, s.t)) / (2 * h)
+                    for e in np.eye(N)
+                ],
+                axis=1,
+            )
+            np.testing.assert_allclose(case.C(s.q, s.t), jac, rtol=0, atol=1e-8, err_msg=case.name)
             # b = Phi_t (velocity residual g = Phi_q qd + Phi_t at qd = 0)
             phit = (case.phi(s.q, s.t + h) - case.phi(s.q, s.t - h)) / (2 * h)
             np.testing.assert_allclose(case.b(s.t), phit, rtol=0, atol=1e-8, err_msg=case.name)
@@ -562,8 +642,11 @@ def test_spline_matches_scipy_natural(rng, num_knots):
     vals = rng.uniform(-2, 2, num_knots)
     f = drive.Spline(knots, vals)
     if num_knots == 2:  # natural spline through two points is the straight line
-        ref = lambda t, nu=0: np.polyval(np.polyfit(knots, vals, 1), t) if nu == 0 else (
-            (vals[1] - vals[0]) / (knots[1] - knots[0]) if nu == 1 else 0.0)
+        ref = lambda t, nu=0: (
+            np.polyval(np.polyfit(knots, vals, 1), t)
+            if nu == 0
+            else ((vals[1] - vals[0]) / (knots[1] - knots[0]) if nu == 1 else 0.0)
+        )
     else:
         cs = CubicSpline(knots, vals, bc_type="natural")
         ref = lambda t, nu=0: cs(t, nu)
@@ -599,11 +682,16 @@ def test_spline_gradient_wrt_knot_values(rng):
         basis = np.array([CubicSpline(knots, e, bc_type="natural")(t) for e in np.eye(knots.size)])
         np.testing.assert_allclose(grad, basis, rtol=0, atol=ALGEBRA_TOL)
         h = 1e-6
-        fd = np.array([
-            (float(drive.Spline(knots, vals + h * e)(t)) - float(drive.Spline(knots, vals - h * e)(t)))
-            / (2 * h)
-            for e in np.eye(knots.size)
-        ])
+        fd = np.array(
+            [
+                (
+                    float(drive.Spline(knots, vals + h * e)(t))
+                    - float(drive.Spline(knots, vals - h * e)(t))
+                )
+                / (2 * h)
+                for e in np.eye(knots.size)
+            ]
+        )
         np.testing.assert_allclose(grad, fd, rtol=0, atol=1e-8)
 
 
@@ -652,60 +740,91 @@ def _force_cases(rng, masses):
     for i, j in ((0, 1), (G, 2), (2, G)):
         si, sj = vec(rng), vec(rng)
         k, c, l0 = rng.uniform(1, 100), rng.uniform(0, 5), rng.uniform(0.1, 1.0)
-        out.append((
-            f"spring{i}{j}",
-            lambda H, i=i, j=j, si=si, sj=sj, k=k, c=c, l0=l0: mb.SpringDamper(
-                f"sd{i}{j}", H(i), H(j), s_i=si, s_j=sj, stiffness=k, damping=c, free_length=l0),
-            lambda q, qd, t, i=i, j=j, si=si, sj=sj, k=k, c=c, l0=l0: hand.spring_damper(
-                q, qd, i, si, j, sj, k, c, l0),
-        ))
+        out.append(
+            (
+                f"spring{i}{j}",
+                lambda H, i=i, j=j, si=si, sj=sj, k=k, c=c, l0=l0: mb.SpringDamper(
+                    f"sd{i}{j}", H(i), H(j), s_i=si, s_j=sj, stiffness=k, damping=c, free_length=l0
+                ),
+                lambda q, qd, t, i=i, j=j, si=si, sj=sj, k=k, c=c, l0=l0: hand.spring_damper(
+                    q, qd, i, si, j, sj, k, c, l0
+                ),
+            )
+        )
     for i, j in ((0, 2), (G, 1)):
         k, c, th0 = rng.uniform(1, 100), rng.uniform(0, 5), rng.uniform(-1, 1)
-        out.append((
-            f"rotspring{i}{j}",
-            lambda H, i=i, j=j, k=k, c=c, th0=th0: mb.RotationalSpringDamper(
-                f"rsd{i}{j}", H(i), H(j), stiffness=k, damping=c, free_angle=th0),
-            lambda q, qd, t, i=i, j=j, k=k, c=c, th0=th0: hand.rotational_spring_damper(
-                q, qd, i, j, k, c, th0),
-        ))
+        out.append(
+            (
+                f"rotspring{i}{j}",
+                lambda H, i=i, j=j, k=k, c=c, th0=th0: mb.RotationalSpringDamper(
+                    f"rsd{i}{j}", H(i), H(j), stiffness=k, damping=c, free_angle=th0
+                ),
+                lambda q, qd, t, i=i, j=j, k=k, c=c, th0=th0: hand.rotational_spring_damper(
+                    q, qd, i, j, k, c, th0
+                ),
+            )
+        )
     # constant global force
     s, f = vec(rng), vec(rng, 5.0)
-    out.append(("force_const", lambda H: mb.Force("F1", H(1), s=s, f=f),
-                lambda q, qd, t: hand.point_force(q, 1, s, f)))
+    out.append(
+        (
+            "force_const",
+            lambda H: mb.Force("F1", H(1), s=s, f=f),
+            lambda q, qd, t: hand.point_force(q, 1, s, f),
+        )
+    )
     # time-dependent force: 2-vector harmonic amplitude, and a 2-vector linear drive
     s2, amp, off = vec(rng), vec(rng, 5.0), vec(rng, 2.0)
     w, ph = rng.uniform(0.5, 3), rng.uniform(-3, 3)
-    out.append((
-        "force_harmonic",
-        lambda H: mb.Force("F2", H(2), s=s2, f=drive.Harmonic(amplitude=amp, omega=w, phase=ph,
-                                                             offset=off)),
-        lambda q, qd, t: hand.point_force(q, 2, s2, off + amp * np.cos(w * t + ph)),
-    ))
+    out.append(
+        (
+            "force_harmonic",
+            lambda H: mb.Force(
+                "F2", H(2), s=s2, f=drive.Harmonic(amplitude=amp, omega=w, phase=ph, offset=off)
+            ),
+            lambda q, qd, t: hand.point_force(q, 2, s2, off + amp * np.cos(w * t + ph)),
+        )
+    )
     s3, slope, off3 = vec(rng), vec(rng, 5.0), vec(rng, 2.0)
-    out.append((
-        "force_linear",
-        lambda H: mb.Force("F0", H(0), s=s3, f=drive.Linear(slope=slope, offset=off3)),
-        lambda q, qd, t: hand.point_force(q, 0, s3, off3 + slope * t),
-    ))
+    out.append(
+        (
+            "force_linear",
+            lambda H: mb.Force("F0", H(0), s=s3, f=drive.Linear(slope=slope, offset=off3)),
+            lambda q, qd, t: hand.point_force(q, 0, s3, off3 + slope * t),
+        )
+    )
     # torques: constant and polynomial in t
     tau0 = rng.uniform(-5, 5)
 
-    out.append(("torque_const", lambda H: mb.Torque("T0", H(0), tau0),
-                lambda q, qd, t: hand.torque(q, 0, tau0)))
+    out.append(
+        (
+            "torque_const",
+            lambda H: mb.Torque("T0", H(0), tau0),
+            lambda q, qd, t: hand.torque(q, 0, tau0),
+        )
+    )
     coeffs = rng.uniform(-2, 2, 3)
-    out.append(("torque_poly", lambda H: mb.Torque("T2", H(2), drive.Polynomial(coeffs)),
-                lambda q, qd, t: hand.torque(q, 2, np.polynomial.polynomial.polyval(t, coeffs))))
+    out.append(
+        (
+            "torque_poly",
+            lambda H: mb.Torque("T2", H(2), drive.Polynomial(coeffs)),
+            lambda q, qd, t: hand.torque(q, 2, np.polynomial.polynomial.polyval(t, coeffs)),
+        )
+    )
     for i, j in ((0, 1), (G, 2)):
         si, sj = vec(rng), vec(rng)
         k, c, th0 = rng.uniform(1, 100, 3), rng.uniform(0, 5, 3), rng.uniform(-1, 1)
-        out.append((
-            f"bushing{i}{j}",
-            lambda H, i=i, j=j, si=si, sj=sj, k=k, c=c, th0=th0: mb.Bushing(
-                f"bu{i}{j}", H(i), H(j), s_i=si, s_j=sj, stiffness=k, damping=c,
-                free_angle=th0),
-            lambda q, qd, t, i=i, j=j, si=si, sj=sj, k=k, c=c, th0=th0: hand.bushing(
-                q, qd, i, si, j, sj, k, c, th0),
-        ))
+        out.append(
+            (
+                f"bushing{i}{j}",
+                lambda H, i=i, j=j, si=si, sj=sj, k=k, c=c, th0=th0: mb.Bushing(
+                    f"bu{i}{j}", H(i), H(j), s_i=si, s_j=sj, stiffness=k, damping=c, free_angle=th0
+                ),
+                lambda q, qd, t, i=i, j=j, si=si, sj=sj, k=k, c=c, th0=th0: hand.bushing(
+                    q, qd, i, si, j, sj, k, c, th0
+                ),
+            )
+        )
     return out
 
 
@@ -741,7 +860,9 @@ def test_force_element_generalized_force(which):
         q, qd, _, t = random_state(rng)
         got = np.asarray(model.forces(jnp.asarray(q), jnp.asarray(qd), t))
         want = ref(q, qd, t)
-        np.testing.assert_allclose(got, want, rtol=0, atol=ALGEBRA_TOL * max(1.0, np.abs(want).max()))
+        np.testing.assert_allclose(
+            got, want, rtol=0, atol=ALGEBRA_TOL * max(1.0, np.abs(want).max())
+        )
 
 
 def test_forces_of_several_elements_add_up():
@@ -753,7 +874,9 @@ def test_forces_of_several_elements_add_up():
         q, qd, _, t = random_state(rng)
         got = np.asarray(model.forces(jnp.asarray(q), jnp.asarray(qd), t))
         want = sum(ref(q, qd, t) for _, ref in chosen)
-        np.testing.assert_allclose(got, want, rtol=0, atol=ALGEBRA_TOL * max(1.0, np.abs(want).max()))
+        np.testing.assert_allclose(
+            got, want, rtol=0, atol=ALGEBRA_TOL * max(1.0, np.abs(want).max())
+        )
 
 
 def test_mass_matrix_is_diag_m_m_J():

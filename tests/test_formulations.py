@@ -46,17 +46,23 @@ def crank():
 
 
 def test_spellings_name_formulation_objects():
-    expected = {"null_space": mb.NullSpace, "auto": mb.Auto, "projection": mb.Projection,
-                "independent": mb.IndependentCoordinates,
-                "augmented_lagrangian": mb.AugmentedLagrangian,
-                "default": mb.AugmentedLagrangian}
+    expected = {
+        "null_space": mb.NullSpace,
+        "auto": mb.Auto,
+        "projection": mb.Projection,
+        "independent": mb.IndependentCoordinates,
+        "augmented_lagrangian": mb.AugmentedLagrangian,
+        "default": mb.AugmentedLagrangian,
+    }
     assert {k: type(_simulate.as_formulation(k)) for k in expected} == expected
     for cls in expected.values():
         assert issubclass(cls, mb.AbstractFormulation)
     # the eliminations are reaction methods as well: one object chooses both
     assert isinstance(mb.Eliminate((0,)), mb.AbstractReactionMethod)
     assert isinstance(mb.Auto(), mb.AbstractStateFormulation)
-    with pytest.raises(ValueError, match="formulation must be 'default', 'augmented_lagrangian'.*got 'bogus'"):
+    with pytest.raises(
+        ValueError, match="formulation must be 'default', 'augmented_lagrangian'.*got 'bogus'"
+    ):
         _simulate.as_formulation("bogus")
 
 
@@ -84,8 +90,9 @@ def test_user_defined_formulation_integrates_the_same_motion(crank):
     reference = mb.simulate(model, model.q0, qd0, T1, ts=ts, **TOL)
     dense = mb.simulate(model, model.q0, qd0, T1, ts=ts, formulation=DenseAugmented(), **TOL)
     assert bool(dense.success)
-    assert TRACED and all(label.startswith("simulate(formulation=DenseAugmented(")
-                          for label in TRACED)
+    assert TRACED and all(
+        label.startswith("simulate(formulation=DenseAugmented(") for label in TRACED
+    )
     np.testing.assert_allclose(dense.q, reference.q, rtol=0, atol=1e-8)
     np.testing.assert_allclose(dense.qd, reference.qd, rtol=0, atol=1e-7)
     assert float(jnp.max(jnp.abs(dense.q[-1, :2]))) > 0.01  # it moved

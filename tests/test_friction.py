@@ -57,7 +57,9 @@ def slide_time(v, A, B, vs):
     Written with ln w = 2 x and ln|a w + b| = 2 x + ln|a + b exp(-2 x)| (no overflow)."""
     a, b = A - B, A + B
     x = v / vs
-    return vs / 2 * (2 * x / b + (b - a) / (a * b) * (2 * x + np.log(np.abs(a + b * np.exp(-2 * x)))))
+    return (
+        vs / 2 * (2 * x / b + (b - a) / (a * b) * (2 * x + np.log(np.abs(a + b * np.exp(-2 * x)))))
+    )
 
 
 def slide_velocity(t, v0, A, B, vs):
@@ -104,8 +106,7 @@ def block(mu, alpha=0.0, push=0.0, height=0.0, vs=SLIDE_VS):
     m = mb.Mechanism()
     u = np.array([np.cos(alpha), np.sin(alpha)])
     body = m.body("block", mass=BLOCK_MASS, inertia=0.05, q=(0.0, 0.0, 0.0))
-    m.add(mb.Translational("P", body, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0),
-                           v=(-u[1], u[0])))
+    m.add(mb.Translational("P", body, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=(-u[1], u[0])))
     m.add(mb.TranslationalFriction("fP", "P", mu=mu, length=GUIDE_LENGTH, velocity_scale=vs))
     m.add(mb.Force("push", body, s=(0.0, height), f=push * u))
     m.add(mb.Gravity((0.0, -G)))
@@ -121,8 +122,9 @@ def incline_runs():
     runs = {}
     for mu in (0.2, 0.5):
         model = block(mu, alpha=INCLINE)
-        traj = mb.simulate(model, model.q0, 0.05 * down, SLIDE_TS[-1], ts=SLIDE_TS,
-                           rtol=RTOL, atol=ATOL)
+        traj = mb.simulate(
+            model, model.q0, 0.05 * down, SLIDE_TS[-1], ts=SLIDE_TS, rtol=RTOL, atol=ATOL
+        )
         runs[mu] = (model, traj, np.asarray(traj.qd) @ down)
     return runs
 
@@ -158,13 +160,13 @@ def test_incline_reactions(incline_runs):
     T = 0.5 * BLOCK_MASS * G * np.cos(INCLINE) * np.tanh(v / SLIDE_VS)
     np.testing.assert_allclose(np.asarray(rx.friction_force)[:, 0], T, rtol=ALG_TOL)
     down = -np.array([np.cos(INCLINE), np.sin(INCLINE), 0.0])
-    np.testing.assert_allclose(np.asarray(rx.friction["fP"]), -T[:, None] * down[None, :],
-                               atol=ALG_TOL)
+    np.testing.assert_allclose(
+        np.asarray(rx.friction["fP"]), -T[:, None] * down[None, :], atol=ALG_TOL
+    )
     fr = mb.friction_forces(model, traj.q[3], traj.qd[3])
     assert bool(fr.converged)
     assert float(fr.power[0]) == pytest.approx(float(T[3] * v[3]), rel=ALG_TOL)
-    assert float(fr.normal_load[0]) == pytest.approx(BLOCK_MASS * G * np.cos(INCLINE),
-                                                     rel=ALG_TOL)
+    assert float(fr.normal_load[0]) == pytest.approx(BLOCK_MASS * G * np.cos(INCLINE), rel=ALG_TOL)
 
 
 GUIDE_MU = 0.4
@@ -181,8 +183,9 @@ def test_pushed_block_two_edge_model(push, height):
     jams whatever the push (the drawer effect): it creeps at vs artanh(l / (2 mu h))."""
     model = block(GUIDE_MU, push=push, height=height)
     ts = SLIDE_TS
-    traj = mb.simulate(model, model.q0, jnp.array([0.02, 0.0, 0.0]), ts[-1], ts=ts,
-                       rtol=RTOL, atol=ATOL)
+    traj = mb.simulate(
+        model, model.q0, jnp.array([0.02, 0.0, 0.0]), ts[-1], ts=ts, rtol=RTOL, atol=ATOL
+    )
     v = np.asarray(traj.qd[:, 0])
     A = push / BLOCK_MASS
     B = GUIDE_MU * max(BLOCK_MASS * G, 2 * push * height / GUIDE_LENGTH) / BLOCK_MASS
@@ -209,8 +212,12 @@ def pendulum(mu=PEND_MU, radius=PEND_RADIUS, theta0=PEND_THETA0, vs=PEND_VS):
     """The rod hangs from the ground pin O at its end; phi = theta is its angle from the
     downward vertical (centre of mass at a (sin, -cos))."""
     m = mb.Mechanism()
-    rod = m.body("rod", mass=PEND_MASS, inertia=PEND_JC,
-                 q=(PEND_A * np.sin(theta0), -PEND_A * np.cos(theta0), theta0))
+    rod = m.body(
+        "rod",
+        mass=PEND_MASS,
+        inertia=PEND_JC,
+        q=(PEND_A * np.sin(theta0), -PEND_A * np.cos(theta0), theta0),
+    )
     m.add(mb.Revolute("O", m.ground, rod, s_i=(0.0, 0.0), s_j=(0.0, PEND_A)))
     m.add(mb.RevoluteFriction("fO", "O", mu=mu, radius=radius, velocity_scale=vs))
     m.add(mb.Gravity((0.0, -G)))
@@ -220,7 +227,9 @@ def pendulum(mu=PEND_MU, radius=PEND_RADIUS, theta0=PEND_THETA0, vs=PEND_VS):
 def pendulum_energy(q, qd):
     """Kinetic + potential energy (zero hanging at rest) of the rod from its coordinates."""
     q, qd = np.asarray(q), np.asarray(qd)
-    kinetic = 0.5 * PEND_MASS * (qd[..., 0] ** 2 + qd[..., 1] ** 2) + 0.5 * PEND_JC * qd[..., 2] ** 2
+    kinetic = (
+        0.5 * PEND_MASS * (qd[..., 0] ** 2 + qd[..., 1] ** 2) + 0.5 * PEND_JC * qd[..., 2] ** 2
+    )
     return kinetic + PEND_MASS * G * (q[..., 1] + PEND_A)
 
 
@@ -252,9 +261,15 @@ def swing_energies(theta0, swings):
             return y[0] - PEND_MASS * G * PEND_A * (1 - np.cos(th))
 
         turning.terminal, turning.direction = True, -1  # E - V falls to 0 as theta goes on
-        sol = solve_ivp(lambda th, y: [-s * PEND_MU * PEND_RADIUS * pin_force(th, y[0], s)],
-                        (theta, 2 * s * abs(theta)), [E], events=turning, rtol=1e-12,
-                        atol=1e-14, dense_output=True)
+        sol = solve_ivp(
+            lambda th, y: [-s * PEND_MU * PEND_RADIUS * pin_force(th, y[0], s)],
+            (theta, 2 * s * abs(theta)),
+            [E],
+            events=turning,
+            rtol=1e-12,
+            atol=1e-14,
+            dense_output=True,
+        )
         theta, E = sol.t_events[0][0], sol.y_events[0][0][0]
         out.append((s, sol.sol))
         amplitudes.append(abs(theta))
@@ -299,7 +314,8 @@ def first_order_loss(amplitude):
 
     def force(th):
         radial = PEND_MASS * G * np.cos(th) + PEND_MASS * PEND_A * (
-            2 * PEND_MASS * G * PEND_A * (np.cos(th) - np.cos(amplitude)) / PEND_JO)
+            2 * PEND_MASS * G * PEND_A * (np.cos(th) - np.cos(amplitude)) / PEND_JO
+        )
         return np.hypot(radial, PEND_MASS * G * np.sin(th) * PEND_JC / PEND_JO)
 
     return PEND_MU * PEND_RADIUS * quad(force, -amplitude, amplitude, epsabs=1e-14)[0]
@@ -311,8 +327,9 @@ def first_order_loss(amplitude):
 def with_friction(model, friction, forces=()):
     """`model` (from jaxmb.models) with the friction elements `friction` and the force
     elements `forces` added, checked as `Mechanism.build` checks them."""
-    model = dataclasses.replace(model, friction=tuple(friction),
-                                force_elements=model.force_elements + tuple(forces))
+    model = dataclasses.replace(
+        model, friction=tuple(friction), force_elements=model.force_elements + tuple(forces)
+    )
     check_friction(model)
     return model
 
@@ -337,7 +354,7 @@ def panel_integrals(values, nodes, w):
 
 def panel_ends(values, nodes):
     """The values at the panel ends of a `gauss_grid` (t = 0 first, t1 last)."""
-    return np.append(values[:-1:nodes + 1], values[-1])
+    return np.append(values[: -1 : nodes + 1], values[-1])
 
 
 def rigid_energy(q, qd, masses, inertias, g=G):
@@ -370,10 +387,15 @@ def sc_friction(mu=SC_MU):
     """Friction in every pair of the slider-crank: pin friction in O, A, B, the two-edge model
     in P. The slider is heavy enough (2 kg) that its normal force keeps one sign and exceeds
     2 |M| / l, so no edge load changes sign (a kink of the dissipated power in time)."""
-    pins = [mb.RevoluteFriction(f"f{p}", p, mu=mu, radius=SC_PIN, velocity_scale=SC_PIN_VS)
-            for p in "OAB"]
-    return pins + [mb.TranslationalFriction("fP", "P", mu=mu, length=SC_GUIDE_LENGTH,
-                                            velocity_scale=SC_GUIDE_VS)]
+    pins = [
+        mb.RevoluteFriction(f"f{p}", p, mu=mu, radius=SC_PIN, velocity_scale=SC_PIN_VS)
+        for p in "OAB"
+    ]
+    return pins + [
+        mb.TranslationalFriction(
+            "fP", "P", mu=mu, length=SC_GUIDE_LENGTH, velocity_scale=SC_GUIDE_VS
+        )
+    ]
 
 
 def sc_slip_rates(qd):
@@ -381,8 +403,9 @@ def sc_slip_rates(qd):
     phid_j - phid_i of O (ground, crank), A (crank, rod), B (rod, slider); for P the slider's
     velocity along u = Omega v = (-1, 0) (v = (0, 1) on the ground)."""
     qd = np.asarray(qd)
-    return np.stack([qd[..., 2], qd[..., 5] - qd[..., 2], qd[..., 8] - qd[..., 5], -qd[..., 6]],
-                    axis=-1)
+    return np.stack(
+        [qd[..., 2], qd[..., 5] - qd[..., 2], qd[..., 8] - qd[..., 5], -qd[..., 6]], axis=-1
+    )
 
 
 SC_T1, SC_PANELS, SC_NODES = 0.4, 200, 6
@@ -402,8 +425,9 @@ def crank_run():
     """Forward dynamics: the crank driven by the constant torque SC_TORQUE, starting at
     18 rad/s; in 0.4 s it turns more than a revolution (6.6 rad) at 9.6 to 25 rad/s, and the
     slip rates of pin B (the rod's angular velocity) and of the slider (P) reverse twice."""
-    base = slider_crank.build(r=CRANK, l=ROD, m_crank=M_CRANK, m_rod=M_ROD, m_slider=M_SLIDER,
-                              theta0=SC_THETA0)
+    base = slider_crank.build(
+        r=CRANK, l=ROD, m_crank=M_CRANK, m_rod=M_ROD, m_slider=M_SLIDER, theta0=SC_THETA0
+    )
     crank = base.pair("O").j
     model = with_friction(base, sc_friction(), [mb.Torque("motor", crank, SC_TORQUE)])
     ts, w = gauss_grid(SC_T1, SC_PANELS, SC_NODES)
@@ -431,10 +455,12 @@ def test_slider_crank_power_balance_forward(crank_run):
     assert bool(traj.success)
     q, qd = np.asarray(traj.q), np.asarray(traj.qd)
     power = np.asarray(fr.power)
-    np.testing.assert_allclose(power, np.asarray(fr.force) * sc_slip_rates(qd),
-                               rtol=ALG_TOL, atol=ALG_TOL)
-    np.testing.assert_allclose(power, -np.einsum("tkn,tn->tk", np.asarray(fr.generalized), qd),
-                               rtol=ALG_TOL, atol=ALG_TOL)
+    np.testing.assert_allclose(
+        power, np.asarray(fr.force) * sc_slip_rates(qd), rtol=ALG_TOL, atol=ALG_TOL
+    )
+    np.testing.assert_allclose(
+        power, -np.einsum("tkn,tn->tk", np.asarray(fr.generalized), qd), rtol=ALG_TOL, atol=ALG_TOL
+    )
     assert power.min() >= 0.0
     energy = rigid_energy(q, qd, SC_MASSES, sc_inertias())
     motor = panel_integrals(SC_TORQUE * qd[:, 2], SC_NODES, w)
@@ -459,8 +485,15 @@ CYCLE_W = np.tile(_CYCLE_W, CYCLE_PANELS)
 def driven_crank(mu, crank):
     """The slider-crank driven at SC_OMEGA (crank angle SC_THETA0 + omega t), friction in
     every pair; `mu` (all pairs) and the crank length traceable."""
-    base = slider_crank.build(r=crank, l=ROD, m_crank=M_CRANK, m_rod=M_ROD, m_slider=M_SLIDER,
-                              theta0=SC_THETA0, omega=SC_OMEGA)
+    base = slider_crank.build(
+        r=crank,
+        l=ROD,
+        m_crank=M_CRANK,
+        m_rod=M_ROD,
+        m_slider=M_SLIDER,
+        theta0=SC_THETA0,
+        omega=SC_OMEGA,
+    )
     return with_friction(base, sc_friction(mu))
 
 
@@ -477,7 +510,8 @@ def cycle_work(params):
     model = driven_crank(*params)
     traj, rx = mb.inverse_dynamics(model, CYCLE_TS)
     quasi = jax.vmap(lambda q, qd, t: mb.statics(model, q, t, velocity=qd))(
-        traj.q, traj.qd, traj.ts)
+        traj.q, traj.qd, traj.ts
+    )
     return jnp.sum(CYCLE_W * motor_power(model, traj, rx)), (traj, rx, quasi)
 
 
@@ -513,8 +547,20 @@ def test_slider_crank_power_balance_inverse_dynamics(cycle):
         ax, ay = CRANK * np.cos(theta), CRANK * np.sin(theta)
         xb = ax + np.sqrt(ROD**2 - ay**2)
         zero = np.zeros_like(t)
-        return np.stack([ax / 2, ay / 2, theta, (ax + xb) / 2, ay / 2,
-                         np.arctan2(-ay, xb - ax), xb, zero, zero], axis=-1)
+        return np.stack(
+            [
+                ax / 2,
+                ay / 2,
+                theta,
+                (ax + xb) / 2,
+                ay / 2,
+                np.arctan2(-ay, xb - ax),
+                xb,
+                zero,
+                zero,
+            ],
+            axis=-1,
+        )
 
     h = 1e-3
     at = {k: closed_form(CYCLE_TS + k * h) for k in (-2, -1, 0, 1, 2)}
@@ -532,10 +578,15 @@ def test_slider_crank_power_balance_inverse_dynamics(cycle):
     driven = driven_crank(SC_MU, CRANK)
     torque = -np.asarray(rx.lam)[:, driven.rows("motor")][:, 0]
     power = torque * SC_OMEGA
-    np.testing.assert_allclose(np.asarray(motor_power(driven, traj, rx)), power,
-                               rtol=0, atol=ALG_TOL * np.max(np.abs(power)))
-    np.testing.assert_allclose(power, dE + dissipation, rtol=0,
-                               atol=ALG_TOL * np.max(np.abs(power)))
+    np.testing.assert_allclose(
+        np.asarray(motor_power(driven, traj, rx)),
+        power,
+        rtol=0,
+        atol=ALG_TOL * np.max(np.abs(power)),
+    )
+    np.testing.assert_allclose(
+        power, dE + dissipation, rtol=0, atol=ALG_TOL * np.max(np.abs(power))
+    )
     assert dissipation.min() >= 0.0
     assert float(work) == pytest.approx(np.sum(CYCLE_W * dissipation), rel=ALG_TOL)
     assert 1.0 < float(work) < 10.0
@@ -555,8 +606,9 @@ def test_slider_crank_quasi_static_torque(cycle):
     torque = -np.asarray(quasi.lam)[:, driven.rows("motor")][:, 0]
     dissipation = np.sum(np.asarray(quasi.friction_force) * sc_slip_rates(qd), axis=1)
     power = torque * SC_OMEGA
-    np.testing.assert_allclose(power, -qd @ weight + dissipation, rtol=0,
-                               atol=ALG_TOL * np.max(np.abs(power)))
+    np.testing.assert_allclose(
+        power, -qd @ weight + dissipation, rtol=0, atol=ALG_TOL * np.max(np.abs(power))
+    )
     np.testing.assert_allclose(np.asarray(quasi.qdd), 0.0, atol=0)
     dynamic = -np.asarray(rx.lam)[:, driven.rows("motor")][:, 0]
     assert np.max(np.abs(dynamic - torque)) > 1.0
@@ -617,11 +669,16 @@ def para_runs():
     solve at its saved states (`run_and_friction`: one program, the stiffness data)."""
     model = with_friction(
         parallelogram.build(theta=PG_THETA0, motor=False, load=PG_LOAD),
-        [mb.RevoluteFriction(f"f{p}", p, mu=PG_MU, radius=PG_PIN, velocity_scale=PG_VS)
-         for p in PINS])
+        [
+            mb.RevoluteFriction(f"f{p}", p, mu=PG_MU, radius=PG_PIN, velocity_scale=PG_VS)
+            for p in PINS
+        ],
+    )
     ts, w = gauss_grid(PG_T1, PG_PANELS, PG_NODES)
-    runs = {k3: run_and_friction(model, jnp.zeros(model.n), jnp.asarray(ts), pg_method(k3))
-            for k3 in PG_CRANK3}
+    runs = {
+        k3: run_and_friction(model, jnp.zeros(model.n), jnp.asarray(ts), pg_method(k3))
+        for k3 in PG_CRANK3
+    }
     return model, runs, w
 
 
@@ -638,8 +695,9 @@ def test_parallelogram_motion_depends_on_stiffness(para_runs):
         assert bool(traj.success)
         lost = panel_integrals(np.asarray(fr.power).sum(axis=1), PG_NODES, w)
         energy = panel_ends(pg_energy(traj.q, traj.qd), PG_NODES)
-        np.testing.assert_allclose(energy[0] - energy, lost, rtol=0, atol=1e-8 * lost[-1],
-                                   err_msg=f"k3 = {k3}")
+        np.testing.assert_allclose(
+            energy[0] - energy, lost, rtol=0, atol=1e-8 * lost[-1], err_msg=f"k3 = {k3}"
+        )
         assert lost[-1] > 0.1 and np.all(np.asarray(fr.converged))
     (a, fa), (b, fb) = runs.values()
     assert np.max(np.abs(np.asarray(a.q) - np.asarray(b.q))) > 1e5 * MOTION_TOL
@@ -667,7 +725,7 @@ def pg_terms(model, q, qd):
                 continue
             k = 3 * model.body_names.index(body.name)
             A = rot(q[k + 2])
-            block[:, k:k + 2] = sign * np.eye(2)
+            block[:, k : k + 2] = sign * np.eye(2)
             block[:, k + 2] = sign * A @ omega @ np.asarray(s)
             acc += sign * A @ np.asarray(s) * qd[k + 2] ** 2
         rows.append(block)
@@ -722,8 +780,9 @@ def test_parallelogram_friction_matches_numpy(para_runs, k3):
     traj, fr = runs[k3]
     j = 31 * (PG_NODES + 1) + 3
     q, qd = traj.q[j], traj.qd[j]
-    k = np.concatenate([np.full(p.num_rows, k3 if p.name in ("O3", "A3") else PG_STIFF)
-                        for p in model.pairs])
+    k = np.concatenate(
+        [np.full(p.num_rows, k3 if p.name in ("O3", "A3") else PG_STIFF) for p in model.pairs]
+    )
     T, lam = compliance_friction_reference(model, q, qd, k)
     np.testing.assert_allclose(fr.force[j], T, rtol=ALG_TOL, atol=0)
     np.testing.assert_allclose(fr.lam[j], lam, rtol=0, atol=ALG_TOL * np.max(np.abs(lam)))
@@ -738,8 +797,10 @@ def test_parallelogram_friction_needs_compliance(para_runs):
     model, runs, _ = para_runs
     traj, _ = runs[PG_CRANK3[0]]
     q, qd = traj.q[5], traj.qd[5]
-    message = (r"the reactions of pair 'O1', which carries the friction element 'fO1', are not "
-               r"unique .* Pass method=mb.Compliance\(stiffness, default\)")
+    message = (
+        r"the reactions of pair 'O1', which carries the friction element 'fO1', are not "
+        r"unique .* Pass method=mb.Compliance\(stiffness, default\)"
+    )
     with pytest.raises(Exception, match="friction_forces: " + message):
         mb.friction_forces(model, q, qd, method="min_norm")
     with pytest.raises(Exception, match="accelerations: " + message):
@@ -753,6 +814,7 @@ def test_bad_friction_parameters():
     """Each defect is refused when the element is made, naming the element and the field:
     negative mu; zero or negative radius, length, velocity scale; non-finite, non-scalar or
     text values; a pair that is not a name. (The reference is the defect itself.)"""
+
     def pin(**kw):
         return mb.RevoluteFriction("fO", "O", **({"mu": 0.2, "radius": 0.01} | kw))
 
@@ -763,18 +825,26 @@ def test_bad_friction_parameters():
         (lambda: pin(mu=-0.1), "RevoluteFriction 'fO': mu = -0.1 must be non-negative"),
         (lambda: pin(radius=0.0), "RevoluteFriction 'fO': radius = 0.0 must be positive"),
         (lambda: pin(radius=-0.01), "RevoluteFriction 'fO': radius = -0.01 must be positive"),
-        (lambda: pin(velocity_scale=0.0),
-         "RevoluteFriction 'fO': velocity_scale = 0.0 must be positive"),
+        (
+            lambda: pin(velocity_scale=0.0),
+            "RevoluteFriction 'fO': velocity_scale = 0.0 must be positive",
+        ),
         (lambda: guide(mu=-1.0), "TranslationalFriction 'fP': mu = -1.0 must be non-negative"),
         (lambda: guide(length=0.0), "TranslationalFriction 'fP': length = 0.0 must be positive"),
-        (lambda: guide(velocity_scale=-1e-3),
-         "TranslationalFriction 'fP': velocity_scale = -0.001 must be positive"),
+        (
+            lambda: guide(velocity_scale=-1e-3),
+            "TranslationalFriction 'fP': velocity_scale = -0.001 must be positive",
+        ),
         (lambda: pin(mu=np.inf), "RevoluteFriction 'fO': mu = inf is not finite"),
-        (lambda: pin(radius=(0.01, 0.02)),
-         r"RevoluteFriction 'fO': radius must be a scalar, got shape \(2,\)"),
+        (
+            lambda: pin(radius=(0.01, 0.02)),
+            r"RevoluteFriction 'fO': radius must be a scalar, got shape \(2,\)",
+        ),
         (lambda: pin(mu="0.2"), "RevoluteFriction 'fO': mu must be a number"),
-        (lambda: mb.RevoluteFriction("fO", 3, mu=0.2, radius=0.01),
-         "RevoluteFriction 'fO': pair must be the name of a Revolute pair, got 3"),
+        (
+            lambda: mb.RevoluteFriction("fO", 3, mu=0.2, radius=0.01),
+            "RevoluteFriction 'fO': pair must be the name of a Revolute pair, got 3",
+        ),
     ]
     for make, message in cases:
         with pytest.raises(ValueError, match=message):
@@ -799,25 +869,37 @@ def test_friction_on_wrong_or_missing_pair():
     Distance), an unknown pair (with the closest name), and two friction elements on one pair;
     each message names the element, the pair and the problem."""
     cases = [
-        (mb.RevoluteFriction("fP", "P", mu=0.2, radius=0.01),
-         r"RevoluteFriction 'fP': pair 'P' is a Translational, which cannot carry a "
-         r"RevoluteFriction: it needs a Revolute pair; for a Translational use "
-         r"TranslationalFriction"),
-        (mb.TranslationalFriction("fO", "O", mu=0.2, length=0.1),
-         r"TranslationalFriction 'fO': pair 'O' is a Revolute, which cannot carry a "
-         r"TranslationalFriction: it needs a Translational pair; for a Revolute use "
-         r"RevoluteFriction"),
-        (mb.RevoluteFriction("fD", "D", mu=0.2, radius=0.01),
-         r"RevoluteFriction 'fD': pair 'D' is a Distance, which cannot carry a "
-         r"RevoluteFriction: it needs a Revolute pair \(friction is modelled in revolute and "
-         r"translational pairs only\)"),
-        (mb.TranslationalFriction("fD", "D", mu=0.2, length=0.1),
-         r"TranslationalFriction 'fD': pair 'D' is a Distance, which cannot carry"),
-        (mb.RevoluteFriction("fQ", "Q", mu=0.2, radius=0.01),
-         r"RevoluteFriction 'fQ': refers to pair 'Q', which the model does not have; its pairs "
-         r"are \['O', 'B', 'P', 'D'\]"),
-        (mb.RevoluteFriction("fO", "O1", mu=0.2, radius=0.01),
-         r"refers to pair 'O1', which the model does not have \(did you mean 'O'\?\)"),
+        (
+            mb.RevoluteFriction("fP", "P", mu=0.2, radius=0.01),
+            r"RevoluteFriction 'fP': pair 'P' is a Translational, which cannot carry a "
+            r"RevoluteFriction: it needs a Revolute pair; for a Translational use "
+            r"TranslationalFriction",
+        ),
+        (
+            mb.TranslationalFriction("fO", "O", mu=0.2, length=0.1),
+            r"TranslationalFriction 'fO': pair 'O' is a Revolute, which cannot carry a "
+            r"TranslationalFriction: it needs a Translational pair; for a Revolute use "
+            r"RevoluteFriction",
+        ),
+        (
+            mb.RevoluteFriction("fD", "D", mu=0.2, radius=0.01),
+            r"RevoluteFriction 'fD': pair 'D' is a Distance, which cannot carry a "
+            r"RevoluteFriction: it needs a Revolute pair \(friction is modelled in revolute and "
+            r"translational pairs only\)",
+        ),
+        (
+            mb.TranslationalFriction("fD", "D", mu=0.2, length=0.1),
+            r"TranslationalFriction 'fD': pair 'D' is a Distance, which cannot carry",
+        ),
+        (
+            mb.RevoluteFriction("fQ", "Q", mu=0.2, radius=0.01),
+            r"RevoluteFriction 'fQ': refers to pair 'Q', which the model does not have; its pairs "
+            r"are \['O', 'B', 'P', 'D'\]",
+        ),
+        (
+            mb.RevoluteFriction("fO", "O1", mu=0.2, radius=0.01),
+            r"refers to pair 'O1', which the model does not have \(did you mean 'O'\?\)",
+        ),
     ]
     for element, message in cases:
         m = _two_link()
@@ -827,8 +909,11 @@ def test_friction_on_wrong_or_missing_pair():
     m = _two_link()
     m.add(mb.RevoluteFriction("f1", "O", mu=0.2, radius=0.01))
     m.add(mb.RevoluteFriction("f2", "O", mu=0.1, radius=0.02))
-    with pytest.raises(ValueError, match=r"RevoluteFriction 'f2': pair 'O' already has the "
-                                         r"friction element 'f1'; give a pair one friction"):
+    with pytest.raises(
+        ValueError,
+        match=r"RevoluteFriction 'f2': pair 'O' already has the "
+        r"friction element 'f1'; give a pair one friction",
+    ):
         m.build()
     m = _two_link()
     m.add(mb.RevoluteFriction("fO", "O", mu=0.2, radius=0.01))
@@ -860,11 +945,17 @@ def test_traced_friction_parameters_inside_jit():
     for _ in range(20):
         alpha = -T / (J + m * a**2)
         T = mu * r * m * np.hypot(G + a * 1.0**2, a * alpha) * np.tanh(r * 1.0 / vs)
-    assert float(_pin_friction(jnp.asarray(mu), jnp.asarray(r), jnp.asarray(vs))) == \
-        pytest.approx(T, rel=ALG_TOL)
-    for args, message in (((-0.2, r, vs), "mu must be non-negative"),
-                          ((mu, 0.0, vs), "radius must be positive"),
-                          ((mu, r, 0.0), "velocity_scale must be positive")):
-        with pytest.raises(Exception, match=f"RevoluteFriction 'fO': {message} "
-                                            r"\(traced value\)"):
+    assert float(_pin_friction(jnp.asarray(mu), jnp.asarray(r), jnp.asarray(vs))) == pytest.approx(
+        T, rel=ALG_TOL
+    )
+    for args, message in (
+        ((-0.2, r, vs), "mu must be non-negative"),
+        ((mu, 0.0, vs), "radius must be positive"),
+        ((mu, r, 0.0), "velocity_scale must be positive"),
+    ):
+        with pytest.raises(
+            Exception,
+            match=f"RevoluteFriction 'fO': {message} "
+            r"\(traced value\)",
+        ):
             _pin_friction(*(jnp.asarray(x) for x in args))

@@ -72,13 +72,20 @@ def _all_terms(model, q, qd, t):
     h = FD_STEP
 
     def fd_column(e):
-        return (loop_velocity_residual(model, q, qd + h * e, t)
-                - loop_velocity_residual(model, q, qd - h * e, t)) / (2 * h)
+        return (
+            loop_velocity_residual(model, q, qd + h * e, t)
+            - loop_velocity_residual(model, q, qd - h * e, t)
+        ) / (2 * h)
 
     return dict(
-        C=model.C(q, t), g=model.velocity_residual(q, qd, t), phi=model.phi(q, t),
-        terms=model.kinematic_terms(q, qd, t), b=model.b(q, t), gamma=model.gamma(q, qd, t),
-        C_loop=loop_C(model, q, t), phi_loop=loop_phi(model, q, t),
+        C=model.C(q, t),
+        g=model.velocity_residual(q, qd, t),
+        phi=model.phi(q, t),
+        terms=model.kinematic_terms(q, qd, t),
+        b=model.b(q, t),
+        gamma=model.gamma(q, qd, t),
+        C_loop=loop_C(model, q, t),
+        phi_loop=loop_phi(model, q, t),
         g_loop=loop_velocity_residual(model, q, qd, t),
         C_fd=jax.vmap(fd_column, out_axes=1)(jnp.eye(model.n, dtype=q.dtype)),
     )
@@ -125,8 +132,10 @@ def test_groups_partition_pairs():
     assert all(len(t) == 1 for t in types)  # one element type per group
     assert len(groups) == len({next(iter(t)) for t in types})  # robot: one group per type
     # the N-four-bar has as many groups for N = 2 as for N = 20
-    count = [len(group_pairs(mm.pairs, np.cumsum([0] + [p.num_rows for p in mm.pairs])[:-1]))
-             for mm in (n_four_bar.build(2), n_four_bar.build(20))]
+    count = [
+        len(group_pairs(mm.pairs, np.cumsum([0] + [p.num_rows for p in mm.pairs])[:-1]))
+        for mm in (n_four_bar.build(2), n_four_bar.build(20))
+    ]
     assert count[0] == count[1]
 
 

@@ -23,7 +23,9 @@ TOL = dict(rtol=1e-11, atol=1e-13)
 def _free(model, crank_rate):
     """qd0 with the crank turning at crank_rate: derivative of the closed-form configuration."""
     if model.n == 9 and "slider" in model.body_names:
-        pose = lambda th: jnp.concatenate([jnp.stack(b) for b in slider_crank.configuration(th, 0.1, 0.3)])
+        pose = lambda th: jnp.concatenate(
+            [jnp.stack(b) for b in slider_crank.configuration(th, 0.1, 0.3)]
+        )
     else:
         pose = lambda th: jnp.concatenate(four_bar.configuration(th, 0.1, 0.35, 0.3, 0.35))
     return jax.jacfwd(pose)(0.5 if "rocker" in model.body_names else 0.3) * crank_rate
@@ -84,15 +86,18 @@ def test_full_revolution_forces_repartition():
 def test_independent_rejects_knife_edges():
     model = mobile_robot.build()
     with pytest.raises(ValueError, match="knife edges"):
-        mb.simulate(model, model.q0, mobile_robot.initial_velocity(model), 1.0,
-                    formulation="independent")
+        mb.simulate(
+            model, model.q0, mobile_robot.initial_velocity(model), 1.0, formulation="independent"
+        )
     with pytest.raises(ValueError, match="initial_z"):
         m = slider_crank.build()
-        mb.simulate(m, m.q0, jnp.zeros(9), 0.1,
-                    formulation=mb.IndependentCoordinates(initial_z=(0, 1)))
+        mb.simulate(
+            m, m.q0, jnp.zeros(9), 0.1, formulation=mb.IndependentCoordinates(initial_z=(0, 1))
+        )
 
 
 # --- where the independent coordinates cannot go on: stop with the time and cause ---------
+
 
 def _reduced_parallelogram(ts, g=9.81, L=1.0):
     """Crank angle theta(ts) and the time it reaches 0 of the N = 1 N-four-bar from theta =
@@ -107,8 +112,16 @@ def _reduced_parallelogram(ts, g=9.81, L=1.0):
     def horizontal(t, y):
         return y[0]
 
-    sol = solve_ivp(rhs, (0.0, float(ts[-1])), [np.pi / 2, -1.0], t_eval=np.asarray(ts),
-                    events=horizontal, rtol=1e-12, atol=1e-12, method="DOP853")
+    sol = solve_ivp(
+        rhs,
+        (0.0, float(ts[-1])),
+        [np.pi / 2, -1.0],
+        t_eval=np.asarray(ts),
+        events=horizontal,
+        rtol=1e-12,
+        atol=1e-12,
+        method="DOP853",
+    )
     return sol.y[0], float(sol.t_events[0][0])
 
 
@@ -117,13 +130,15 @@ def collinear():
     """The N = 1 N-four-bar (a parallelogram) from cranks vertical, B0 at 1 m/s: gravity takes
     the cranks down to horizontal (angle 0), where Phi_q loses rank and two branches cross."""
     from jaxmb.models import n_four_bar
+
     model = n_four_bar.build(1)
     qd0 = n_four_bar.velocity(np.pi / 2, -1.0, 1)
     ts = jnp.linspace(0.0, 1.5, 151)
     theta, t_cross = _reduced_parallelogram(ts)
     ref = jax.vmap(lambda a: n_four_bar.configuration(a, 1))(jnp.asarray(theta))
-    indep = mb.simulate(model, model.q0, qd0, 1.5, ts=ts, formulation="independent",
-                        throw=False, **TOL)
+    indep = mb.simulate(
+        model, model.q0, qd0, 1.5, ts=ts, formulation="independent", throw=False, **TOL
+    )
     return model, qd0, (ref, t_cross), indep
 
 
@@ -141,10 +156,13 @@ def test_stops_at_the_collinear_position_instead_of_switching_branch(collinear):
     assert t_cross - 0.05 <= float(indep.t_stop) <= t_cross + 0.011
     reached = np.isfinite(np.asarray(indep.q[:, 0]))
     assert reached.sum() >= 30 and not reached[-1]
-    assert np.all(~reached[int(reached.sum()):])
+    assert np.all(~reached[int(reached.sum()) :])
     assert float(jnp.max(jnp.abs(indep.q[reached] - ref[reached]))) < 1e-7
-    e = np.asarray(mechanical_energy(model.masses, model.inertias, indep.q[reached],
-                                     indep.qd[reached], (0.0, -9.81)))
+    e = np.asarray(
+        mechanical_energy(
+            model.masses, model.inertias, indep.q[reached], indep.qd[reached], (0.0, -9.81)
+        )
+    )
     assert np.max(np.abs(e - e[0])) < 1e-9 * np.max(np.abs(e))
 
 
@@ -167,8 +185,7 @@ def test_stops_at_the_dead_point_of_a_driven_four_bar():
     qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n))
     ts = jnp.linspace(0.0, 0.2, 201)
     t_star = (np.arccos(0.65) - 0.5) / (2 * np.pi)
-    run = mb.simulate(model, model.q0, qd0, 0.2, ts=ts, formulation="independent",
-                      throw=False)
+    run = mb.simulate(model, model.q0, qd0, 0.2, ts=ts, formulation="independent", throw=False)
     assert not bool(run.success) and not bool(run.singular)
     assert run.result == diffrax.RESULTS.nonlinear_divergence
     assert t_star <= float(run.t_stop) <= t_star + 0.0011

@@ -45,6 +45,7 @@ CLI_REPORT_T = 1.2  # in the first steering ramp: the robot turns, its reactions
 # ----- a model with every element type and every drive type --------------------------------------
 def _all_types_model(rng):
     """Four bodies, one element of every type (two AbsoluteDrivers), every drive type once."""
+
     def v():
         return rng.uniform(-1.0, 1.0, 2)
 
@@ -52,8 +53,10 @@ def _all_types_model(rng):
         return float(rng.uniform(0.2, 2.0))
 
     m = mb.Mechanism()
-    a, b, c, d = (m.body(name, mass=x(), inertia=x(), q=rng.uniform(-1.0, 1.0, 3))
-                  for name in ("a", "b", "c", "d"))
+    a, b, c, d = (
+        m.body(name, mass=x(), inertia=x(), q=rng.uniform(-1.0, 1.0, 3))
+        for name in ("a", "b", "c", "d")
+    )
     knots = np.sort(rng.uniform(0.0, 3.0, 4))
     starts = np.array([0.2, 1.4]) + rng.uniform(0.0, 0.1, 2)
     m.add(mb.Revolute("R", m.ground, a, s_i=v(), s_j=v()))
@@ -64,21 +67,43 @@ def _all_types_model(rng):
     m.add(mb.Gear("G", b, d, ratio=-x(), offset=x()))
     m.add(mb.GearOnLink("GL", a, b, c, ratio=x(), offset=x()))
     m.add(mb.Weld("W", c, d, s_i=v(), s_j=v(), angle=x()))
-    m.add(mb.TranslationalDriver("TD", m.ground, b, s_i=v(), s_j=v(), u=v(),
-                                 d=drive.Offset(x(), drive.Spline(knots, rng.normal(size=4)))))
+    m.add(
+        mb.TranslationalDriver(
+            "TD",
+            m.ground,
+            b,
+            s_i=v(),
+            s_j=v(),
+            u=v(),
+            d=drive.Offset(x(), drive.Spline(knots, rng.normal(size=4))),
+        )
+    )
     m.add(mb.RelativeAngleDriver("RA", a, d, f=drive.Harmonic(x(), x(), x(), x()), offset=x()))
     m.add(mb.AbsoluteDriver("AX", c, 0, f=drive.Polynomial(rng.normal(size=4))))
     m.add(mb.AbsoluteDriver("AP", d, 2, f=drive.SmoothSteps(starts, starts + 0.8, v(), x())))
     m.add(mb.KnifeEdge("K", d, s=v(), n=v()))
     m.add(mb.Gravity(v()))
-    m.add(mb.SpringDamper("SD", m.ground, a, s_i=v(), s_j=v(), stiffness=x(), damping=x(),
-                          free_length=x()))
+    m.add(
+        mb.SpringDamper(
+            "SD", m.ground, a, s_i=v(), s_j=v(), stiffness=x(), damping=x(), free_length=x()
+        )
+    )
     m.add(mb.RotationalSpringDamper("RS", b, c, stiffness=x(), damping=x(), free_angle=x()))
     m.add(mb.Force("F", c, s=v(), f=drive.Linear(v(), v())))
     m.add(mb.Torque("Tq", d, tau=drive.Constant(x())))
     m.add(mb.Torque("Tq2", a, tau=x()))
-    m.add(mb.Bushing("BU", a, c, s_i=v(), s_j=v(), stiffness=rng.uniform(0.5, 2.0, 3),
-                     damping=rng.uniform(0.1, 1.0, 3), free_angle=x()))
+    m.add(
+        mb.Bushing(
+            "BU",
+            a,
+            c,
+            s_i=v(),
+            s_j=v(),
+            stiffness=rng.uniform(0.5, 2.0, 3),
+            damping=rng.uniform(0.1, 1.0, 3),
+            free_angle=x(),
+        )
+    )
     m.add(mb.RevoluteFriction("fR", "R", mu=x(), radius=x(), velocity_scale=x()))
     m.add(mb.TranslationalFriction("fT", "T", mu=x(), length=x()))
     return m.build()
@@ -87,6 +112,7 @@ def _all_types_model(rng):
 @eqx.filter_jit
 def _terms(model, qs, qds, ts):
     """(C, gamma, Phi, F) at a batch of states, and M."""
+
     def one(q, qd, t):
         k = model.kinematic_terms(q, qd, t)
         return k.C, k.gamma, k.phi, model.forces(q, qd, t)
@@ -116,11 +142,19 @@ def test_registries_hold_every_element_and_drive_type(original):
     """ELEMENT_TYPES is every concrete element class jaxmb exports, DRIVE_TYPES every concrete
     drive.AbstractDrive subclass; the fixture model holds each of them (so a new type must be
     added to the fixture, and so to the round trip)."""
-    exported = {name for name, obj in vars(mb).items()
-                if isinstance(obj, type) and issubclass(obj, elements.AbstractElement)}
+    exported = {
+        name
+        for name, obj in vars(mb).items()
+        if isinstance(obj, type) and issubclass(obj, elements.AbstractElement)
+    }
     assert set(_io.ELEMENT_TYPES) == exported
-    drives = {name for name, obj in vars(drive).items() if isinstance(obj, type)
-              and issubclass(obj, drive.AbstractDrive) and obj is not drive.AbstractDrive}
+    drives = {
+        name
+        for name, obj in vars(drive).items()
+        if isinstance(obj, type)
+        and issubclass(obj, drive.AbstractDrive)
+        and obj is not drive.AbstractDrive
+    }
     assert set(_io.DRIVE_TYPES) == drives
     data = _io.to_dict(original[0])
     assert {e["type"] for e in data["elements"]} == set(_io.ELEMENT_TYPES)
@@ -141,12 +175,14 @@ def test_round_trip_every_type(original, tmp_path, suffix):
     assert loaded.pair_names == model.pair_names
     assert [type(p) for p in loaded.pairs] == [type(p) for p in model.pairs]
     assert [type(f) for f in loaded.force_elements] == [type(f) for f in model.force_elements]
-    assert [(type(f), f.pair) for f in loaded.friction] == [(type(f), f.pair)
-                                                             for f in model.friction]
+    assert [(type(f), f.pair) for f in loaded.friction] == [
+        (type(f), f.pair) for f in model.friction
+    ]
     assert all(loaded.rows(n) == model.rows(n) for n in model.pair_names)
     for field in ("q0", "masses", "inertias"):
-        np.testing.assert_allclose(getattr(loaded, field), getattr(model, field),
-                                   rtol=0, atol=ALGEBRA_TOL)
+        np.testing.assert_allclose(
+            getattr(loaded, field), getattr(model, field), rtol=0, atol=ALGEBRA_TOL
+        )
     got, got_M = _terms(loaded, *states)
     for name, a, b in zip(("C", "gamma", "Phi", "forces"), got, ref):
         assert np.max(np.abs(a - b)) <= ALGEBRA_TOL * max(1.0, np.max(np.abs(b))), name
@@ -193,7 +229,9 @@ def test_compliance_entry_round_trip(tmp_path):
         parts = _io.load_parts(path)
         assert _io.to_dict(parts.model) == _io.to_dict(model) and parts.initial_velocity is None
         assert _io.compliance_dict(parts.compliance, model) == {
-            "stiffness": {"B": 2e7, "H": [1e8, 5e4], "W1": 512.5}, "default": 1e8}
+            "stiffness": {"B": 2e7, "H": [1e8, 5e4], "W1": 512.5},
+            "default": 1e8,
+        }
         assert isinstance(mb.load(path), mb.Model)
     example = _io.load_parts(ROBOT_FILE).compliance
     builtin = mobile_robot.compliance()
@@ -207,19 +245,29 @@ def test_compliance_entry_round_trip(tmp_path):
 
 
 COMPLIANCE_ERRORS = {
-    "unknown pair": ({"stiffness": {"BB": 1.0}, "default": 1.0},
-                     "compliance: stiffness: unknown pair 'BB' (did you mean 'B'?)"),
-    "not positive": ({"stiffness": {"B": -1.0}, "default": 1.0},
-                     "compliance: stiffness of pair 'B' = -1.0 must be positive and finite"),
-    "missing": ({"stiffness": {"B": 1.0}},
-                "compliance: Compliance has no stiffness for pair(s) ['A', 'C',"),
-    "rows": ({"stiffness": {"H": [1.0, 2.0, 3.0]}, "default": 1.0},
-             "compliance: Compliance stiffness of pair 'H' has shape (3,); give one number or "
-             "one per row (2)"),
+    "unknown pair": (
+        {"stiffness": {"BB": 1.0}, "default": 1.0},
+        "compliance: stiffness: unknown pair 'BB' (did you mean 'B'?)",
+    ),
+    "not positive": (
+        {"stiffness": {"B": -1.0}, "default": 1.0},
+        "compliance: stiffness of pair 'B' = -1.0 must be positive and finite",
+    ),
+    "missing": (
+        {"stiffness": {"B": 1.0}},
+        "compliance: Compliance has no stiffness for pair(s) ['A', 'C',",
+    ),
+    "rows": (
+        {"stiffness": {"H": [1.0, 2.0, 3.0]}, "default": 1.0},
+        "compliance: Compliance stiffness of pair 'H' has shape (3,); give one number or "
+        "one per row (2)",
+    ),
     "key": ({"stifness": {}}, "compliance: unknown key 'stifness' (did you mean 'stiffness'?)"),
-    "text": ({"stiffness": {"B": "2.0e7"}, "default": 1.0},
-             "compliance: stiffness: 'B' must be a number or a list of numbers, got '2.0e7' "
-             "(YAML reads exponents without a decimal point or a sign as text"),
+    "text": (
+        {"stiffness": {"B": "2.0e7"}, "default": 1.0},
+        "compliance: stiffness: 'B' must be a number or a list of numbers, got '2.0e7' "
+        "(YAML reads exponents without a decimal point or a sign as text",
+    ),
 }
 
 
@@ -269,10 +317,12 @@ def test_offset_drive():
     derivative -amplitude omega sin(omega t + phase); a plain constant delta is a Constant."""
     f = drive.Offset(0.7, drive.Harmonic(0.3, 2.0, 0.1, -0.2))
     t = np.linspace(0.0, 3.0, 7)
-    np.testing.assert_allclose(jax.vmap(f)(t), 0.7 - 0.2 + 0.3 * np.cos(2.0 * t + 0.1),
-                               rtol=0, atol=ALGEBRA_TOL)
-    np.testing.assert_allclose(jax.vmap(jax.grad(f))(t), -0.6 * np.sin(2.0 * t + 0.1),
-                               rtol=0, atol=ALGEBRA_TOL)
+    np.testing.assert_allclose(
+        jax.vmap(f)(t), 0.7 - 0.2 + 0.3 * np.cos(2.0 * t + 0.1), rtol=0, atol=ALGEBRA_TOL
+    )
+    np.testing.assert_allclose(
+        jax.vmap(jax.grad(f))(t), -0.6 * np.sin(2.0 * t + 0.1), rtol=0, atol=ALGEBRA_TOL
+    )
     g = drive.Offset(1.0, 0.5)
     assert isinstance(g.delta, drive.Constant) and float(g(2.0)) == 1.5
 
@@ -303,13 +353,30 @@ BASE = {
         {"name": "wheel", "mass": 2.0, "inertia": 0.02, "q": [0.3, 0.0, 0.0]},
     ],
     "elements": [
-        {"type": "Revolute", "name": "O", "i": "ground", "j": "crank", "s_i": [0.0, 0.0],
-         "s_j": [-0.05, 0.0]},
-        {"type": "Revolute", "name": "O2", "i": "ground", "j": "wheel", "s_i": [0.3, 0.0],
-         "s_j": [0.0, 0.0]},
+        {
+            "type": "Revolute",
+            "name": "O",
+            "i": "ground",
+            "j": "crank",
+            "s_i": [0.0, 0.0],
+            "s_j": [-0.05, 0.0],
+        },
+        {
+            "type": "Revolute",
+            "name": "O2",
+            "i": "ground",
+            "j": "wheel",
+            "s_i": [0.3, 0.0],
+            "s_j": [0.0, 0.0],
+        },
         {"type": "Gear", "name": "J7", "i": "crank", "j": "wheel", "ratio": -2.0, "offset": 0.0},
-        {"type": "RelativeAngleDriver", "name": "motor", "i": "ground", "j": "crank",
-         "f": {"type": "Linear", "slope": 2.0}},
+        {
+            "type": "RelativeAngleDriver",
+            "name": "motor",
+            "i": "ground",
+            "j": "crank",
+            "f": {"type": "Linear", "slope": 2.0},
+        },
         {"type": "AbsoluteDriver", "name": "lock", "body": "wheel", "coordinate": 1, "f": 0.0},
         {"type": "Gravity", "g": [0.0, -9.81]},
     ],
@@ -345,86 +412,121 @@ def test_base_data_is_valid():
 ERRORS = {
     "unknown key": (
         _renamed(2, "offset", "offest"),
-        "elements[2] (Gear 'J7'): unknown key 'offest' (did you mean 'offset'?)"),
+        "elements[2] (Gear 'J7'): unknown key 'offest' (did you mean 'offset'?)",
+    ),
     "missing field": (
-        _with(("elements", 0, "s_j"), None), "elements[0] (Revolute 'O'): missing field 's_j'"),
+        _with(("elements", 0, "s_j"), None),
+        "elements[0] (Revolute 'O'): missing field 's_j'",
+    ),
     "unknown element type": (
         _with(("elements", 0, "type"), "Revolut"),
-        "elements[0]: unknown element type 'Revolut' (did you mean 'Revolute'?)"),
+        "elements[0]: unknown element type 'Revolut' (did you mean 'Revolute'?)",
+    ),
     "undefined body": (
         _with(("elements", 2, "j"), "whel"),
-        "elements[2] (Gear 'J7'): j: unknown body 'whel' (did you mean 'wheel'?)"),
+        "elements[2] (Gear 'J7'): j: unknown body 'whel' (did you mean 'wheel'?)",
+    ),
     "vector length": (
         _with(("elements", 0, "s_j"), [-0.05, 0.0, 0.0]),
-        "elements[0] (Revolute 'O'): s_j must be a 2-vector, got shape (3,)"),
+        "elements[0] (Revolute 'O'): s_j must be a 2-vector, got shape (3,)",
+    ),
     "body q length": (
         _with(("bodies", 1, "q"), [0.3, 0.0]),
-        "bodies[1] ('wheel'): q must be [x, y, phi] (3 numbers), got [0.3, 0.0]"),
+        "bodies[1] ('wheel'): q must be [x, y, phi] (3 numbers), got [0.3, 0.0]",
+    ),
     "non-numeric mass": (
-        _with(("bodies", 0, "mass"), "heavy"), "bodies[0] ('crank'): mass must be a number"),
+        _with(("bodies", 0, "mass"), "heavy"),
+        "bodies[0] ('crank'): mass must be a number",
+    ),
     "non-numeric vector entry": (
         _with(("elements", 0, "s_i"), [0.0, "zero"]),
-        "elements[0] (Revolute 'O'): s_i must be a number or a list of numbers, got [0.0, 'zero']"),
+        "elements[0] (Revolute 'O'): s_i must be a number or a list of numbers, got [0.0, 'zero']",
+    ),
     "boolean parameter": (
         _with(("elements", 2, "ratio"), True),
-        "elements[2] (Gear 'J7'): ratio must be a number or a list of numbers, got True"),
+        "elements[2] (Gear 'J7'): ratio must be a number or a list of numbers, got True",
+    ),
     "ragged list": (
         _with(("elements", 0, "s_i"), [[0.0, 0.0], [1.0]]),
-        "elements[0] (Revolute 'O'): s_i must be a regular (not ragged) list of numbers"),
+        "elements[0] (Revolute 'O'): s_i must be a regular (not ragged) list of numbers",
+    ),
     "scalar given a vector": (
         _with(("elements", 2, "ratio"), [1.0, 2.0]),
-        "elements[2] (Gear 'J7'): ratio must be a scalar, got shape (2,)"),
+        "elements[2] (Gear 'J7'): ratio must be a scalar, got shape (2,)",
+    ),
     "integer field": (
         _with(("elements", 4, "coordinate"), 1.0),
-        "elements[4] (AbsoluteDriver 'lock'): coordinate must be an integer, got 1.0"),
+        "elements[4] (AbsoluteDriver 'lock'): coordinate must be an integer, got 1.0",
+    ),
     "element check": (
         _with(("elements", 4, "coordinate"), 3),
-        "elements[4] (AbsoluteDriver 'lock'): coordinate must be 0 (x), 1 (y) or 2 (phi)"),
+        "elements[4] (AbsoluteDriver 'lock'): coordinate must be 0 (x), 1 (y) or 2 (phi)",
+    ),
     "unknown drive type": (
         _with(("elements", 3, "f", "type"), "Lineer"),
         "elements[3] (RelativeAngleDriver 'motor'): f: unknown drive type 'Lineer' "
-        "(did you mean 'Linear'?)"),
+        "(did you mean 'Linear'?)",
+    ),
     "drive without type": (
         _with(("elements", 3, "f"), {"slope": 2.0}),
-        "elements[3] (RelativeAngleDriver 'motor'): f: missing field 'type' (one of"),
+        "elements[3] (RelativeAngleDriver 'motor'): f: missing field 'type' (one of",
+    ),
     "drive missing field": (
         _with(("elements", 3, "f"), {"type": "Harmonic", "amplitude": 1.0}),
-        "elements[3] (RelativeAngleDriver 'motor'): f (Harmonic): missing field 'omega'"),
+        "elements[3] (RelativeAngleDriver 'motor'): f (Harmonic): missing field 'omega'",
+    ),
     "drive unknown key": (
         _with(("elements", 3, "f", "ofset"), 1.0),
         "elements[3] (RelativeAngleDriver 'motor'): f (Linear): unknown key 'ofset' "
-        "(did you mean 'offset'?)"),
+        "(did you mean 'offset'?)",
+    ),
     "drive check": (
         _with(("elements", 3, "f"), {"type": "Spline", "t": [1.0, 0.0], "values": [0.0, 1.0]}),
         "elements[3] (RelativeAngleDriver 'motor'): f (Spline): knot times t must be strictly "
-        "increasing"),
+        "increasing",
+    ),
     "duplicate element name": (
         _with(("elements", 1, "name"), "O"),
-        "elements[1] (Revolute 'O'): an element named 'O' was already added"),
+        "elements[1] (Revolute 'O'): an element named 'O' was already added",
+    ),
     "duplicate body name": (
         _with(("bodies", 1, "name"), "crank"),
-        "bodies[1] ('crank'): body name 'crank' is already used"),
+        "bodies[1] ('crank'): body name 'crank' is already used",
+    ),
     "non-positive mass": (
         _with(("bodies", 0, "mass"), -1.0),
-        "bodies[0] ('crank'): mass = -1.0 must be positive and finite"),
+        "bodies[0] ('crank'): mass = -1.0 must be positive and finite",
+    ),
     "body missing field": (
-        _with(("bodies", 1, "inertia"), None), "bodies[1]: missing field 'inertia'"),
+        _with(("bodies", 1, "inertia"), None),
+        "bodies[1]: missing field 'inertia'",
+    ),
     "body unknown key": (
         _with(("bodies", 1, "intertia"), 0.1),
-        "bodies[1]: unknown key 'intertia' (did you mean 'inertia'?)"),
+        "bodies[1]: unknown key 'intertia' (did you mean 'inertia'?)",
+    ),
     "element not a mapping": (
-        _with(("elements", 1), "Revolute O2"), "elements[1]: expected a mapping"),
+        _with(("elements", 1), "Revolute O2"),
+        "elements[1]: expected a mapping",
+    ),
     "element without type": (
-        _with(("elements", 1, "type"), None), "elements[1]: missing field 'type'"),
+        _with(("elements", 1, "type"), None),
+        "elements[1]: missing field 'type'",
+    ),
     "unknown top-level key": (
-        _with(("element",), []), "unknown top-level key 'element' (did you mean 'elements'?)"),
+        _with(("element",), []),
+        "unknown top-level key 'element' (did you mean 'elements'?)",
+    ),
     "missing version": (_with(("jaxmb_model",), None), "missing key 'jaxmb_model'"),
     "unsupported version": (
-        _with(("jaxmb_model",), 2), "jaxmb_model: unsupported schema version 2"),
+        _with(("jaxmb_model",), 2),
+        "jaxmb_model: unsupported schema version 2",
+    ),
     "no bodies": (_with(("bodies",), []), "bodies: expected a non-empty list of bodies"),
     "initial velocity length": (
         _with(("initial_velocity",), [0.0] * 5),
-        "initial_velocity must hold n = 6 numbers (x, y, phi rates of each body), got shape (5,)"),
+        "initial_velocity must hold n = 6 numbers (x, y, phi rates of each body), got shape (5,)",
+    ),
     "top level not a mapping": ([BASE], "the top level must be a mapping"),
 }
 
@@ -444,8 +546,10 @@ def test_file_errors_name_the_file(tmp_path):
     YAML's exponent-as-text pitfall and a wrong suffix are reported as such."""
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(ERRORS["unknown key"][0]))
-    with pytest.raises(ValueError, match=re.escape(
-            f"model file {str(path)!r}: elements[2] (Gear 'J7'): unknown key 'offest'")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(f"model file {str(path)!r}: elements[2] (Gear 'J7'): unknown key 'offest'"),
+    ):
         mb.load(path)
     path.write_text('{"jaxmb_model": 1, "bodies": [}')
     with pytest.raises(ValueError, match="bad.json'?: invalid JSON"):
@@ -458,9 +562,13 @@ def test_file_errors_name_the_file(tmp_path):
     with pytest.raises(ValueError, match="invalid YAML: .*duplicate key 'name'"):
         mb.load(yml)
     yml.write_text("jaxmb_model: 1\nbodies:\n- {name: a, mass: 1e-3, inertia: 1.0}\n")
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "bodies[0] ('a'): mass must be a number, got '1e-3' (YAML reads exponents without "
-            "a decimal point or a sign as text: write 1.0e-3, 2.0e+7)")):
+            "a decimal point or a sign as text: write 1.0e-3, 2.0e+7)"
+        ),
+    ):
         mb.load(yml)
     with pytest.raises(ValueError, match=r"expected a \.json, \.yaml, \.yml file name"):
         mb.save(slider_crank.build(), tmp_path / "model.txt")
@@ -480,8 +588,9 @@ def test_save_refuses_what_a_file_cannot_hold():
     m = mb.Mechanism()
     crank = m.body("crank", 1.0, 0.01)
     m.add(mb.RelativeAngleDriver("motor", m.ground, crank, f=_Ramp(2.0)))
-    with pytest.raises(ValueError, match=re.escape(
-            "RelativeAngleDriver 'motor': f: a _Ramp cannot be saved")):
+    with pytest.raises(
+        ValueError, match=re.escape("RelativeAngleDriver 'motor': f: a _Ramp cannot be saved")
+    ):
         _io.to_dict(m.build())
 
     def build(mass):
@@ -502,8 +611,13 @@ def test_save_refuses_what_a_file_cannot_hold():
 # ----- the command line on model files ------------------------------------------------------------
 def _cli(*args):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-m", "jaxmb.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "jaxmb.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -513,8 +627,16 @@ def cli_runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("cli")
     commands = {
         "report": ("report", ROBOT_FILE, "--t", str(CLI_REPORT_T), "--stiffness"),
-        "file": ("simulate", ROBOT_FILE, "--t1", str(CLI_T1), "--num-saves", str(CLI_SAVES),
-                 "--out", str(out / "file.npz")),
+        "file": (
+            "simulate",
+            ROBOT_FILE,
+            "--t1",
+            str(CLI_T1),
+            "--num-saves",
+            str(CLI_SAVES),
+            "--out",
+            str(out / "file.npz"),
+        ),
     }
     results = {}
     for label, args in commands.items():
@@ -571,13 +693,17 @@ def test_cli_stiffness_errors(tmp_path):
     stiffness file: one-line errors naming the problem, before any computation."""
     from jaxmb import cli
 
-    with pytest.raises(SystemExit, match="--stiffness: model 'parallelogram' has no "
-                                         "'compliance' entry; pass a stiffness file"):
+    with pytest.raises(
+        SystemExit,
+        match="--stiffness: model 'parallelogram' has no 'compliance' entry; pass a stiffness file",
+    ):
         cli.main(["report", "parallelogram", "--stiffness"])
     bad = tmp_path / "k.yaml"
     bad.write_text("stiffness: {O9: 1.0}\ndefault: 1.0\n")
-    with pytest.raises(SystemExit, match=re.escape(
-            f"jaxmb: stiffness file {str(bad)!r}: stiffness: unknown pair 'O9'")):
+    with pytest.raises(
+        SystemExit,
+        match=re.escape(f"jaxmb: stiffness file {str(bad)!r}: stiffness: unknown pair 'O9'"),
+    ):
         cli.main(["report", "parallelogram", "--stiffness", str(bad)])
 
 
@@ -595,8 +721,9 @@ def test_cli_simulate_model_file(cli_runs):
     np.testing.assert_allclose(got["ts"], np.linspace(0.0, CLI_T1, CLI_SAVES), rtol=0, atol=1e-15)
     model = mobile_robot.build()
     np.testing.assert_allclose(got["q"][0], model.q0, rtol=0, atol=ALGEBRA_TOL)
-    residuals = jax.jit(jax.vmap(lambda q, qd, t: (model.phi(q, t),
-                                                   model.velocity_residual(q, qd, t))))
+    residuals = jax.jit(
+        jax.vmap(lambda q, qd, t: (model.phi(q, t), model.velocity_residual(q, qd, t)))
+    )
     phi, g = residuals(got["q"], got["qd"], got["ts"])
     assert float(jnp.max(jnp.abs(phi))) < 1e-8 and float(jnp.max(jnp.abs(g))) < 1e-8
     dx = got["q"][-1, 0] - got["q"][0, 0]
@@ -615,5 +742,6 @@ def test_cli_bad_model_file_is_one_line(tmp_path):
     _, err = proc.communicate(timeout=600)
     assert proc.returncode != 0
     assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert err.startswith(f"jaxmb: model file {str(path)!r}: elements[7] (Translational 'H'): "
-                          "unknown key 'offest'"), err
+    assert err.startswith(
+        f"jaxmb: model file {str(path)!r}: elements[7] (Translational 'H'): unknown key 'offest'"
+    ), err

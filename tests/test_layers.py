@@ -22,8 +22,15 @@ import os
 
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jaxmb")
 
-LAYERS = ("_linalg", "_runtime", "elements", "_model", "_formulations", "_reaction_methods",
-          "_analyses")
+LAYERS = (
+    "_linalg",
+    "_runtime",
+    "elements",
+    "_model",
+    "_formulations",
+    "_reaction_methods",
+    "_analyses",
+)
 """The layer folders, lowest first; every other module (top-level files, `models/`) is in the
 top layer."""
 
@@ -51,8 +58,13 @@ def _imports(module, package, path):
     here = module.split(".") if module else []
     base = here if package else here[:-1]
     tree = ast.parse(open(path).read())
-    typing_only = {id(n) for block in ast.walk(tree) if _type_checking(block)
-                   for stmt in block.body for n in ast.walk(stmt)}
+    typing_only = {
+        id(n)
+        for block in ast.walk(tree)
+        if _type_checking(block)
+        for stmt in block.body
+        for n in ast.walk(stmt)
+    }
     for node in ast.walk(tree):
         if id(node) in typing_only:
             continue
@@ -62,13 +74,14 @@ def _imports(module, package, path):
             for alias in node.names:
                 sub = ".".join(target + [alias.name])
                 is_sub = os.path.exists(os.path.join(ROOT, *sub.split("."))) or os.path.exists(
-                    os.path.join(ROOT, *sub.split(".")) + ".py")
+                    os.path.join(ROOT, *sub.split(".")) + ".py"
+                )
                 yield sub if is_sub else ".".join(target)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
             for name in names:
                 if name == "jaxmb" or (name or "").startswith("jaxmb."):
-                    yield name[len("jaxmb."):] if "." in name else ""
+                    yield name[len("jaxmb.") :] if "." in name else ""
 
 
 def _type_checking(node) -> bool:
@@ -77,7 +90,8 @@ def _type_checking(node) -> bool:
         return False
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def test_every_layer_folder_exists_and_holds_modules():
@@ -90,8 +104,9 @@ def test_every_layer_folder_exists_and_holds_modules():
 def test_private_top_level_modules_are_few():
     """Private modules live in their layer folder; the top level keeps the public modules and
     model files (`_io`)."""
-    private = sorted(m for m, package, _ in _modules()
-                     if "." not in m and m.startswith("_") and not package)
+    private = sorted(
+        m for m, package, _ in _modules() if "." not in m and m.startswith("_") and not package
+    )
     assert private == ["_io"], private
 
 
@@ -101,8 +116,7 @@ def test_no_module_imports_a_higher_layer():
         own = _layer(module)
         for target in _imports(module, package, path):
             if _layer(target) is not None and _layer(target) > own:
-                upward.append(f"{module} (layer {own}) imports {target} "
-                              f"(layer {_layer(target)})")
+                upward.append(f"{module} (layer {own}) imports {target} (layer {_layer(target)})")
     assert upward == []
 
 
@@ -125,6 +139,7 @@ def test_quick_subset_names_existing_modules():
     import conftest
 
     here = os.path.dirname(os.path.abspath(__file__))
-    missing = [m for m in conftest.QUICK_MODULES
-               if not os.path.isfile(os.path.join(here, f"{m}.py"))]
+    missing = [
+        m for m in conftest.QUICK_MODULES if not os.path.isfile(os.path.join(here, f"{m}.py"))
+    ]
     assert not missing and len(conftest.QUICK_MODULES) >= 8, missing

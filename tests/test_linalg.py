@@ -77,20 +77,23 @@ def test_vmapped_dynamics_and_reactions_have_no_batched_lapack_call(crank, robot
     ts = jnp.linspace(0.0, 0.1, 3)
     cases = {
         "simulate": lambda q: mb.simulate(crank, q, qd0, 0.1, ts=ts, throw=False).q,
-        "simulate auto": lambda q: mb.simulate(crank, q, qd0, 0.1, ts=ts, throw=False,
-                                               formulation="auto").q,
+        "simulate auto": lambda q: (
+            mb.simulate(crank, q, qd0, 0.1, ts=ts, throw=False, formulation="auto").q
+        ),
         "accelerations grad": lambda q: jax.grad(
-            lambda x: jnp.sum(mb.accelerations(crank, x, qd0, 0.0) ** 2))(q),
+            lambda x: jnp.sum(mb.accelerations(crank, x, qd0, 0.0) ** 2)
+        )(q),
         "assemble": lambda q: mb.assemble(crank, q + 1e-3),
-        "inverse dynamics": lambda q: mb.inverse_dynamics(
-            eqx_replace_q0(crank, q), ts)[1].lam,
+        "inverse dynamics": lambda q: mb.inverse_dynamics(eqx_replace_q0(crank, q), ts)[1].lam,
     }
     for name, fn in cases.items():
         assert_unbatched(jax.jit(jax.vmap(fn)).lower(q0s), name)
     rq = jnp.tile(robot.q0, (2, 1))
     rqd = mb.consistent_velocity(robot, robot.q0, jnp.zeros(robot.n))
-    assert_unbatched(jax.jit(jax.vmap(lambda q: mb.reactions(robot, q, rqd, 0.0).lam)).lower(rq),
-                     "robot reactions")
+    assert_unbatched(
+        jax.jit(jax.vmap(lambda q: mb.reactions(robot, q, rqd, 0.0).lam)).lower(rq),
+        "robot reactions",
+    )
 
 
 def eqx_replace_q0(model, q):
@@ -113,7 +116,8 @@ def test_svd_values_and_jvp_match_jax(rng, shape):
     for k in range(A.shape[0]):
         (U1, s1, V1), (dU, ds, dV) = jax.jvp(la.svd, (A[k],), (dA[k],))
         (U2, s2, V2), (eU, es, eV) = jax.jvp(
-            lambda x: jnp.linalg.svd(x, full_matrices=False), (A[k],), (dA[k],))
+            lambda x: jnp.linalg.svd(x, full_matrices=False), (A[k],), (dA[k],)
+        )
         sign = jnp.sign(jnp.sum(U1 * U2, axis=0))  # singular vectors up to sign
         np.testing.assert_allclose(ds, es, atol=ALGEBRA_TOL)
         np.testing.assert_allclose(dU * sign[None, :], eU, atol=1e-8)
@@ -148,14 +152,16 @@ def test_solves_and_pinv_values_and_gradients(rng):
     B = _matrices(rng, (5, 2))
     R = jnp.triu(A)
     L = jnp.tril(A)
-    np.testing.assert_allclose(jax.vmap(la.solve)(A, b), jnp.linalg.solve(A, b[..., None])[..., 0],
-                               atol=ALGEBRA_TOL)
+    np.testing.assert_allclose(
+        jax.vmap(la.solve)(A, b), jnp.linalg.solve(A, b[..., None])[..., 0], atol=ALGEBRA_TOL
+    )
     for lower, T in ((False, R), (True, L)):
         for trans in (False, True):
             M = jnp.swapaxes(T, 1, 2) if trans else T
             for rhs in (b, B):
-                got = jax.vmap(lambda t, r: la.solve_triangular(t, r, lower=lower,
-                                                                trans=trans))(T, rhs)
+                got = jax.vmap(lambda t, r: la.solve_triangular(t, r, lower=lower, trans=trans))(
+                    T, rhs
+                )
                 want = jnp.linalg.solve(M, rhs if rhs.ndim == 3 else rhs[..., None])
                 np.testing.assert_allclose(got, want.reshape(got.shape), atol=ALGEBRA_TOL)
     C = _matrices(rng, (4, 6))
@@ -166,8 +172,7 @@ def test_solves_and_pinv_values_and_gradients(rng):
         return jnp.sum(la.solve(a, x) ** 2) + jnp.sum(la.solve_triangular(r, x, trans=True) ** 3)
 
     def loss_jnp(a, r, x):
-        return jnp.sum(jnp.linalg.solve(a, x) ** 2) + jnp.sum(
-            jnp.linalg.solve(r.T, x) ** 3)
+        return jnp.sum(jnp.linalg.solve(a, x) ** 2) + jnp.sum(jnp.linalg.solve(r.T, x) ** 3)
 
     g_safe = jax.vmap(jax.grad(loss_safe, argnums=(0, 1, 2)))(A, R, b)
     g_jnp = jax.vmap(jax.grad(loss_jnp, argnums=(0, 1, 2)))(A, R, b)
@@ -199,8 +204,10 @@ def test_factorizations_only_in_linalg_module():
     import pathlib
 
     root = pathlib.Path(mb.__file__).parent
-    pattern = re.compile(r"(jnp\.linalg|jax\.numpy\.linalg|jsl|jax\.scipy\.linalg|lax\.linalg)"
-                         r"\.(?!norm\b)\w+")
+    pattern = re.compile(
+        r"(jnp\.linalg|jax\.numpy\.linalg|jsl|jax\.scipy\.linalg|lax\.linalg)"
+        r"\.(?!norm\b)\w+"
+    )
     offenders = []
     for path in sorted(root.rglob("*.py")):
         if path.parent.name == "_linalg":

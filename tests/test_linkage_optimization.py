@@ -84,10 +84,12 @@ def test_gradient_matches_central_differences(example, problem, design):
         for axis in "xy":
             g2, g4 = grad[names.index(f"O2{axis}")], grad[names.index(f"O4{axis}")]
             assert abs(g2 + g4) <= 1e-9 * abs(g2)
-    fd = np.array([
-        (value(p.at[k].add(FD_STEP)) - value(p.at[k].add(-FD_STEP))) / (2 * FD_STEP)
-        for k in range(p.shape[0])
-    ])
+    fd = np.array(
+        [
+            (value(p.at[k].add(FD_STEP)) - value(p.at[k].add(-FD_STEP))) / (2 * FD_STEP)
+            for k in range(p.shape[0])
+        ]
+    )
     for name, g, f in zip(example.PARAM_NAMES, grad, fd):
         assert abs(g - f) <= FD_RTOL * abs(f) + FD_ATOL, (
             f"dL/d{name}: grad {g:.10g}, finite differences {f:.10g}"

@@ -56,8 +56,9 @@ def test_hinge_forces_against_scipy(example):
     q = model.q0
     C = np.asarray(model.C(q))
     f = np.asarray(model.forces(q, jnp.zeros(model.n), 0.0))
-    k = np.concatenate([np.full(model.pair(p).num_rows, k_given.get(p, 1e7))
-                        for p in model.pair_names])
+    k = np.concatenate(
+        [np.full(model.pair(p).num_rows, k_given.get(p, 1e7)) for p in model.pair_names]
+    )
     lam_p = np.linalg.lstsq(C.T, f, rcond=None)[0]  # the min-norm solution
     A = sp.diags(np.sqrt(k)) @ sp.csr_matrix(C)
     y = spla.lsqr(A, lam_p / np.sqrt(k), atol=1e-15, btol=1e-15, iter_lim=100_000)[0]
@@ -90,6 +91,11 @@ def test_inverse_design(example):
     assert design["gradient_check"] < 1e-6
     assert design["history"][-1] < 0.9 * design["history"][0]
     assert design["peak"][1] < design["peak"][0]
-    for name in ("metamaterial_solvability.png", "metamaterial_forces.png",
-                 "metamaterial_motion.png", "metamaterial_design.png", "metamaterial.gif"):
+    for name in (
+        "metamaterial_solvability.png",
+        "metamaterial_forces.png",
+        "metamaterial_motion.png",
+        "metamaterial_design.png",
+        "metamaterial.gif",
+    ):
         assert (out / name).stat().st_size > 10_000, name

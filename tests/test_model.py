@@ -29,9 +29,20 @@ A_UNIT = mobile_robot.A_UNIT
 ROBOT_TS = jnp.linspace(0.0, 20.0, 21)
 PAPER_PAIRS = ("A", "B", "C", "D", "E", "F", "G", "H", "driver", "W1", "W2", "W3", "W4", "W5")
 PAPER_ROWS = {  # seed 001 Appendix: 7 revolutes (2 rows), translational H (2), driver (1), 5 edges
-    "A": (0, 2), "B": (2, 4), "C": (4, 6), "D": (6, 8), "E": (8, 10), "F": (10, 12),
-    "G": (12, 14), "H": (14, 16), "driver": (16, 17), "W1": (17, 18), "W2": (18, 19),
-    "W3": (19, 20), "W4": (20, 21), "W5": (21, 22),
+    "A": (0, 2),
+    "B": (2, 4),
+    "C": (4, 6),
+    "D": (6, 8),
+    "E": (8, 10),
+    "F": (10, 12),
+    "G": (12, 14),
+    "H": (14, 16),
+    "driver": (16, 17),
+    "W1": (17, 18),
+    "W2": (18, 19),
+    "W3": (19, 20),
+    "W4": (20, 21),
+    "W5": (21, 22),
 }
 # Table 1 of seed 001: the body (1-based) carrying each knife edge
 EDGE_BODY = {"W1": 2, "W2": 3, "W3": 1, "W4": 1, "W5": 7}
@@ -56,8 +67,9 @@ def robot_terms(robot):
     """The steering manoeuvre of seed 001 (eq. 39 initial velocity, 20 s, 21 samples), and
     C, Phi, b (numpy) at q0 (index 0) followed by the 21 samples (indices 1..21). Integrated
     as seed 001 does (null space, Baumgarte), whose samples these tests hold at 1e-9 of Phi."""
-    sim = jax.jit(lambda m, q, qd: mb.simulate(m, q, qd, 20.0, ts=ROBOT_TS,
-                                               formulation="null_space"))
+    sim = jax.jit(
+        lambda m, q, qd: mb.simulate(m, q, qd, 20.0, ts=ROBOT_TS, formulation="null_space")
+    )
     traj = sim(robot, robot.q0, mobile_robot.initial_velocity(robot))
     qs = jnp.concatenate([robot.q0[None], traj.q])
     ts = jnp.concatenate([jnp.zeros(1), traj.ts])
@@ -102,8 +114,31 @@ def test_robot_q0_and_edge_structure(robot, robot_terms):
     cx = 4 * a - bx
     cy = np.sqrt(25 * a**2 - cx**2)
     dx, dy = cx / 2, cy / 2 - by
-    q0 = np.array([20 * a, 0, 0, 24 * a, 0, 0, 16 * a, 0, 0, 20 * a + dx, dy, 0,
-                   20 * a - dx, dy, 0, 20 * a, 0, 0, 5 * a, 0, 0])
+    q0 = np.array(
+        [
+            20 * a,
+            0,
+            0,
+            24 * a,
+            0,
+            0,
+            16 * a,
+            0,
+            0,
+            20 * a + dx,
+            dy,
+            0,
+            20 * a - dx,
+            dy,
+            0,
+            20 * a,
+            0,
+            0,
+            5 * a,
+            0,
+            0,
+        ]
+    )
     np.testing.assert_allclose(np.asarray(robot.q0), q0, rtol=0, atol=1e-15)
     C = robot_terms["C"][0]
     for name, body in EDGE_BODY.items():
@@ -327,20 +362,35 @@ def test_foreign_body_handle():
     with pytest.raises(ValueError, match="KnifeEdge 'K'.*'alien' belongs to another Mechanism"):
         m.add(mb.KnifeEdge("K", alien, s=(0.0, 0.0), n=(0.0, 1.0)))
     with pytest.raises(ValueError, match="SpringDamper 'S'.*'alien' belongs to another"):
-        m.add(mb.SpringDamper("S", b1, alien, s_i=(0.0, 0.0), s_j=(0.0, 0.0), stiffness=1.0,
-                              damping=0.0, free_length=1.0))
+        m.add(
+            mb.SpringDamper(
+                "S",
+                b1,
+                alien,
+                s_i=(0.0, 0.0),
+                s_j=(0.0, 0.0),
+                stiffness=1.0,
+                damping=0.0,
+                free_length=1.0,
+            )
+        )
     assert m.build().pair_names == ()  # nothing was added
 
 
-@pytest.mark.parametrize("make", [
-    lambda b, g: mb.Revolute("self", b, b, s_i=(0.0, 0.0), s_j=(1.0, 0.0)),
-    lambda b, g: mb.Distance("self", b, b, s_i=(0.0, 0.0), s_j=(1.0, 0.0), length=1.0),
-    lambda b, g: mb.Translational("self", b, b, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=(0.0, 1.0)),
-    lambda b, g: mb.Revolute("self", g, g, s_i=(0.0, 0.0), s_j=(1.0, 0.0)),
-    lambda b, g: mb.RelativeAngleDriver("self", b, b, f=0.0),
-    lambda b, g: mb.TranslationalDriver("self", b, b, s_i=(0.0, 0.0), s_j=(0.0, 0.0),
-                                        u=(1.0, 0.0), d=0.0),
-], ids=["revolute", "distance", "translational", "ground-ground", "angle-driver", "tr-driver"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda b, g: mb.Revolute("self", b, b, s_i=(0.0, 0.0), s_j=(1.0, 0.0)),
+        lambda b, g: mb.Distance("self", b, b, s_i=(0.0, 0.0), s_j=(1.0, 0.0), length=1.0),
+        lambda b, g: mb.Translational("self", b, b, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=(0.0, 1.0)),
+        lambda b, g: mb.Revolute("self", g, g, s_i=(0.0, 0.0), s_j=(1.0, 0.0)),
+        lambda b, g: mb.RelativeAngleDriver("self", b, b, f=0.0),
+        lambda b, g: mb.TranslationalDriver(
+            "self", b, b, s_i=(0.0, 0.0), s_j=(0.0, 0.0), u=(1.0, 0.0), d=0.0
+        ),
+    ],
+    ids=["revolute", "distance", "translational", "ground-ground", "angle-driver", "tr-driver"],
+)
 def test_pair_joining_body_to_itself(make):
     """A pair between a body and itself is refused at construction, naming the pair."""
     m, b1, _ = _two_bodies()
@@ -348,15 +398,28 @@ def test_pair_joining_body_to_itself(make):
         make(b1, m.ground)
 
 
-@pytest.mark.parametrize("make,label", [
-    (lambda i, j: mb.Translational("z", i, j, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=(0.0, 0.0)), "v"),
-    (lambda i, j: mb.TranslationalDriver("z", i, j, s_i=(0.0, 0.0), s_j=(0.0, 0.0),
-                                         u=(0.0, 0.0), d=0.0), "u"),
-    (lambda i, j: mb.KnifeEdge("z", i, s=(0.0, 0.0), n=(0.0, 0.0)), "n"),
-    (lambda i, j: mb.Parallel("z", i, j, a_i=(0.0, 0.0), a_j=(1.0, 0.0)), "a_i"),
-    (lambda i, j: mb.PinInSlot("z", i, j, s_i=(0.0, 0.0), s_j=(0.0, 0.0), a_i=(0.0, 0.0)),
-     "a_i"),
-], ids=["translational-v", "driver-u", "knife-edge-n", "parallel-a_i", "pin-in-slot-a_i"])
+@pytest.mark.parametrize(
+    "make,label",
+    [
+        (
+            lambda i, j: mb.Translational("z", i, j, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=(0.0, 0.0)),
+            "v",
+        ),
+        (
+            lambda i, j: mb.TranslationalDriver(
+                "z", i, j, s_i=(0.0, 0.0), s_j=(0.0, 0.0), u=(0.0, 0.0), d=0.0
+            ),
+            "u",
+        ),
+        (lambda i, j: mb.KnifeEdge("z", i, s=(0.0, 0.0), n=(0.0, 0.0)), "n"),
+        (lambda i, j: mb.Parallel("z", i, j, a_i=(0.0, 0.0), a_j=(1.0, 0.0)), "a_i"),
+        (
+            lambda i, j: mb.PinInSlot("z", i, j, s_i=(0.0, 0.0), s_j=(0.0, 0.0), a_i=(0.0, 0.0)),
+            "a_i",
+        ),
+    ],
+    ids=["translational-v", "driver-u", "knife-edge-n", "parallel-a_i", "pin-in-slot-a_i"],
+)
 def test_zero_length_direction(make, label):
     """A zero direction vector is refused at construction, naming the element and field."""
     _, b1, b2 = _two_bodies()

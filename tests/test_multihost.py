@@ -32,8 +32,7 @@ def run(speed):
     """A free slider-crank started at crank speed `speed`, 0.05 s: its saved q."""
     model = slider_crank.build()
     qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n).at[2].set(speed))
-    return mb.simulate(model, model.q0, qd0, 0.05, ts=jnp.linspace(0.0, 0.05, 3),
-                       throw=False).q
+    return mb.simulate(model, model.q0, qd0, 0.05, ts=jnp.linspace(0.0, 0.05, 3), throw=False).q
 
 
 _WORKER = textwrap.dedent(
@@ -74,20 +73,28 @@ def _rows(part, size):
     full = np.full((size, *part["shape"][1:]), np.nan)
     for start, values in part["rows"]:
         values = np.asarray(values)
-        full[start:start + len(values)] = values
+        full[start : start + len(values)] = values
     return full
 
 
 def test_two_processes_equal_one(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "JAXMB_CPU_DEVICES"}  # one device each
-    env.update(PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests"), ROOT,
-                                           env.get("PYTHONPATH", "")]),
-               JAX_PLATFORMS="cpu")
+    env.update(
+        PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests"), ROOT, env.get("PYTHONPATH", "")]),
+        JAX_PLATFORMS="cpu",
+    )
     port = str(_free_port())
-    workers = [subprocess.Popen([sys.executable, "-c", _WORKER, str(k), port], env=env,
-                                cwd=str(tmp_path), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-               for k in (0, 1)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, str(k), port],
+            env=env,
+            cwd=str(tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in (0, 1)
+    ]
     try:
         speeds = jnp.asarray(SPEEDS)  # the reference, meanwhile
         single = np.asarray(mb.batch.map(run, speeds, chunk=CHUNK, devices=jax.devices()[:1]))
@@ -105,8 +112,11 @@ def test_two_processes_equal_one(tmp_path):
         assert part["devices"] == [2, 1]  # one mesh of both processes' devices
     # without cost: each process holds its own half of the batch, in order
     assert [[start for start, _ in p["shards"]["rows"]] for p in parts] == [[0], [2]]
-    merged = np.where(np.isnan(_rows(parts[0]["shards"], 4)), _rows(parts[1]["shards"], 4),
-                      _rows(parts[0]["shards"], 4))
+    merged = np.where(
+        np.isnan(_rows(parts[0]["shards"], 4)),
+        _rows(parts[1]["shards"], 4),
+        _rows(parts[0]["shards"], 4),
+    )
     assert np.array_equal(merged, single)
     # with cost (here: the fastest crank first): the rows come back in the caller's order,
     # whole on each process

@@ -54,8 +54,12 @@ def test_reactions_at_one_state_print_their_values(beam):
     assert "  right  NOT unique  beam     -10  9.81    9.81" in text.splitlines()
     table = rows_of(text)
     for pair in ("left", "right"):
-        np.testing.assert_allclose([float(c) for c in table[(pair, "beam")]],
-                                   np.asarray(rx.on_body(pair, "beam")), rtol=1e-5, atol=1e-12)
+        np.testing.assert_allclose(
+            [float(c) for c in table[(pair, "beam")]],
+            np.asarray(rx.on_body(pair, "beam")),
+            rtol=1e-5,
+            atol=1e-12,
+        )
 
 
 def test_reactions_along_a_trajectory_print_ranges():
@@ -66,10 +70,22 @@ def test_reactions_along_a_trajectory_print_ranges():
     text = repr(rx)
     assert text.splitlines()[0] == "Reactions (method: min_norm) at 9 states, min .. max over them"
     table = rows_of(text)
-    assert list(table) == [("O", "crank"), ("A", "crank"), ("A", "rod"), ("B", "rod"),
-                           ("B", "slider"), ("P", "slider"), ("motor", "crank")]
-    assert rx.pair_bodies == (("crank",), ("crank", "rod"), ("rod", "slider"), ("slider",),
-                              ("crank",))
+    assert list(table) == [
+        ("O", "crank"),
+        ("A", "crank"),
+        ("A", "rod"),
+        ("B", "rod"),
+        ("B", "slider"),
+        ("P", "slider"),
+        ("motor", "crank"),
+    ]
+    assert rx.pair_bodies == (
+        ("crank",),
+        ("crank", "rod"),
+        ("rod", "slider"),
+        ("slider",),
+        ("crank",),
+    )
     for (pair, body), cells in table.items():
         for cell, values in zip(cells, rx.on_body(pair, body)):
             values = np.asarray(values)
@@ -87,12 +103,12 @@ def test_vmapped_reactions_name_the_batch_and_traced_ones_print_no_values(beam):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mb.NonUniqueReactionWarning)
         rx = jax.vmap(jax.vmap(lambda q: mb.statics(beam, q)))(qs)
-    assert repr(rx).splitlines()[0] == ("Reactions (method: min_norm) at 6 states (2 x 3), "
-                                        "min .. max over them")
+    assert repr(rx).splitlines()[0] == (
+        "Reactions (method: min_norm) at 6 states (2 x 3), min .. max over them"
+    )
     shown = []
     jax.jit(lambda q: shown.append(repr(mb.statics(beam, q))) or q)(beam.q0)
-    assert shown == ["Reactions(method='min_norm', pairs=('left', 'right'), "
-                     "values not concrete)"]
+    assert shown == ["Reactions(method='min_norm', pairs=('left', 'right'), values not concrete)"]
     shapes = jax.eval_shape(lambda q: mb.statics(beam, q), beam.q0)
     assert "values not concrete" in repr(shapes)
 
@@ -110,8 +126,7 @@ def block():
     (slider 0.1 m long): at 1 m/s the friction force is mu m g = 5.886 N."""
     m = mb.Mechanism()
     block = m.body("block", mass=2.0, inertia=0.01, q=(0.0, 0.0, 0.0))
-    m.add(mb.Translational("P", block, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0),
-                           v=(0.0, 1.0)))
+    m.add(mb.Translational("P", block, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=(0.0, 1.0)))
     m.add(mb.Gravity((0.0, -9.81)))
     m.add(mb.Force("push", block, s=(0.0, 0.0), f=(10.0, 0.0)))
     m.add(mb.TranslationalFriction("fP", "P", mu=0.3, length=0.1))
@@ -129,14 +144,17 @@ def test_friction_forces_print_their_values(block):
     name, force, rate, power, load = row.split()
     assert name == "fP"
     shown = np.array([float(force), float(rate), float(power), float(load)])
-    np.testing.assert_allclose(shown, [fr.force[0], fr.slip_rate[0], fr.power[0],
-                                       fr.normal_load[0]], rtol=1e-5)
+    np.testing.assert_allclose(
+        shown, [fr.force[0], fr.slip_rate[0], fr.power[0], fr.normal_load[0]], rtol=1e-5
+    )
     # |T| = mu m g at a slip speed of 1 m/s, T positive with the slip rate
-    np.testing.assert_allclose(np.abs(shown), [0.3 * 2 * 9.81, 1.0, 0.3 * 2 * 9.81, 2 * 9.81],
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        np.abs(shown), [0.3 * 2 * 9.81, 1.0, 0.3 * 2 * 9.81, 2 * 9.81], rtol=1e-5
+    )
     assert shown[0] * shown[1] > 0
     batch = jax.vmap(lambda v: mb.friction_forces(block, block.q0, v))(
-        jnp.array([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]]))
+        jnp.array([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]])
+    )
     assert repr(batch).splitlines()[0].startswith("Friction forces at 2 states, min .. max")
     rx = mb.reactions(block, block.q0, qd)  # its friction elements are listed under the pairs
     assert rx.friction_names == ("fP",)

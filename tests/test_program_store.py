@@ -37,8 +37,16 @@ def _analyses(model):
     traj = mb.simulate(model, q0, qd0, 0.3, ts=jnp.linspace(0.0, 0.3, 4))
     rx = mb.reactions(model, traj)
     report = mb.solvability(model, q0, 0.0)
-    return dict(q0=q0, qd0=qd0, q=traj.q, qd=traj.qd, steps=traj.num_steps, lam=rx.lam,
-                solvable=report.solvable, margin=report.margin)
+    return dict(
+        q0=q0,
+        qd0=qd0,
+        q=traj.q,
+        qd=traj.qd,
+        steps=traj.num_steps,
+        lam=rx.lam,
+        solvable=report.solvable,
+        margin=report.margin,
+    )
 
 
 @pytest.fixture
@@ -50,8 +58,10 @@ def store(tmp_path):
 
 def _kinds(store):
     """Each store file's kind ("program", or "skip" for a program that cannot be exported)."""
-    return {name: _program_store._unpack(name, (store / name).read_bytes())[0]["kind"]
-            for name in os.listdir(store)}
+    return {
+        name: _program_store._unpack(name, (store / name).read_bytes())[0]["kind"]
+        for name in os.listdir(store)
+    }
 
 
 @pytest.fixture
@@ -102,8 +112,13 @@ def test_new_values_reuse_the_stored_program(store, traces):
 def test_key_pins_what_the_program_depends_on(monkeypatch):
     fn = start.check_initial_state
     model = _pendulum()
-    args = lambda m, q=None: (m, m.q0 if q is None else q, jnp.zeros(m.n), jnp.asarray(0.0),  # noqa: E731
-                              True)
+    args = lambda m, q=None: (
+        m,
+        m.q0 if q is None else q,
+        jnp.zeros(m.n),
+        jnp.asarray(0.0),  # noqa: E731
+        True,
+    )
     key = lambda *a: _program_store.key(fn, a, {})  # noqa: E731
     base = key(*args(model))
     assert base is not None
@@ -112,10 +127,11 @@ def test_key_pins_what_the_program_depends_on(monkeypatch):
     assert key(*args(model, jnp.zeros((2, 3)))) != base  # a shape
     assert key(*args(model, jnp.zeros(3, jnp.float32))) != base  # a dtype
     assert key(*args(model)[:-1], False) != base  # a static option
-    assert _program_store.key(start.check_initial_state, (model, mb.Eliminate((0,)), model.q0,
-                                                        0.0, "x"), {}) != \
-        _program_store.key(start.check_initial_state, (model, mb.Eliminate((1,)), model.q0,
-                                                      0.0, "x"), {})
+    assert _program_store.key(
+        start.check_initial_state, (model, mb.Eliminate((0,)), model.q0, 0.0, "x"), {}
+    ) != _program_store.key(
+        start.check_initial_state, (model, mb.Eliminate((1,)), model.q0, 0.0, "x"), {}
+    )
     saved = jax.config.jax_numpy_rank_promotion
     try:
         jax.config.update("jax_numpy_rank_promotion", "warn" if saved != "warn" else "allow")
@@ -150,8 +166,10 @@ def test_what_the_key_cannot_pin_takes_the_ordinary_path(store):
     assert _program_store.key(fn, (user, user.q0), {}) is None
     assert _program_store.key(fn, (_pendulum(), lambda q: q), {}) is None  # a lambda
     offset = 1.0
+
     def closure(q):  # noqa: E306
         return q + offset
+
     assert _program_store.key(fn, (_pendulum(), closure), {}) is None
     q = mb.assemble(user, user.q0, 0.0)
     assert os.listdir(store) == []  # ran, stored nothing
@@ -188,8 +206,7 @@ def test_traced_calls_bypass_the_store(store):
         return jnp.sum(mb.reactions(m, m.q0, qd, 0.0).lam ** 2)
 
     model = _pendulum()
-    lam = jax.jit(lambda q: mb.reactions(model, q, jnp.array([0.0, 1.0, 1.0]), 0.0).lam)(
-        model.q0)
+    lam = jax.jit(lambda q: mb.reactions(model, q, jnp.array([0.0, 1.0, 1.0]), 0.0).lam)(model.q0)
     grad = jax.grad(loss)(1.0)
     assert os.listdir(store) == []
     tangential = g * inertia / (inertia + 1.0)
@@ -231,8 +248,12 @@ def _deeply_nested(name, data):
     import hashlib
 
     program = _program_store._unpack(name, data)[1]
-    text = (f'{{"kind":"program","key":"{name}","msgs":["tuple",[]],"skeleton":'
-            + "[" * 100_000 + "]" * 100_000 + "}").encode()
+    text = (
+        f'{{"kind":"program","key":"{name}","msgs":["tuple",[]],"skeleton":'
+        + "[" * 100_000
+        + "]" * 100_000
+        + "}"
+    ).encode()
     payload = len(text).to_bytes(8, "big") + text + program
     return _program_store._FORMAT + hashlib.sha256(payload).digest() + payload
 
@@ -242,7 +263,7 @@ def _garbled_stablehlo(name, data):
     deserialize StableHLO"), checksummed as if written so."""
     exported = jax.export.deserialize(bytearray(_program_store._unpack(name, data)[1]))
     module = bytearray(exported.mlir_module_serialized)
-    module[len(module) // 3:len(module) // 3 + 64] = b"\x5a" * 64
+    module[len(module) // 3 : len(module) // 3 + 64] = b"\x5a" * 64
     import dataclasses
 
     broken = dataclasses.replace(exported, mlir_module_serialized=bytes(module))
@@ -258,18 +279,23 @@ _DAMAGE = {
     "empty": lambda name, data: b"",
     "unloadable StableHLO": _garbled_stablehlo,
     "a class outside the libraries": lambda name, data: _repack(
-        name, data, meta=dict(kind="program", skeleton=["object", "os:system", []],
-                              msgs=["tuple", []])),
+        name,
+        data,
+        meta=dict(kind="program", skeleton=["object", "os:system", []], msgs=["tuple", []]),
+    ),
     "a builtin reached through jaxmb": lambda name, data: _repack(
-        name, data, meta=dict(kind="program", skeleton=["function", "jaxmb:_os.system"],
-                              msgs=["tuple", []])),
+        name,
+        data,
+        meta=dict(kind="program", skeleton=["function", "jaxmb:_os.system"], msgs=["tuple", []]),
+    ),
     "an output the program lacks": lambda name, data: _repack(
-        name, data, meta=dict(kind="program", skeleton=["slot", 7], msgs=["tuple", []])),
-    "metadata without its parts": lambda name, data: _repack(name, data,
-                                                             meta=dict(kind="program")),
+        name, data, meta=dict(kind="program", skeleton=["slot", 7], msgs=["tuple", []])
+    ),
+    "metadata without its parts": lambda name, data: _repack(name, data, meta=dict(kind="program")),
     "deeply nested metadata": _deeply_nested,
     "another key": lambda name, data: _program_store._pack(
-        "0" * 64, _program_store._unpack(name, data)[0], _program_store._unpack(name, data)[1]),
+        "0" * 64, _program_store._unpack(name, data)[0], _program_store._unpack(name, data)[1]
+    ),
 }
 
 
@@ -283,8 +309,10 @@ def test_a_damaged_store_file_is_a_miss_and_rewritten(store, damage):
     (name,) = os.listdir(store)
     (store / name).write_bytes(_DAMAGE[damage](name, (store / name).read_bytes()))
     _program_store._loaded.clear()  # as a new process
-    with pytest.warns(UserWarning, match=f"the stored program .*{name} is unusable .*; it is "
-                      "traced again and rewritten"):
+    with pytest.warns(
+        UserWarning,
+        match=f"the stored program .*{name} is unusable .*; it is traced again and rewritten",
+    ):
         again = _velocity(model)
     assert np.array_equal(np.asarray(first), np.asarray(again))
     assert _kinds(store) == {name: "program"}  # rewritten, valid
@@ -311,8 +339,10 @@ def test_a_planted_pickle_never_runs(store, tmp_path):
     first = _velocity(model)
     (name,) = os.listdir(store)
     marker = tmp_path / "pickle-ran"
-    for planted in (_Planted(str(marker)), dict(exported=_Planted(str(marker)), skeleton=None,
-                                                msgs=())):
+    for planted in (
+        _Planted(str(marker)),
+        dict(exported=_Planted(str(marker)), skeleton=None, msgs=()),
+    ):
         (store / name).write_bytes(pickle.dumps(planted))
         _program_store._loaded.clear()
         with pytest.warns(UserWarning, match="is unusable"):
@@ -323,10 +353,17 @@ def test_a_planted_pickle_never_runs(store, tmp_path):
 
     with open(_program_store.__file__) as fh:
         tree = ast.parse(fh.read())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
-                if isinstance(node, ast.Import | ast.ImportFrom) for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.module}
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
     assert not imported & {"pickle", "cloudpickle", "dill", "marshal", "shelve"}
 
 
@@ -398,8 +435,9 @@ def test_a_folder_others_could_write_to_is_refused(tmp_path, case):
         cache.rmdir()
         cache.write_text("not a folder")
     where = os.path.join(cache, "jaxmb-programs")
-    with pytest.raises(ValueError, match=f"^the program store folder {re.escape(where)} "
-                                         f"{expected}"):
+    with pytest.raises(
+        ValueError, match=f"^the program store folder {re.escape(where)} {expected}"
+    ):
         _program_store.enable(cache)
     assert _program_store.directory() is None
 

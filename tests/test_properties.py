@@ -155,13 +155,19 @@ def test_total_reaction_identical_across_methods(name):
     scale = 1.0 + np.max(np.abs(F))
     for rx in results:
         total = np.sum(np.asarray(rx.generalized_array), axis=0)
-        np.testing.assert_allclose(total, reference, rtol=0, atol=ALG_TOL * scale,
-                                   err_msg=rx.method)
+        np.testing.assert_allclose(
+            total, reference, rtol=0, atol=ALG_TOL * scale, err_msg=rx.method
+        )
     solvable = np.asarray(report.solvable)
     first = np.asarray(results[0].generalized_array)[solvable]
     for rx in results[1:]:
-        np.testing.assert_allclose(np.asarray(rx.generalized_array)[solvable], first, rtol=0,
-                                   atol=ALG_TOL * scale, err_msg=rx.method)
+        np.testing.assert_allclose(
+            np.asarray(rx.generalized_array)[solvable],
+            first,
+            rtol=0,
+            atol=ALG_TOL * scale,
+            err_msg=rx.method,
+        )
 
 
 def _energy(model, q, qd, g):

@@ -27,19 +27,26 @@ def models():
     """name -> (jaxmb model, reference pairs function, reference (q0, qd0))."""
     return {
         "robot": (mobile_robot.build(), ref.robot_pairs, (ref.robot_q0(), ref.robot_qd0())),
-        "slider_crank": (slider_crank.build(), ref.slider_crank_pairs,
-                         ref.slider_crank_state()),
-        "n_four_bar": (n_four_bar.build(N_BARS),
-                       lambda q, qd, t: ref.n_four_bar_pairs(q, qd, t, N_BARS),
-                       ref.n_four_bar_state(N_BARS)),
+        "slider_crank": (slider_crank.build(), ref.slider_crank_pairs, ref.slider_crank_state()),
+        "n_four_bar": (
+            n_four_bar.build(N_BARS),
+            lambda q, qd, t: ref.n_four_bar_pairs(q, qd, t, N_BARS),
+            ref.n_four_bar_state(N_BARS),
+        ),
     }
 
 
 def _autodiff_rows(model):
     """model.C, model.gamma, model.phi and model.velocity_residual in one compiled program (op by
     op, five states of the robot took ~17 s)."""
-    return eqx.filter_jit(lambda m, q, qd, t: (
-        m.C(q, t), m.gamma(q, qd, t), m.phi(q, t), m.velocity_residual(q, qd, t)))
+    return eqx.filter_jit(
+        lambda m, q, qd, t: (
+            m.C(q, t),
+            m.gamma(q, qd, t),
+            m.phi(q, t),
+            m.velocity_residual(q, qd, t),
+        )
+    )
 
 
 @pytest.mark.parametrize("name", ["robot", "slider_crank", "n_four_bar"])
@@ -62,7 +69,8 @@ def test_hand_coded_rows_equal_autodiff(models, name, rng):
         np.testing.assert_allclose(C @ qd + b, g_ad, rtol=0, atol=ROW_TOL)
         assert np.all(phi[~hol] == 0.0)
     assert [(nm, rows) for nm, rows in ref.pair_rows(listed)] == [
-        (nm, model.rows(nm)) for nm in model.pair_names]
+        (nm, model.rows(nm)) for nm in model.pair_names
+    ]
 
 
 @pytest.mark.parametrize("name", ["robot", "slider_crank", "n_four_bar"])
@@ -79,15 +87,22 @@ def test_initial_states_and_mass_terms(models, name):
         expected = n_four_bar.velocity(np.pi / 2, -1.0, N_BARS)
     else:
         pose = lambda th: jnp.concatenate(  # noqa: E731
-            [jnp.stack(p) for p in slider_crank.configuration(th, ref.SC_R, ref.SC_L)])
+            [jnp.stack(p) for p in slider_crank.configuration(th, ref.SC_R, ref.SC_L)]
+        )
         expected = jax.jacfwd(pose)(0.3) * 15.0
     np.testing.assert_allclose(qd0, expected, rtol=0, atol=1e-14)
     _, C, b, _ = ref.stack(pairs(q0, qd0, 0.0))
     np.testing.assert_allclose(C @ qd0 + b, 0.0, atol=1e-12)
-    masses = {"robot": ref.ROBOT_MASSES, "slider_crank": ref.SC_MASSES,
-              "n_four_bar": np.ones(2 * N_BARS + 1)}[name]
-    inertias = {"robot": ref.ROBOT_INERTIAS, "slider_crank": ref.SC_INERTIAS,
-                "n_four_bar": np.ones(2 * N_BARS + 1) / 12}[name]
+    masses = {
+        "robot": ref.ROBOT_MASSES,
+        "slider_crank": ref.SC_MASSES,
+        "n_four_bar": np.ones(2 * N_BARS + 1),
+    }[name]
+    inertias = {
+        "robot": ref.ROBOT_INERTIAS,
+        "slider_crank": ref.SC_INERTIAS,
+        "n_four_bar": np.ones(2 * N_BARS + 1) / 12,
+    }[name]
     M = np.diag(np.column_stack([masses, masses, inertias]).ravel())
     np.testing.assert_allclose(M, model.mass_matrix(), rtol=0, atol=1e-15)
     F = np.zeros(21) if name == "robot" else ref.gravity_forces(masses)
@@ -97,14 +112,18 @@ def test_initial_states_and_mass_terms(models, name):
 @pytest.fixture(scope="module")
 def trajectories(models):
     """name -> (reference (ts, q, qd, nfev), jaxmb Trajectory) on the same saved times."""
-    runs = {"robot": (ref.simulate_robot, 2.0), "slider_crank": (ref.simulate_slider_crank, 1.0),
-            "n_four_bar": (lambda t1, ts: ref.simulate_n_four_bar(N_BARS, t1, ts), 0.5)}
+    runs = {
+        "robot": (ref.simulate_robot, 2.0),
+        "slider_crank": (ref.simulate_slider_crank, 1.0),
+        "n_four_bar": (lambda t1, ts: ref.simulate_n_four_bar(N_BARS, t1, ts), 0.5),
+    }
     out = {}
     for name, (simulate, t1) in runs.items():
         model, _, (q0, qd0) = models[name]
         ts = np.linspace(0.0, t1, 11)
         traj = jax.jit(lambda m, q, qd, ts, t1=t1: mb.simulate(m, q, qd, t1, ts=ts))(
-            model, q0, qd0, ts)
+            model, q0, qd0, ts
+        )
         out[name] = (simulate(t1, ts), traj)
     return out
 
@@ -147,8 +166,9 @@ def test_solvability_loop_equals_jaxmb_on_robot(models, trajectories, rng):
     model = models["robot"][0]
     (ts, q, _, _), _ = trajectories["robot"]
     idx = [0, 4, 7, 10]
-    qs = np.stack([rigid_motion(q[k], rng.uniform(-np.pi, np.pi), rng.uniform(-5, 5, 2))
-                   for k in idx])
+    qs = np.stack(
+        [rigid_motion(q[k], rng.uniform(-np.pi, np.pi), rng.uniform(-5, 5, 2)) for k in idx]
+    )
     rank, ok, b_norm = ref.robot_solvability(qs, ts[idx])
     report = jax.jit(jax.vmap(lambda q, t: mb.solvability(model, q, t)))(qs, ts[idx])
     expected = [nm in ("A", "D", "E", "F", "G", "H", "driver", "W5") for nm in model.pair_names]

@@ -40,8 +40,7 @@ def loss(params, adjoint=None):
         return jnp.concatenate([jnp.stack(p) for p in slider_crank.configuration(theta, r, l)])
 
     q0, dq = jax.jvp(pose, (jnp.asarray(THETA0),), (jnp.asarray(1.0),))
-    traj = mb.simulate(model, q0, OMEGA0 * dq, T_END, ts=TS, rtol=RTOL, atol=RTOL,
-                       adjoint=adjoint)
+    traj = mb.simulate(model, q0, OMEGA0 * dq, T_END, ts=TS, rtol=RTOL, atol=RTOL, adjoint=adjoint)
     fx, fy, _ = mb.reactions(model, traj).on_body("A", "rod")
     return jnp.mean(fx**2 + fy**2)
 

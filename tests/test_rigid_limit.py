@@ -59,7 +59,8 @@ def test_lateral_damper_is_the_knife_edge_row():
     @eqx.filter_jit
     def both(model, soft, q, qd):
         return model.C(q)[model.rows("W3")][0], soft.force_elements[-1].generalized_force(
-            soft, q, qd, 0.0)
+            soft, q, qd, 0.0
+        )
 
     row, got = (np.asarray(x) for x in both(model, soft, q, qd))
     want = -row * 250.0 * (row @ qd)
@@ -72,17 +73,32 @@ def test_compliant_variants_bad_input():
     model = parallelogram.build()
     with pytest.raises(ValueError, match=r"with_bushings: unknown pair\(s\) \['O9'\]"):
         rigid_limit.with_bushings(model, {"O9": 1.0})
-    with pytest.raises(ValueError, match="with_bushings: pair 'motor' is a RelativeAngleDriver; "
-                                         "only Revolute and Weld"):
+    with pytest.raises(
+        ValueError,
+        match="with_bushings: pair 'motor' is a RelativeAngleDriver; only Revolute and Weld",
+    ):
         rigid_limit.with_bushings(model, {"motor": 1.0})
     with pytest.raises(ValueError, match="with_slip: pair 'O1' is a Revolute, not a KnifeEdge"):
         rigid_limit.with_slip(model, {"O1": 1.0})
     m = mb.Mechanism()
     b = m.body("b", 1.0, 0.1)
-    with pytest.raises(ValueError, match=r"Bushing 'bu': stiffness must be 3 numbers \(x, y, "
-                                         r"angle\), got shape \(2,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Bushing 'bu': stiffness must be 3 numbers \(x, y, "
+        r"angle\), got shape \(2,\)",
+    ):
         mb.Bushing("bu", m.ground, b, (0.0, 0.0), (0.0, 0.0), stiffness=(1.0, 1.0))
-    with pytest.raises(ValueError, match=r"Bushing 'bu': damping = \[1.0, -2.0, 0.0\] must be "
-                                         "non-negative"):
-        mb.Bushing("bu", m.ground, b, (0.0, 0.0), (0.0, 0.0), stiffness=(1.0, 1.0, 0.0),
-                   damping=(1.0, -2.0, 0.0))
+    with pytest.raises(
+        ValueError,
+        match=r"Bushing 'bu': damping = \[1.0, -2.0, 0.0\] must be "
+        "non-negative",
+    ):
+        mb.Bushing(
+            "bu",
+            m.ground,
+            b,
+            (0.0, 0.0),
+            (0.0, 0.0),
+            stiffness=(1.0, 1.0, 0.0),
+            damping=(1.0, -2.0, 0.0),
+        )

@@ -34,8 +34,9 @@ def test_opt_out_leaves_xla_flags_alone():
     code = "import os, jaxmb; print(repr(os.environ.get('XLA_FLAGS')))"
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env[config.KEEP_XLA_FLAGS] = "1"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "None"
 
@@ -48,25 +49,34 @@ def test_private_apis_only_in_the_runtime_folder():
     """jax._src and equinox's private modules are used only in jaxmb/_runtime/ (they may change
     in any release: one folder to mend)."""
     private = re.compile(r"\bjax\._src\b|\bequinox\._\w+|from equinox\._")
-    offenders = [f"{path.relative_to(ROOT)}:{n}" for path in ROOT.rglob("*.py")
-                 if path.parent.name != "_runtime"
-                 for n, line in enumerate(path.read_text().splitlines(), 1)
-                 if private.search(line.split("#")[0])]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in ROOT.rglob("*.py")
+        if path.parent.name != "_runtime"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if private.search(line.split("#")[0])
+    ]
     assert offenders == []
     assert any(private.search(p.read_text()) for p in (ROOT / "_runtime").glob("*.py"))
 
 
-_BLAS_THREADS = ("import jaxmb, jax.numpy as jnp, threadpoolctl; jnp.linalg.qr(jnp.ones((9, 9)));"
-                 "print(sorted({i['num_threads'] for i in threadpoolctl.threadpool_info()"
-                 " if i['user_api'] == 'blas'}))")
+_BLAS_THREADS = (
+    "import jaxmb, jax.numpy as jnp, threadpoolctl; jnp.linalg.qr(jnp.ones((9, 9)));"
+    "print(sorted({i['num_threads'] for i in threadpoolctl.threadpool_info()"
+    " if i['user_api'] == 'blas'}))"
+)
 
 
 def _blas_threads(**env_changes):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENBLAS_NUM_THREADS", config.KEEP_BLAS_THREADS)}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENBLAS_NUM_THREADS", config.KEEP_BLAS_THREADS)
+    }
     env.update(env_changes)
-    out = subprocess.run([sys.executable, "-c", _BLAS_THREADS], env=env, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _BLAS_THREADS], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return eval(out.stdout.strip().splitlines()[-1])
 

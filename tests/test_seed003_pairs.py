@@ -42,8 +42,10 @@ class Scene:
 
     def __init__(self, rng):
         self.rng = rng
-        self.q = {f"b{k}": np.array([*rng.uniform(-1, 1, 2), rng.uniform(-np.pi, np.pi)])
-                  for k in (1, 2, 3, 4)}
+        self.q = {
+            f"b{k}": np.array([*rng.uniform(-1, 1, 2), rng.uniform(-np.pi, np.pi)])
+            for k in (1, 2, 3, 4)
+        }
 
     def vec(self):
         return self.rng.uniform(-0.5, 0.5, 2)
@@ -75,6 +77,7 @@ def case_revolute(sc):
 
     def expected(lam):  # seed: F_on_i = lambda_seed = -lambda, F_on_j = +lambda, couples 0
         return {"b1": wrench(-lam, sc.A("b1") @ si), "b2": wrench(lam, sc.A("b2") @ sj)}
+
     return pair, expected, 2
 
 
@@ -85,6 +88,7 @@ def case_revolute_ground(sc):
 
     def expected(lam):  # only body j moves: F_on_j = +lambda at P_j
         return {"b1": wrench(lam, sc.A("b1") @ sj)}
+
     return pair, expected, 2
 
 
@@ -98,8 +102,11 @@ def case_distance(sc):
 
     def expected(lam):  # seed: F_on_i = 2 d_ij lambda at P_i, F_on_j = -2 d_ij lambda at P_j
         lam = lam[0]
-        return {"b1": wrench(2 * d * lam, sc.A("b1") @ si),
-                "b2": wrench(-2 * d * lam, sc.A("b2") @ sj)}
+        return {
+            "b1": wrench(2 * d * lam, sc.A("b1") @ si),
+            "b2": wrench(-2 * d * lam, sc.A("b2") @ sj),
+        }
+
     return pair, expected, 1
 
 
@@ -112,6 +119,7 @@ def case_parallel(sc):
     def expected(lam):  # seed: no forces, T_on_i = |a_i||a_j| lambda, T_on_j = -|a_i||a_j| lambda
         t = np.linalg.norm(ai) * np.linalg.norm(aj) * lam[0]
         return {"b1": np.array([0.0, 0.0, t]), "b2": np.array([0.0, 0.0, -t])}
+
     return pair, expected, 1
 
 
@@ -128,19 +136,28 @@ def case_pin_in_slot(sc):
         #       F_on_j = -[R] a_i lambda at P_j, no couple
         lam = lam[0]
         F = perp(ai_g) * lam
-        return {"b1": wrench(F, sc.A("b1") @ si, np.linalg.norm(ai) * dist * lam),
-                "b2": wrench(-F, sc.A("b2") @ sj)}
+        return {
+            "b1": wrench(F, sc.A("b1") @ si, np.linalg.norm(ai) * dist * lam),
+            "b2": wrench(-F, sc.A("b2") @ sj),
+        }
+
     return pair, expected, 1
 
 
 def case_relative_angle_driver(sc):
     value, offset = sc.rng.uniform(-1, 1, 2)
     sc.q["b2"][2] = sc.q["b1"][2] + offset + value
-    pair = lambda h: mb.RelativeAngleDriver("X", h["b1"], h["b2"], f=mb.drive.Constant(value),  # noqa: E731
-                                            offset=offset)
+    pair = lambda h: mb.RelativeAngleDriver(
+        "X",
+        h["b1"],
+        h["b2"],
+        f=mb.drive.Constant(value),  # noqa: E731
+        offset=offset,
+    )
 
     def expected(lam):  # seed: T_on_i = lambda, T_on_j = -lambda
         return {"b1": np.array([0.0, 0.0, lam[0]]), "b2": np.array([0.0, 0.0, -lam[0]])}
+
     return pair, expected, 1
 
 
@@ -151,6 +168,7 @@ def case_gear(sc):
 
     def expected(lam):  # seed: T_on_i = K lambda, T_on_j = -lambda
         return {"b1": np.array([0.0, 0.0, K * lam[0]]), "b2": np.array([0.0, 0.0, -lam[0]])}
+
     return pair, expected, 1
 
 
@@ -162,8 +180,12 @@ def case_gear_on_link(sc):
 
     def expected(lam):  # seed: T_on_i = K lambda, T_on_j = -lambda, T_on_k = (1 - K) lambda
         lam = lam[0]
-        return {"b1": np.array([0.0, 0.0, K * lam]), "b2": np.array([0.0, 0.0, -lam]),
-                "b3": np.array([0.0, 0.0, (1 - K) * lam])}
+        return {
+            "b1": np.array([0.0, 0.0, K * lam]),
+            "b2": np.array([0.0, 0.0, -lam]),
+            "b3": np.array([0.0, 0.0, (1 - K) * lam]),
+        }
+
     return pair, expected, 1
 
 
@@ -177,13 +199,23 @@ def case_translational_driver(sc):
     ug = sc.A("b2") @ u / np.linalg.norm(u)
     d = value * ug + beta * perp(ug)  # any offset across u is allowed
     sc.place("b1", si, sc.r("b2") + sc.A("b2") @ sj - d)
-    pair = lambda h: mb.TranslationalDriver("X", h["b1"], h["b2"], s_i=si, s_j=sj, u=u,  # noqa: E731
-                                            d=mb.drive.Constant(value))
+    pair = lambda h: mb.TranslationalDriver(
+        "X",
+        h["b1"],
+        h["b2"],
+        s_i=si,
+        s_j=sj,
+        u=u,  # noqa: E731
+        d=mb.drive.Constant(value),
+    )
 
     def expected(lam):
         lam = lam[0]
-        return {"b1": wrench(lam * ug, sc.A("b1") @ si),
-                "b2": wrench(-lam * ug, sc.A("b2") @ sj - d)}
+        return {
+            "b1": wrench(lam * ug, sc.A("b1") @ si),
+            "b2": wrench(-lam * ug, sc.A("b2") @ sj - d),
+        }
+
     return pair, expected, 1
 
 
@@ -200,8 +232,11 @@ def case_translational(sc):
     pair = lambda h: mb.Translational("X", h["b1"], h["b2"], s_i=si, s_j=sj, v=v, angle=angle)  # noqa: E731
 
     def expected(lam):
-        return {"b1": wrench(lam[0] * vg, sc.A("b1") @ si, -lam[1]),
-                "b2": wrench(-lam[0] * vg, sc.A("b2") @ sj - d, lam[1])}
+        return {
+            "b1": wrench(lam[0] * vg, sc.A("b1") @ si, -lam[1]),
+            "b2": wrench(-lam[0] * vg, sc.A("b2") @ sj - d, lam[1]),
+        }
+
     return pair, expected, 2
 
 
@@ -215,8 +250,11 @@ def case_weld(sc):
     pair = lambda h: mb.Weld("X", h["b1"], h["b2"], s_i=si, s_j=sj, angle=angle)  # noqa: E731
 
     def expected(lam):
-        return {"b1": wrench(-lam[:2], sc.A("b1") @ si, lam[2]),
-                "b2": wrench(lam[:2], sc.A("b2") @ sj, -lam[2])}
+        return {
+            "b1": wrench(-lam[:2], sc.A("b1") @ si, lam[2]),
+            "b2": wrench(lam[:2], sc.A("b2") @ sj, -lam[2]),
+        }
+
     return pair, expected, 3
 
 
@@ -229,10 +267,11 @@ def case_absolute_driver(sc):
 
     def expected(lam):
         return {"b2": np.array([0.0, -lam[0], 0.0])}
+
     return pair, expected, 1
 
 
-CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
+CASES = {name[len("case_") :]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -252,7 +291,7 @@ def test_pair_force_and_torque_on_each_body(case, rng):
     gen = -C[sl].T @ lam  # the generalized force pair X applies (API.md)
     want = expected(lam)
     for k, body in enumerate(model.body_names):
-        got = gen[3 * k: 3 * k + 3]
+        got = gen[3 * k : 3 * k + 3]
         ref = want.get(body, np.zeros(3))
         np.testing.assert_allclose(got, ref, rtol=0, atol=TOL, err_msg=f"{case}: on {body}")
     # virtual work: a pair's reaction does no work on motions it allows (seed 003, "Virtual
@@ -271,8 +310,11 @@ def beam_model(L=2.0, h=1.2, m=3.0, a=1.5, P=40.0, g=9.81, with_cable=True):
     beam = m_.body("beam", mass=m, inertia=m * L**2 / 12, q=(L / 2, 0.0, 0.0))
     m_.add(mb.Revolute("pin", m_.ground, beam, s_i=(0.0, 0.0), s_j=(-L / 2, 0.0)))
     if with_cable:
-        m_.add(mb.Distance("cable", beam, m_.ground, s_i=(L / 2, 0.0), s_j=(0.0, h),
-                           length=np.hypot(L, h)))
+        m_.add(
+            mb.Distance(
+                "cable", beam, m_.ground, s_i=(L / 2, 0.0), s_j=(0.0, h), length=np.hypot(L, h)
+            )
+        )
     m_.add(mb.Force("load", beam, s=(a - L / 2, 0.0), f=(0.0, -P)))
     m_.add(mb.Gravity((0.0, -g)))
     return m_.build()
@@ -299,8 +341,7 @@ def test_statics_cantilever_beam_with_cable():
     fx, fy, tq = (float(v) for v in rx.on_body("cable", "beam"))
     np.testing.assert_allclose([fx, fy, tq], [*(T * e), cross((L / 2, 0.0), T * e)], rtol=1e-12)
     fx, fy, tq = (float(v) for v in rx.on_body("pin", "beam"))
-    np.testing.assert_allclose([fx, fy, tq], [*R, cross((-L / 2, 0.0), R)], rtol=1e-12,
-                               atol=1e-12)
+    np.testing.assert_allclose([fx, fy, tq], [*R, cross((-L / 2, 0.0), R)], rtol=1e-12, atol=1e-12)
     assert T > 0 and R[0] > 0  # the cable pulls, the wall pushes the beam out
 
 

@@ -42,24 +42,34 @@ TOL = 1e-9
 def drive_laws(t):
     """(5.11) and its derivatives: phi = A (1 - cos(w t)), phid = A w sin, phidd = A w^2 cos."""
     c, s = np.cos(W * t), np.sin(W * t)
-    return ((A10 * (1 - c), A10 * W * s, A10 * W**2 * c),
-            (A21 * (1 - c), A21 * W * s, A21 * W**2 * c))
+    return (
+        (A10 * (1 - c), A10 * W * s, A10 * W**2 * c),
+        (A21 * (1 - c), A21 * W * s, A21 * W**2 * c),
+    )
 
 
 def paper_closed_forms(t):
     """Eqs. (5.7) and (5.8) of seed 004 as printed, symbol by symbol."""
     (p10, d10, a10), (p21, d21, a21) = drive_laws(t)
     m1, m2, l1, l2, g = M1, M2, L1, L2, G
-    Mot1 = ((m1 / 3 + m2) * l1**2 * a10 + m2 * l2**2 / 3 * (a10 + a21)
-            + 0.5 * m2 * l1 * l2 * (2 * a10 + a21) * np.cos(p21)
-            - 0.5 * m2 * l1 * l2 * d21 * (2 * d10 + d21) * np.sin(p21)
-            + 0.5 * (m1 + 2 * m2) * g * l1 * np.sin(p10) + 0.5 * m2 * g * l2 * np.sin(p10 + p21))
-    Mot2 = (m2 * l2**2 / 3 * (a10 + a21)
-            + 0.5 * m2 * l1 * l2 * (a10 * np.cos(p21) + d10**2 * np.sin(p21))
-            + 0.5 * m2 * g * l2 * np.sin(p10 + p21))
-    f10x = (-(m1 + m2) * g - 0.5 * (m1 + 2 * m2) * l1 * (a10 * np.sin(p10) + d10**2 * np.cos(p10))
-            - 0.5 * m2 * l2 * ((a10 + a21) * np.sin(p10 + p21)
-                               + (d10 + d21)**2 * np.cos(p10 + p21)))
+    Mot1 = (
+        (m1 / 3 + m2) * l1**2 * a10
+        + m2 * l2**2 / 3 * (a10 + a21)
+        + 0.5 * m2 * l1 * l2 * (2 * a10 + a21) * np.cos(p21)
+        - 0.5 * m2 * l1 * l2 * d21 * (2 * d10 + d21) * np.sin(p21)
+        + 0.5 * (m1 + 2 * m2) * g * l1 * np.sin(p10)
+        + 0.5 * m2 * g * l2 * np.sin(p10 + p21)
+    )
+    Mot2 = (
+        m2 * l2**2 / 3 * (a10 + a21)
+        + 0.5 * m2 * l1 * l2 * (a10 * np.cos(p21) + d10**2 * np.sin(p21))
+        + 0.5 * m2 * g * l2 * np.sin(p10 + p21)
+    )
+    f10x = (
+        -(m1 + m2) * g
+        - 0.5 * (m1 + 2 * m2) * l1 * (a10 * np.sin(p10) + d10**2 * np.cos(p10))
+        - 0.5 * m2 * l2 * ((a10 + a21) * np.sin(p10 + p21) + (d10 + d21) ** 2 * np.cos(p10 + p21))
+    )
     return Mot1, Mot2, f10x
 
 
@@ -246,8 +256,13 @@ def test_example_quick_writes_figures(example):
     """examples/composed_pendulum.py --quick: the figures like the paper's Figs. 3-6 exist and
     the printed deviations from the closed forms (5.7), (5.8) are at round-off (1e-9)."""
     result, out = example
-    for name in ("pendulum_angles.png", "pendulum_M1.png", "pendulum_M2.png",
-                 "pendulum_f10.png", "pendulum_f21.png"):
+    for name in (
+        "pendulum_angles.png",
+        "pendulum_M1.png",
+        "pendulum_M2.png",
+        "pendulum_f10.png",
+        "pendulum_f21.png",
+    ):
         assert (out / name).stat().st_size > 10_000, name
     assert len(result["ts"]) == 61
     Mot1, Mot2, f10x = paper_closed_forms(result["ts"])

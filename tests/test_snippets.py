@@ -20,8 +20,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
-         *sorted((ROOT / "docs" / "concepts").glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "concepts").glob("*.md")),
+]
 SKIP = re.compile(r"<!--\s*snippet:\s*skip\s*\((?P<reason>[^)]+)\)\s*-->")
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
 
@@ -54,11 +57,16 @@ def blocks(page: Path) -> list[Block]:
         end = next(e for e in range(k + 1, len(lines)) if lines[e].startswith("```"))
         before = lines[k - 1] if k else ""
         skip = SKIP.search(before)
-        block = Block(fence["lang"], k + 2, "\n".join(lines[k + 1:end]),
-                      skip["reason"] if skip else None)
-        between = lines[found[-1].end + 1:k] if found else []
-        if block.lang == "text" and found and found[-1].block.lang == "python" \
-                and not any(s.strip() for s in between):
+        block = Block(
+            fence["lang"], k + 2, "\n".join(lines[k + 1 : end]), skip["reason"] if skip else None
+        )
+        between = lines[found[-1].end + 1 : k] if found else []
+        if (
+            block.lang == "text"
+            and found
+            and found[-1].block.lang == "python"
+            and not any(s.strip() for s in between)
+        ):
             found[-1].block.output = block.code
         found.append(_Found(block, end))
         k = end + 1
@@ -98,8 +106,13 @@ def test_page_snippets_run(page, tmp_path, monkeypatch):
 def test_snippets_are_found_and_skips_are_few():
     """README.md and the docs pages hold the examples; skipping is the exception."""
     every = [(p, b) for p in PAGES for b in blocks(p) if b.lang == "python"]
-    assert {p.name for p, _ in every} >= {"README.md", "getting_started.md", "index.md",
-                                          "friction.md", "solvability.md"}
+    assert {p.name for p, _ in every} >= {
+        "README.md",
+        "getting_started.md",
+        "index.md",
+        "friction.md",
+        "solvability.md",
+    }
     assert len(every) >= 15
     skipped = [(p.name, b.line, b.skip) for p, b in every if b.skip]
     assert len(skipped) <= 1, skipped
@@ -108,21 +121,44 @@ def test_snippets_are_found_and_skips_are_few():
         lines = page.read_text().splitlines()
         for k, line in enumerate(lines):
             if SKIP.search(line):
-                assert k + 1 < len(lines) and lines[k + 1].startswith("```python"), \
-                    (page.name, k + 1)
+                assert k + 1 < len(lines) and lines[k + 1].startswith("```python"), (
+                    page.name,
+                    k + 1,
+                )
 
 
 def test_block_parsing(tmp_path):
     """Output blocks attach to the python block right before them; skip markers are read."""
-    page = "\n".join([
-        "text", "```python", "print(1)", "```", "", "```text", "1", "```",
-        "<!-- snippet: skip (needs two hosts) -->", "```python", "x", "```",
-        "```bash", "ls", "```", "```text", "not output", "```",
-    ])
+    page = "\n".join(
+        [
+            "text",
+            "```python",
+            "print(1)",
+            "```",
+            "",
+            "```text",
+            "1",
+            "```",
+            "<!-- snippet: skip (needs two hosts) -->",
+            "```python",
+            "x",
+            "```",
+            "```bash",
+            "ls",
+            "```",
+            "```text",
+            "not output",
+            "```",
+        ]
+    )
     path = tmp_path / "page.md"
     path.write_text(page)
     found = blocks(path)
     assert [(b.lang, b.line, b.skip) for b in found] == [
-        ("python", 3, None), ("text", 7, None), ("python", 11, "needs two hosts"),
-        ("bash", 14, None), ("text", 17, None)]
+        ("python", 3, None),
+        ("text", 7, None),
+        ("python", 11, "needs two hosts"),
+        ("bash", 14, None),
+        ("text", 17, None),
+    ]
     assert found[0].output == "1" and found[2].output is None and found[3].output is None

@@ -119,9 +119,12 @@ def shuffled_robot(a=A):
     bx, by, cx, cy = mobile_robot.geometry(a)
     dx, dy = cx / 2, cy / 2 - by
     q0 = {
-        "platform": (20 * a, 0.0, 0.0), "holder_W1": (24 * a, 0.0, 0.0),
-        "holder_W2": (16 * a, 0.0, 0.0), "link_4": (20 * a + dx, dy, 0.0),
-        "link_5": (20 * a - dx, dy, 0.0), "slider": (20 * a, 0.0, 0.0),
+        "platform": (20 * a, 0.0, 0.0),
+        "holder_W1": (24 * a, 0.0, 0.0),
+        "holder_W2": (16 * a, 0.0, 0.0),
+        "link_4": (20 * a + dx, dy, 0.0),
+        "link_5": (20 * a - dx, dy, 0.0),
+        "slider": (20 * a, 0.0, 0.0),
         "trolley": (5 * a, 0.0, 0.0),
     }
     m = mb.Mechanism()
@@ -140,8 +143,9 @@ def shuffled_robot(a=A):
         "G": mb.Revolute("G", p6, p5, s_i=v([0.0, cy - by]), s_j=v([cx / 2, cy / 2])),
         "H": mb.Translational("H", p6, p1, s_i=s_P, s_j=s_Q, v=v([1.0, 0.0])),
         # C does not depend on d(t), so a constant slider distance stands in for the steering
-        "driver": mb.TranslationalDriver("driver", p6, p1, s_i=s_P, s_j=s_Q, u=v([0.0, -1.0]),
-                                         d=drive.Constant(20 * a)),
+        "driver": mb.TranslationalDriver(
+            "driver", p6, p1, s_i=s_P, s_j=s_Q, u=v([0.0, -1.0]), d=drive.Constant(20 * a)
+        ),
         "W1": mb.KnifeEdge("W1", p2, s=v([0.0, 0.0]), n=n),
         "W2": mb.KnifeEdge("W2", p3, s=v([0.0, 0.0]), n=n),
         "W3": mb.KnifeEdge("W3", p1, s=v([0.0, -4 * a]), n=n),
@@ -153,9 +157,17 @@ def shuffled_robot(a=A):
     return m.build()
 
 
-def parallelogram(L=0.2, d=0.4, theta=0.7, *, alpha=0.0, shift=(0.0, 0.0), motor=False,
-                  body_order=("crank1", "crank2", "crank3", "coupler"),
-                  pair_order=("O1", "O2", "O3", "A1", "A2", "A3")):
+def parallelogram(
+    L=0.2,
+    d=0.4,
+    theta=0.7,
+    *,
+    alpha=0.0,
+    shift=(0.0, 0.0),
+    motor=False,
+    body_order=("crank1", "crank2", "crank3", "coupler"),
+    pair_order=("O1", "O2", "O3", "A1", "A2", "A3"),
+):
     """Parallelogram linkage with a redundant third crank: cranks of length L pivoted to the
     ground at (0, 0), (d, 0) and (d/2, 0), all at angle theta, joined to a coupler of length d
     at its ends and at its middle (its centre of mass). `alpha`, `shift`: the whole mechanism,
@@ -165,24 +177,32 @@ def parallelogram(L=0.2, d=0.4, theta=0.7, *, alpha=0.0, shift=(0.0, 0.0), motor
     shift = jnp.asarray(shift, jnp.float64)
     u = jnp.stack([jnp.cos(theta), jnp.sin(theta)])
     pivots = {"1": jnp.array([0.0, 0.0]), "2": jnp.array([d, 0.0]), "3": jnp.array([d / 2, 0.0])}
-    poses = {f"crank{k}": jnp.concatenate([R @ (x + L / 2 * u) + shift, jnp.stack([theta + alpha])])
-             for k, x in pivots.items()}
-    poses["coupler"] = jnp.concatenate([R @ (jnp.array([d / 2, 0.0]) + L * u) + shift,
-                                        jnp.stack([alpha + 0.0 * theta])])
+    poses = {
+        f"crank{k}": jnp.concatenate([R @ (x + L / 2 * u) + shift, jnp.stack([theta + alpha])])
+        for k, x in pivots.items()
+    }
+    poses["coupler"] = jnp.concatenate(
+        [R @ (jnp.array([d / 2, 0.0]) + L * u) + shift, jnp.stack([alpha + 0.0 * theta])]
+    )
     m = mb.Mechanism()
     b = {nm: m.body(nm, mass=1.0, inertia=0.01, q=poses[nm]) for nm in body_order}
     offsets = {"1": -d / 2, "2": d / 2, "3": 0.0}
     pairs = {}
     for k, x in pivots.items():
-        pairs[f"O{k}"] = mb.Revolute(f"O{k}", m.ground, b[f"crank{k}"],
-                                     s_i=R @ x + shift, s_j=(-L / 2, 0.0))
-        pairs[f"A{k}"] = mb.Revolute(f"A{k}", b[f"crank{k}"], b["coupler"],
-                                     s_i=(L / 2, 0.0), s_j=(offsets[k], 0.0))
+        pairs[f"O{k}"] = mb.Revolute(
+            f"O{k}", m.ground, b[f"crank{k}"], s_i=R @ x + shift, s_j=(-L / 2, 0.0)
+        )
+        pairs[f"A{k}"] = mb.Revolute(
+            f"A{k}", b[f"crank{k}"], b["coupler"], s_i=(L / 2, 0.0), s_j=(offsets[k], 0.0)
+        )
     for nm in pair_order:
         m.add(pairs[nm])
     if motor:
-        m.add(mb.RelativeAngleDriver("motor", m.ground, b["crank1"],
-                                     f=drive.Constant(theta + alpha + 0.0)))
+        m.add(
+            mb.RelativeAngleDriver(
+                "motor", m.ground, b["crank1"], f=drive.Constant(theta + alpha + 0.0)
+            )
+        )
     return m.build()
 
 
@@ -197,8 +217,7 @@ def slider_driven_slider_crank(r=0.1, l=0.3):
     m.add(mb.Revolute("O", m.ground, crank, s_i=(0.0, 0.0), s_j=(-r / 2, 0.0)))
     m.add(mb.Revolute("A", crank, rod, s_i=(r / 2, 0.0), s_j=(-l / 2, 0.0)))
     m.add(mb.Revolute("B", rod, slider, s_i=(l / 2, 0.0), s_j=(0.0, 0.0)))
-    m.add(mb.Translational("P", slider, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0),
-                           v=(0.0, 1.0)))
+    m.add(mb.Translational("P", slider, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=(0.0, 1.0)))
     m.add(mb.AbsoluteDriver("push", slider, 0, drive.Constant(0.35)))
     return m.build()
 
@@ -215,8 +234,11 @@ def robot():
 def motion(robot):
     """100 configurations along the steering manoeuvre of seed 001 (Fig. 2), 0 to 20 s,
     integrated as seed 001 does (null space, Baumgarte)."""
-    sim = jax.jit(lambda m, q, qd: mb.simulate(
-        m, q, qd, 20.0, ts=jnp.linspace(0.0, 20.0, N_CONF), formulation="null_space"))
+    sim = jax.jit(
+        lambda m, q, qd: mb.simulate(
+            m, q, qd, 20.0, ts=jnp.linspace(0.0, 20.0, N_CONF), formulation="null_space"
+        )
+    )
     traj = sim(robot, robot.q0, mobile_robot.initial_velocity(robot))
     return np.asarray(traj.q), np.asarray(traj.ts)
 
@@ -229,14 +251,18 @@ def _chunked(f):
 def batched(model, method, groups=None):
     """jit(vmap(q, t -> (solvability report, C))) for one model and method."""
     return _chunked(
-        lambda q, t: (mb.solvability(model, q, t, method=method, groups=groups), model.C(q, t)))
+        lambda q, t: (mb.solvability(model, q, t, method=method, groups=groups), model.C(q, t))
+    )
 
 
 def batched_all(model, groups=None):
     """jit(vmap(q, t -> ({method: report}, C))): the three methods in one compiled function."""
-    return _chunked(lambda q, t: (
-        {meth: mb.solvability(model, q, t, method=meth, groups=groups) for meth in METHODS},
-        model.C(q, t)))
+    return _chunked(
+        lambda q, t: (
+            {meth: mb.solvability(model, q, t, method=meth, groups=groups) for meth in METHODS},
+            model.C(q, t),
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -361,8 +387,7 @@ def test_matches_numpy_paper_qr(robot, reports, reference, method):
         np.testing.assert_allclose(rep.group_b_norm[k], norms[npair:], rtol=0, atol=ALG_TOL)
         np.testing.assert_allclose(ns_norms, norms, rtol=0, atol=ALG_TOL)
         c_norm = np.array([np.linalg.norm(C[m]) for m in masks[:npair]])
-        np.testing.assert_allclose(rep.b_relative[k], norms[:npair] / c_norm, rtol=0,
-                                   atol=ALG_TOL)
+        np.testing.assert_allclose(rep.b_relative[k], norms[:npair] / c_norm, rtol=0, atol=ALG_TOL)
 
 
 def test_unique_directions(robot, reports, reference):
@@ -466,8 +491,7 @@ def test_renumbering_invariance_robot(robot, motion, reports):
     assert np.array_equal(np.asarray(rep.solvable), np.asarray(ref.solvable)[:, idx])
     assert np.array_equal(np.asarray(rep.group_solvable), np.asarray(ref.group_solvable))
     assert np.array_equal(np.asarray(rep.unique_count), np.asarray(ref.unique_count)[:, idx])
-    np.testing.assert_allclose(rep.b_norm, np.asarray(ref.b_norm)[:, idx], rtol=0,
-                               atol=ALG_TOL)
+    np.testing.assert_allclose(rep.b_norm, np.asarray(ref.b_norm)[:, idx], rtol=0, atol=ALG_TOL)
     np.testing.assert_allclose(rep.group_b_norm, ref.group_b_norm, rtol=0, atol=ALG_TOL)
     # redundant rows differ in numbering but are again a valid removable set
     order, C = np.asarray(rep.row_order), np.asarray(C)
@@ -505,12 +529,16 @@ def test_robot_groups_hand_derivation(robot, reports, reference):
     assert g_b["wheels"] < ALG_TOL
     assert (g_u["rear axle"], g_u["steering"], g_u["wheels"]) == (0, 5, 6)
     batch = reports["qr"][0]
-    assert np.array_equal(np.asarray(batch.group_solvable),
-                          np.tile([False, False, True], (N_CONF, 1)))
+    assert np.array_equal(
+        np.asarray(batch.group_solvable), np.tile([False, False, True], (N_CONF, 1))
+    )
     assert np.all(np.asarray(batch.group_unique_count) == np.array([0, 5, 6]))
     d = rep.to_dict()["groups"]
-    assert d["rear axle"] == {"members": ["W3", "W4"], "solvable": False,
-                              "b_norm": pytest.approx(np.sqrt(2 / 3), abs=ALG_TOL)}
+    assert d["rear axle"] == {
+        "members": ["W3", "W4"],
+        "solvable": False,
+        "b_norm": pytest.approx(np.sqrt(2 / 3), abs=ALG_TOL),
+    }
 
 
 PARA_L, PARA_D = 0.2, 0.4
@@ -538,8 +566,15 @@ def para_hand(theta):
     Group "all joints": C_X^T N_X = C^T N = 0, unique, rank 11 unique components."""
     s = np.sin(theta)
     a12 = np.sqrt(2 + (PARA_D / 2) ** 2 * s**2) / np.sqrt(12)
-    return {"O1": 1 / np.sqrt(12), "O2": 1 / np.sqrt(12), "O3": 2 / np.sqrt(12),
-            "A1": a12, "A2": a12, "A3": 2 * np.sqrt(2) / np.sqrt(12), "motor": 0.0}
+    return {
+        "O1": 1 / np.sqrt(12),
+        "O2": 1 / np.sqrt(12),
+        "O3": 2 / np.sqrt(12),
+        "A1": a12,
+        "A2": a12,
+        "A3": 2 * np.sqrt(2) / np.sqrt(12),
+        "motor": 0.0,
+    }
 
 
 PARA_GROUPS = {"middle crank": ("O3", "A3"), "all joints": ("O1", "O2", "O3", "A1", "A2", "A3")}
@@ -549,9 +584,11 @@ PARA_THETAS = (0.3, 0.7, 1.2, 2.0, -1.0)
 @pytest.fixture(scope="module")
 def para_fn():
     """jit(vmap) over (L, d, theta, alpha, shift) of the parallelogram's report (motor on)."""
+
     def one(theta, alpha, shift):
         model = parallelogram(PARA_L, PARA_D, theta, alpha=alpha, shift=shift, motor=True)
         return mb.solvability(model, model.q0, groups=PARA_GROUPS), model.C(model.q0)
+
     return jax.jit(jax.vmap(one))
 
 
@@ -569,12 +606,12 @@ def test_parallelogram_hand_derivation(para_fn):
         hand = para_hand(theta)
         flags = dict(zip(names, np.asarray(rep.solvable[k])))
         assert flags == {nm: nm == "motor" for nm in names}, theta
-        np.testing.assert_allclose(rep.b_norm[k], [hand[nm] for nm in names], rtol=0,
-                                   atol=ALG_TOL)
+        np.testing.assert_allclose(rep.b_norm[k], [hand[nm] for nm in names], rtol=0, atol=ALG_TOL)
         assert list(np.asarray(rep.unique_count[k])) == [1, 1, 1, 1, 1, 1, 1]
         assert list(np.asarray(rep.group_solvable[k])) == [False, True]
-        np.testing.assert_allclose(rep.group_b_norm[k], [2 / np.sqrt(12), 0.0], rtol=0,
-                                   atol=ALG_TOL)
+        np.testing.assert_allclose(
+            rep.group_b_norm[k], [2 / np.sqrt(12), 0.0], rtol=0, atol=ALG_TOL
+        )
         assert list(np.asarray(rep.group_unique_count[k])) == [3, 11]
     # without the motor: the same verdicts, rank 11, p = 1, dof = 1 (numpy reference)
     model = parallelogram(PARA_L, PARA_D, 0.7)
@@ -584,8 +621,7 @@ def test_parallelogram_hand_derivation(para_fn):
     r, norms, _, ok_b, ok_rank = paper_qr(C, masks)
     assert r == 11 and not ok_b.any() and not ok_rank.any()
     hand = para_hand(0.7)
-    np.testing.assert_allclose(norms, [hand[nm] for nm in model.pair_names], rtol=0,
-                               atol=ALG_TOL)
+    np.testing.assert_allclose(norms, [hand[nm] for nm in model.pair_names], rtol=0, atol=ALG_TOL)
 
 
 def test_parallelogram_rigid_motion_and_renumbering(para_fn):
@@ -601,18 +637,21 @@ def test_parallelogram_rigid_motion_and_renumbering(para_fn):
         assert int(rep.rank[k]) == int(rep.rank[0])
         assert np.array_equal(np.asarray(rep.solvable[k]), np.asarray(rep.solvable[0]))
         np.testing.assert_allclose(rep.b_norm[k], rep.b_norm[0], rtol=0, atol=ALG_TOL)
-        np.testing.assert_allclose(rep.group_b_norm[k], rep.group_b_norm[0], rtol=0,
-                                   atol=ALG_TOL)
-    model = parallelogram(PARA_L, PARA_D, 0.7, body_order=("coupler", "crank3", "crank1",
-                                                           "crank2"),
-                          pair_order=("A3", "O2", "A1", "O3", "A2", "O1"), motor=True)
+        np.testing.assert_allclose(rep.group_b_norm[k], rep.group_b_norm[0], rtol=0, atol=ALG_TOL)
+    model = parallelogram(
+        PARA_L,
+        PARA_D,
+        0.7,
+        body_order=("coupler", "crank3", "crank1", "crank2"),
+        pair_order=("A3", "O2", "A1", "O3", "A2", "O1"),
+        motor=True,
+    )
     C = np.asarray(jax.jit(lambda q: model.C(q))(model.q0))
     masks = masks_for(model, [(nm,) for nm in model.pair_names])
     r, norms, _, ok_b, _ = paper_qr(C, masks)
     base = dict(zip(rep.pair_names, np.asarray(rep.b_norm[0])))
     assert r == int(rep.rank[0])
-    np.testing.assert_allclose(norms, [base[nm] for nm in model.pair_names], rtol=0,
-                               atol=ALG_TOL)
+    np.testing.assert_allclose(norms, [base[nm] for nm in model.pair_names], rtol=0, atol=ALG_TOL)
     assert list(ok_b) == [nm == "motor" for nm in model.pair_names]
 
 
@@ -629,9 +668,13 @@ def test_vmap_10000_configurations(robot, motion, reports, rng):
     reps = 100
     alphas = rng.uniform(-np.pi, np.pi, (reps, N_CONF))
     shifts = rng.uniform(-10.0, 10.0, (reps, N_CONF, 2))
-    big_q = np.stack([rigid_motion(q, al, sh)
-                      for k in range(reps)
-                      for q, al, sh in zip(qs, alphas[k], shifts[k])])
+    big_q = np.stack(
+        [
+            rigid_motion(q, al, sh)
+            for k in range(reps)
+            for q, al, sh in zip(qs, alphas[k], shifts[k])
+        ]
+    )
     big_t = np.tile(ts, reps)
     assert big_q.shape == (10_000, 21)
 
@@ -646,8 +689,7 @@ def test_vmap_10000_configurations(robot, motion, reports, rng):
     assert rank.shape == (10_000,) and ok.shape == (10_000, 14) and order.shape == (10_000, 22)
     assert np.array_equal(np.asarray(rank), np.tile(np.asarray(ref.rank), reps))
     assert np.array_equal(np.asarray(ok), np.tile(np.asarray(ref.solvable), (reps, 1)))
-    np.testing.assert_allclose(b, np.tile(np.asarray(ref.b_norm), (reps, 1)), rtol=0,
-                               atol=ALG_TOL)
+    np.testing.assert_allclose(b, np.tile(np.asarray(ref.b_norm), (reps, 1)), rtol=0, atol=ALG_TOL)
 
 
 def test_vmap_over_length_unit(robot):
@@ -706,8 +748,9 @@ def test_margin_and_warning_near_singular():
     configuration the drop is a clean rank change (no warning)."""
     sc = slider_driven_slider_crank()
     thetas = np.array([0.5, 1e-2, 1e-4, 1e-6, 1e-8, 1e-10, 0.0])
-    q_sc = np.stack([np.concatenate(slider_crank.configuration(jnp.asarray(th), 0.1, 0.3))
-                     for th in thetas])
+    q_sc = np.stack(
+        [np.concatenate(slider_crank.configuration(jnp.asarray(th), 0.1, 0.3)) for th in thetas]
+    )
     expect_warn = np.array([False, False, False, True, True, False, False])
     # non-Grashof four-bar (a = 0.3, b = 0.2, c = 0.3, d = 0.35): the crank reaches its limit
     # when |O4 - A| = b + c: cos th = (a^2 + d^2 - (b + c)^2) / (2 a d)
@@ -715,8 +758,9 @@ def test_margin_and_warning_near_singular():
     th_lim = np.arccos((a**2 + d**2 - (b + c) ** 2) / (2 * a * d))
     fb = four_bar.build(a, b, c, d, theta0=0.3, omega=1.0, gravity=None)
     ths = np.array([th_lim - 0.5, th_lim - 1e-3, th_lim - 1e-13])
-    q_fb = np.stack([np.concatenate(four_bar.configuration(jnp.asarray(th), a, b, c, d))
-                     for th in ths])
+    q_fb = np.stack(
+        [np.concatenate(four_bar.configuration(jnp.asarray(th), a, b, c, d)) for th in ths]
+    )
     fb_warn = np.array([False, False, True])
     for model, qs, warn in ((sc, q_sc, expect_warn), (fb, q_fb, fb_warn)):
         reps, C = batched_all(model)(qs, np.zeros(len(qs)))
@@ -787,5 +831,4 @@ def test_bad_arguments(robot):
     with pytest.raises(ValueError, match="method"):
         mb.solvability(robot, robot.q0, method="lu")
     with pytest.raises(KeyError, match="W9"):
-        jax.eval_shape(lambda q: mb.solvability(robot, q, groups={"g": ("W1", "W9")}),
-                       robot.q0)
+        jax.eval_shape(lambda q: mb.solvability(robot, q, groups={"g": ("W1", "W9")}), robot.q0)

@@ -59,9 +59,12 @@ def maps(ex, tmp_path_factory):
 def single():
     """jit(model, q -> report fields) of one configuration: the Python-loop reference (one
     compilation per model structure)."""
-    return jax.jit(lambda model, q: {
-        k: getattr(mb.solvability(model, q), k)
-        for k in ("rank", "solvable", "b_norm", "unique_count", "margin", "warning")})
+    return jax.jit(
+        lambda model, q: {
+            k: getattr(mb.solvability(model, q), k)
+            for k in ("rank", "solvable", "b_norm", "unique_count", "margin", "warning")
+        }
+    )
 
 
 C_of = jax.jit(lambda model, q: model.C(q))
@@ -71,20 +74,29 @@ def joint_gaps(q, n_win, rigid, L=1.0):
     """Largest distance between the two points each revolute joins (numpy geometry of the
     bars' end points): ground pivots at (k L, 0), crank tips on the couplers' ends."""
     poses = q.reshape(-1, 3)
-    ends = [(p[:2] - L / 2 * np.array([np.cos(p[2]), np.sin(p[2])]),
-             p[:2] + L / 2 * np.array([np.cos(p[2]), np.sin(p[2])])) for p in poses[: n_win + 1]]
+    ends = [
+        (
+            p[:2] - L / 2 * np.array([np.cos(p[2]), np.sin(p[2])]),
+            p[:2] + L / 2 * np.array([np.cos(p[2]), np.sin(p[2])]),
+        )
+        for p in poses[: n_win + 1]
+    ]
     gaps = [np.linalg.norm(foot - np.array([k * L, 0.0])) for k, (foot, _) in enumerate(ends)]
     if rigid:
         x, y, phi = poses[n_win + 1]
         u = np.array([np.cos(phi), np.sin(phi)])
-        gaps += [np.linalg.norm(tip - (np.array([x, y]) + (k - n_win / 2) * L * u))
-                 for k, (_, tip) in enumerate(ends)]
+        gaps += [
+            np.linalg.norm(tip - (np.array([x, y]) + (k - n_win / 2) * L * u))
+            for k, (_, tip) in enumerate(ends)
+        ]
     else:
         for j in range(n_win):
             x, y, phi = poses[n_win + 1 + j]
             u = L / 2 * np.array([np.cos(phi), np.sin(phi)])
-            gaps += [np.linalg.norm(ends[j][1] - (np.array([x, y]) - u)),
-                     np.linalg.norm(ends[j + 1][1] - (np.array([x, y]) + u))]
+            gaps += [
+                np.linalg.norm(ends[j][1] - (np.array([x, y]) - u)),
+                np.linalg.norm(ends[j + 1][1] - (np.array([x, y]) + u)),
+            ]
     return max(gaps)
 
 
@@ -106,8 +118,9 @@ def test_n_four_bar_counts_numpy():
         model = n_four_bar.build(n_win, rigid_coupler=rigid)
         for hor, counts in zip((False, True), both):
             assert n_four_bar.counts(n_win, horizontal=hor, rigid_coupler=rigid) == counts
-            q = np.asarray(n_four_bar.configuration(0.0 if hor else 1.1, n_win,
-                                                    rigid_coupler=rigid))
+            q = np.asarray(
+                n_four_bar.configuration(0.0 if hor else 1.1, n_win, rigid_coupler=rigid)
+            )
             C = np.asarray(C_of(model, q))
             assert C.shape == counts[1::-1]
             assert rank_np(C) == counts[2], (n_win, rigid, hor)
@@ -158,12 +171,18 @@ def test_four_bar_family_hand_derivation(ex, maps):
     assert np.array_equal(g["driven"]["solvable"][collinear], np.tile([0, 0, 0, 0, 1], (3, 1)))
     assert np.all(g["driven"]["unique_count"][collinear] == 1)
     assert g["driven"]["pair_names"] == FB_REVOLUTES + ("motor",)
-    names = {(e["model"], e["name"], e["s"], e["theta"]) for e in fb["singular"]
-             if "toggle" not in e["name"]}
+    names = {
+        (e["model"], e["name"], e["s"], e["theta"])
+        for e in fb["singular"]
+        if "toggle" not in e["name"]
+    }
     towards = "parallelogram, all links collinear, crank towards O4"
     away = "parallelogram, all links collinear, crank away from O4"
-    assert names == {(m, nm, 0.0, t) for m in ("free", "driven")
-                     for nm, t in ((towards, 0.0), (away, np.pi), (away, -np.pi))}
+    assert names == {
+        (m, nm, 0.0, t)
+        for m in ("free", "driven")
+        for nm, t in ((towards, 0.0), (away, np.pi), (away, -np.pi))
+    }
 
 
 def test_four_bar_toggles_and_approach(maps):
@@ -180,8 +199,10 @@ def test_four_bar_toggles_and_approach(maps):
     assert np.all(tog["free"]["rank"] == 8) and tog["free"]["solvable"].all()
     toggles = [e for e in fb["singular"] if "toggle" in e["name"]]
     assert len(toggles) == len(fb["toggles"])
-    assert all(e["model"] == "driven" and e["unsolvable"] == list(FB_REVOLUTES) + ["motor"]
-               for e in toggles)
+    assert all(
+        e["model"] == "driven" and e["unsolvable"] == list(FB_REVOLUTES) + ["motor"]
+        for e in toggles
+    )
     s_app, ap = fb["approach_s"], fb["approach"]
     k = len(s_app)
     fit = (s_app >= 1e-12) & (s_app <= 1e-5)
@@ -203,8 +224,10 @@ def test_four_bar_numpy_reference(ex, maps):
     i0 = int(np.flatnonzero(fb["s"] == 0.0)[0])
     idx = [i0 * nth + nth // 2, i0 * nth, (i0 + 1) * nth + 7, len(fb["s"]) * nth - 9]
     points = [(fb["grid_s"][k], fb["q"][k], "grid", k) for k in idx]
-    points += [(t[0], fb["q"][len(fb["grid_s"]) + len(fb["approach_s"]) * 2 + j], "toggle", j)
-               for j, t in enumerate(fb["toggles"][:2])]
+    points += [
+        (t[0], fb["q"][len(fb["grid_s"]) + len(fb["approach_s"]) * 2 + j], "toggle", j)
+        for j, t in enumerate(fb["toggles"][:2])
+    ]
     for s, q, part, k in points:
         for model, mb_model in zip(("free", "driven"), ex.fb_models(s)):
             C = np.asarray(C_of(mb_model, q))
@@ -241,8 +264,11 @@ def test_slider_crank_hand_derivation(maps):
     names = {(e["model"], e["name"], e["theta"]) for e in sc["singular"]}
     ext = "dead centre, extended (crank and rod aligned, slider outermost)"
     fold = "dead centre, folded (rod over the crank, slider innermost)"
-    assert names == {("slider_driven", ext, 0.0), ("slider_driven", fold, np.pi),
-                     ("slider_driven", fold, -np.pi)}
+    assert names == {
+        ("slider_driven", ext, 0.0),
+        ("slider_driven", fold, np.pi),
+        ("slider_driven", fold, -np.pi),
+    }
 
 
 def test_slider_crank_margin_near_dead_centre(maps):
@@ -306,8 +332,11 @@ def test_n_four_bar_family_hand_derivation(maps):
             assert rank_np(mp["C"][k]) == mp["rank"][k]
     names = {(e["model"], e["name"], e["angle"]) for e in nfb["singular"]}
     plus, minus = n_four_bar.SINGULAR_ANGLES
-    assert names == {(m, nm, a) for m in ("split", "rigid")
-                     for nm, a in ((plus, 0.0), (minus, np.pi), (minus, -np.pi))}
+    assert names == {
+        (m, nm, a)
+        for m in ("split", "rigid")
+        for nm, a in ((plus, 0.0), (minus, np.pi), (minus, -np.pi))
+    }
     for model in ("split", "rigid"):
         band = nfb["bands"][model]
         assert 1e-11 <= band["rank_dropped_up_to"] <= 1e-7

@@ -33,8 +33,12 @@ def grid(n: int):
     """n x n plates (rotating squares), each joined to its 4 neighbours; the
     first row is pinned to the ground."""
     idx = np.arange(n * n).reshape(n, n)
-    edges = np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
-                            np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1)])
+    edges = np.concatenate(
+        [
+            np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
+            np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1),
+        ]
+    )
     return n * n, edges.reshape(-1, 2), idx[0]
 
 
@@ -76,7 +80,7 @@ def pin_jacobian(positions, point, a, b):
     jac = np.zeros((2, 6))
     for k, (body, sign) in enumerate(((a, 1.0), (b, -1.0))):
         r = point - positions[body]
-        jac[:, 3 * k: 3 * k + 3] = sign * np.array([[1.0, 0.0, -r[1]], [0.0, 1.0, r[0]]])
+        jac[:, 3 * k : 3 * k + 3] = sign * np.array([[1.0, 0.0, -r[1]], [0.0, 1.0, r[0]]])
     return jac
 
 
@@ -113,12 +117,17 @@ def make_problem(family, kind: str, seed: int = 0, dense: bool = True):
             jac = rng.normal(size=(3, 6))
             w = rng.uniform(0.5, 2.0, size=3)
         else:
-            point = points.setdefault((min(a, b), max(a, b)), 0.5 * (positions[a] + positions[b]) + rng.normal(size=2))
+            point = points.setdefault(
+                (min(a, b), max(a, b)), 0.5 * (positions[a] + positions[b]) + rng.normal(size=2)
+            )
             jac = pin_jacobian(positions, point, a, b)
             w = 1e6 * rng.uniform(0.5, 2.0, size=2)
         cliques.append(jac.T @ (w[:, None] * jac))
         bodies.append((a, b))
-    cliques, bodies = np.array(cliques).reshape(-1, 6, 6), np.array(bodies, dtype=np.int64).reshape(-1, 2)
+    cliques, bodies = (
+        np.array(cliques).reshape(-1, 6, 6),
+        np.array(bodies, dtype=np.int64).reshape(-1, 2),
+    )
     diag = mass.copy()
     np.add.at(diag, bodies[:, 0], cliques[:, :3, :3])
     pair = bodies[:, 1] >= 0
@@ -161,8 +170,12 @@ def pipeline(sym, diag, edge, b):
     """assemble -> cholesky -> solve -> matvec, one value set."""
     values = sc.assemble(sym, diag, edge)
     factor = sc.cholesky(sym, values)
-    return dict(dense=sc.to_dense(sym, values), ok=sc.factor_ok(factor), x=sc.solve(sym, factor, b),
-                ax=sc.matvec(sym, values, b))
+    return dict(
+        dense=sc.to_dense(sym, values),
+        ok=sc.factor_ok(factor),
+        x=sc.solve(sym, factor, b),
+        ax=sc.matvec(sym, values, b),
+    )
 
 
 def scaled_cond(a: np.ndarray) -> float:
@@ -193,14 +206,18 @@ def test_solve_matches_dense(family, ordering):
     for k, kind in enumerate(KINDS):
         a = p["dense"][k]
         np.testing.assert_allclose(out["dense"][k], a, rtol=0, atol=1e-12 * np.abs(a).max())
-        np.testing.assert_allclose(out["ax"][k], a @ b, rtol=0, atol=1e-12 * np.abs(a).max() * np.abs(b).max())
+        np.testing.assert_allclose(
+            out["ax"][k], a @ b, rtol=0, atol=1e-12 * np.abs(a).max() * np.abs(b).max()
+        )
         ref = scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), b)
         x = np.asarray(out["x"][k])
         tol = max(1e-12, 20 * scaled_cond(a) * np.finfo(float).eps)
         err = np.linalg.norm(x - ref) / np.linalg.norm(ref)
         assert err <= tol, (kind, err, tol)
         d = 1 / np.sqrt(np.diag(a))
-        res = np.linalg.norm(d * (a @ x - b)) / (np.linalg.norm(d[:, None] * a * d) * np.linalg.norm(x / d))
+        res = np.linalg.norm(d * (a @ x - b)) / (
+            np.linalg.norm(d[:, None] * a * d) * np.linalg.norm(x / d)
+        )
         assert res <= 1e-13, (kind, res)
         assert bool(out["ok"][k])
 
@@ -216,7 +233,9 @@ def batched_value_and_grad():
     p = problems("chain")
     bs = np.random.default_rng(4).normal(size=(3, 3 * FAMILIES["chain"][0]))
     args = (p["diag"], p["edge"], bs)
-    return jax.jit(jax.vmap(jax.value_and_grad(chain_loss, argnums=(0, 1, 2)))).lower(*args).compile(), args
+    return jax.jit(jax.vmap(jax.value_and_grad(chain_loss, argnums=(0, 1, 2)))).lower(
+        *args
+    ).compile(), args
 
 
 def test_vmap_equals_loop_and_jit_equals_eager():
@@ -252,16 +271,24 @@ def test_assemble_cliques_with_ground_and_three_body_cliques():
 
     @jax.jit
     def dense_of(mass, cliques, tri_blocks):
-        return sc.to_dense(sym, sc.assemble(sym, mass) + sc.assemble_cliques(sym, cliques, prob["bodies"])
-                           + sc.assemble_cliques(sym, tri_blocks, tri))
+        return sc.to_dense(
+            sym,
+            sc.assemble(sym, mass)
+            + sc.assemble_cliques(sym, cliques, prob["bodies"])
+            + sc.assemble_cliques(sym, tri_blocks, tri),
+        )
 
     dense = prob["dense"].copy()
     for blk, bodies in zip(tri_blocks, tri):
         idx = np.concatenate([np.arange(3 * u, 3 * u + 3) for u in bodies if u >= 0])
         keep = np.concatenate([np.arange(3 * k, 3 * k + 3) for k, u in enumerate(bodies) if u >= 0])
         dense[np.ix_(idx, idx)] += blk[np.ix_(keep, keep)]
-    np.testing.assert_allclose(dense_of(prob["mass"], prob["cliques"], tri_blocks), dense,
-                               rtol=0, atol=1e-12 * np.abs(dense).max())
+    np.testing.assert_allclose(
+        dense_of(prob["mass"], prob["cliques"], tri_blocks),
+        dense,
+        rtol=0,
+        atol=1e-12 * np.abs(dense).max(),
+    )
     with pytest.raises(ValueError):  # nodes 0, 3, 6 are isolated: not in the pattern
         sc.assemble_cliques(symbolic(family, "auto"), tri_blocks[:1], np.array([[0, 3, 6]]))
 
@@ -278,8 +305,9 @@ def test_gradients_match_finite_differences_and_dense():
     weights = rng.normal(size=3 * nb)
 
     def build(scale):  # masses and constraint stiffnesses scaled: A stays SPD
-        return (sc.assemble(sym, prob["mass"] * scale[:nb, None, None])
-                + sc.assemble_cliques(sym, prob["cliques"] * scale[nb:, None, None], prob["bodies"]))
+        return sc.assemble(sym, prob["mass"] * scale[:nb, None, None]) + sc.assemble_cliques(
+            sym, prob["cliques"] * scale[nb:, None, None], prob["bodies"]
+        )
 
     def loss(scale, b, solver):
         return jnp.dot(weights, solver(build(scale), b) ** 2)
@@ -292,14 +320,21 @@ def test_gradients_match_finite_differences_and_dense():
 
     scale = jnp.asarray(rng.uniform(0.5, 1.5, nb + len(prob["bodies"])))
     b = jnp.asarray(rng.normal(size=3 * nb))
-    value_and_grad = jax.jit(jax.value_and_grad(functools.partial(loss, solver=sparse), argnums=(0, 1)))
+    value_and_grad = jax.jit(
+        jax.value_and_grad(functools.partial(loss, solver=sparse), argnums=(0, 1))
+    )
     _, (g_scale, g_b) = value_and_grad(scale, b)
-    d_scale, d_b = jax.jit(jax.grad(functools.partial(loss, solver=dense), argnums=(0, 1)))(scale, b)
+    d_scale, d_b = jax.jit(jax.grad(functools.partial(loss, solver=dense), argnums=(0, 1)))(
+        scale, b
+    )
     np.testing.assert_allclose(g_scale, d_scale, rtol=1e-10, atol=1e-10 * np.abs(d_scale).max())
     np.testing.assert_allclose(g_b, d_b, rtol=1e-10, atol=1e-10 * np.abs(d_b).max())
 
     ds, db, h = rng.normal(size=scale.shape), rng.normal(size=b.shape), 1e-5
-    fd = (value_and_grad(scale + h * ds, b + h * db)[0] - value_and_grad(scale - h * ds, b - h * db)[0]) / (2 * h)
+    fd = (
+        value_and_grad(scale + h * ds, b + h * db)[0]
+        - value_and_grad(scale - h * ds, b - h * db)[0]
+    ) / (2 * h)
     exact = jnp.dot(g_scale, ds) + jnp.dot(g_b, db)
     assert abs(fd - exact) <= 1e-6 * abs(exact)
 
@@ -309,7 +344,12 @@ def test_gradients_match_finite_differences_and_dense():
 
     values = build(scale)
     dv = jnp.asarray(rng.normal(size=values.shape))
-    for got, ref in zip(*(jax.jit(functools.partial(grad_and_jvp, solver))(values, dv) for solver in (sparse, dense))):
+    for got, ref in zip(
+        *(
+            jax.jit(functools.partial(grad_and_jvp, solver))(values, dv)
+            for solver in (sparse, dense)
+        )
+    ):
         np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
 
 
@@ -360,14 +400,19 @@ def test_no_lapack_in_compiled_program():
 
     text = batched_value_and_grad()[0].as_text()
     targets = set(re.findall(r'custom_call_target="([^"]+)"', text))
-    assert not any(k in t.lower() for t in targets for k in ("lapack", "cusolver", "potrf", "getrf", "trsm")), targets
+    assert not any(
+        k in t.lower() for t in targets for k in ("lapack", "cusolver", "potrf", "getrf", "trsm")
+    ), targets
     if jax.default_backend() == "cpu":
         assert not targets and "custom-call" not in text
 
 
 def test_symbolic_is_static_and_hashable_by_content():
     nb, edges, _ = FAMILIES["grid"]
-    s1, s2 = sc.analyse(nb, edges), sc.analyse(nb, edges[::-1, ::-1].copy())  # same pattern, other listing
+    s1, s2 = (
+        sc.analyse(nb, edges),
+        sc.analyse(nb, edges[::-1, ::-1].copy()),
+    )  # same pattern, other listing
     assert s1.num_l_blocks == s2.num_l_blocks
     s3 = sc.analyse(nb, edges)
     assert s1 == s3 and hash(s1) == hash(s3) and s1 is not s3

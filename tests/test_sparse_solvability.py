@@ -52,8 +52,11 @@ def test_sparse_matches_the_pivoted_qr_test(name):
     b_dense, b_sparse = np.asarray(dense.b_norm)[~ok], np.asarray(sparse.b_norm)[~ok]
     assert np.all((b_sparse > 0.3 * b_dense) & (b_sparse < 3.0 * b_dense))
     for k in range(len(model.pair_names)):
-        np.testing.assert_allclose(_projector(sparse.unique_directions[k]),
-                                   _projector(dense.unique_directions[k]), atol=1e-8)
+        np.testing.assert_allclose(
+            _projector(sparse.unique_directions[k]),
+            _projector(dense.unique_directions[k]),
+            atol=1e-8,
+        )
     assert sparse.row_order is None and not bool(sparse.block_saturated)
     assert bool(sparse.warning) == bool(dense.warning)
     if name == "n_four_bar_singular":  # exactly aligned: the lost rank is a second mode
@@ -62,8 +65,7 @@ def test_sparse_matches_the_pivoted_qr_test(name):
 
 def test_report_without_row_order_says_which_method_has_it():
     model = MODELS["rotating_squares_5"]()
-    report = mb.solvability(model, model.q0, method="sparse",
-                            groups={"edge": ("H0_0", "H1_0")})
+    report = mb.solvability(model, model.q0, method="sparse", groups={"edge": ("H0_0", "H1_0")})
     with pytest.raises(ValueError, match="method='qr'"):
         report.redundant_rows
     assert report.to_dict()["redundant_rows"] is None
@@ -79,8 +81,9 @@ def _doubly_pinned_pendulums(k):
     for i in range(k):
         body = mech.body(f"L{i}", mass=1.0, inertia=0.1, q=(0.5, -float(i), 0.0))
         for pin in ("A", "B"):
-            mech.add(mb.Revolute(f"{pin}{i}", mech.ground, body, s_i=(0.0, -float(i)),
-                                 s_j=(-0.5, 0.0)))
+            mech.add(
+                mb.Revolute(f"{pin}{i}", mech.ground, body, s_i=(0.0, -float(i)), s_j=(-0.5, 0.0))
+            )
     return mech.build()
 
 
@@ -109,5 +112,6 @@ def test_vmap_over_configurations_equals_the_loop():
         one = mb.solvability(model, qs[k], method="sparse")
         assert int(batched.rank[k]) == int(one.rank)
         np.testing.assert_array_equal(np.asarray(batched.solvable[k]), np.asarray(one.solvable))
-        np.testing.assert_allclose(np.asarray(batched.b_norm[k]), np.asarray(one.b_norm),
-                                   rtol=1e-9, atol=1e-14)
+        np.testing.assert_allclose(
+            np.asarray(batched.b_norm[k]), np.asarray(one.b_norm), rtol=1e-9, atol=1e-14
+        )

@@ -34,43 +34,66 @@ def _pair(m, a, b):
 SAMPLES = {
     # name: make(m, a, b) -> the element (and any element it needs added first)
     "AbsoluteDriver": lambda m, a, b: mb.AbsoluteDriver(
-        "E", a, 2, drive.Harmonic(0.2, 3.0, 0.1, 0.4)),
-    "Bushing": lambda m, a, b: mb.Bushing("E", a, b, (0.1, 0.0), (0.0, 0.2),
-                                          stiffness=(1e3, 2e3, 5.0), damping=(1.0, 1.0, 0.1),
-                                          free_angle=0.2),
+        "E", a, 2, drive.Harmonic(0.2, 3.0, 0.1, 0.4)
+    ),
+    "Bushing": lambda m, a, b: mb.Bushing(
+        "E",
+        a,
+        b,
+        (0.1, 0.0),
+        (0.0, 0.2),
+        stiffness=(1e3, 2e3, 5.0),
+        damping=(1.0, 1.0, 0.1),
+        free_angle=0.2,
+    ),
     "Distance": lambda m, a, b: mb.Distance("E", a, b, (0.1, 0.0), (0.0, 0.2), length=0.5),
     "Force": lambda m, a, b: mb.Force("E", a, (0.1, 0.0), drive.Constant((1.0, 2.0))),
     "Gear": lambda m, a, b: mb.Gear("E", a, b, ratio=2.0, offset=0.1),
     "GearOnLink": lambda m, a, b: mb.GearOnLink("E", a, b, m.ground, ratio=2.0, offset=0.1),
     "Gravity": lambda m, a, b: mb.Gravity((0.0, -9.81), name="E"),
     "KnifeEdge": lambda m, a, b: mb.KnifeEdge("E", a, s=(0.1, 0.0), n=(0.0, 1.0)),
-    "LateralDamper": lambda m, a, b: rigid_limit.LateralDamper("E", a, jnp.asarray((0.1, 0.0)),
-                                                               jnp.asarray((0.0, 1.0)),
-                                                               jnp.asarray(3.0)),
+    "LateralDamper": lambda m, a, b: rigid_limit.LateralDamper(
+        "E", a, jnp.asarray((0.1, 0.0)), jnp.asarray((0.0, 1.0)), jnp.asarray(3.0)
+    ),
     "Parallel": lambda m, a, b: mb.Parallel("E", a, b, a_i=(1.0, 0.0), a_j=(0.0, 1.0)),
-    "PinInSlot": lambda m, a, b: mb.PinInSlot("E", a, b, (0.1, 0.0), (0.0, 0.2),
-                                              a_i=(1.0, 0.5)),
+    "PinInSlot": lambda m, a, b: mb.PinInSlot("E", a, b, (0.1, 0.0), (0.0, 0.2), a_i=(1.0, 0.5)),
     "RelativeAngleDriver": lambda m, a, b: mb.RelativeAngleDriver(
-        "E", a, b, f=drive.Spline(jnp.asarray([0.0, 1.0, 2.0]), jnp.asarray([0.0, 0.5, 0.2])),
-        offset=0.1),
+        "E",
+        a,
+        b,
+        f=drive.Spline(jnp.asarray([0.0, 1.0, 2.0]), jnp.asarray([0.0, 0.5, 0.2])),
+        offset=0.1,
+    ),
     "Revolute": lambda m, a, b: mb.Revolute("E", a, b, s_i=(0.1, 0.0), s_j=(0.0, 0.2)),
-    "RevoluteFriction": lambda m, a, b: (_pair(m, a, b), mb.RevoluteFriction(
-        "E", "R", mu=0.2, radius=0.01, velocity_scale=1e-3))[1],
+    "RevoluteFriction": lambda m, a, b: (
+        _pair(m, a, b),
+        mb.RevoluteFriction("E", "R", mu=0.2, radius=0.01, velocity_scale=1e-3),
+    )[1],
     "RotationalSpringDamper": lambda m, a, b: mb.RotationalSpringDamper(
-        "E", a, b, stiffness=10.0, damping=0.5, free_angle=0.1),
-    "SpringDamper": lambda m, a, b: mb.SpringDamper("E", a, b, (0.1, 0.0), (0.0, 0.2),
-                                                    stiffness=100.0, damping=2.0,
-                                                    free_length=0.3),
+        "E", a, b, stiffness=10.0, damping=0.5, free_angle=0.1
+    ),
+    "SpringDamper": lambda m, a, b: mb.SpringDamper(
+        "E", a, b, (0.1, 0.0), (0.0, 0.2), stiffness=100.0, damping=2.0, free_length=0.3
+    ),
     "Torque": lambda m, a, b: mb.Torque("E", a, drive.Linear(1.0, 0.5)),
-    "Translational": lambda m, a, b: mb.Translational("E", a, b, (0.1, 0.0), (0.0, 0.2),
-                                                      v=(1.0, 0.0), angle=0.1),
+    "Translational": lambda m, a, b: mb.Translational(
+        "E", a, b, (0.1, 0.0), (0.0, 0.2), v=(1.0, 0.0), angle=0.1
+    ),
     "TranslationalDriver": lambda m, a, b: mb.TranslationalDriver(
-        "E", a, b, (0.1, 0.0), (0.0, 0.2), u=(1.0, 0.0),
-        d=drive.Offset(0.3, drive.SmoothSteps(jnp.asarray([0.5]), jnp.asarray([1.0]),
-                                              jnp.asarray([0.2])))),
-    "TranslationalFriction": lambda m, a, b: (m.add(mb.Translational(
-        "R", a, b, (0.1, 0.0), (0.0, 0.2), v=(1.0, 0.0))), mb.TranslationalFriction(
-        "E", "R", mu=0.2, length=0.05, velocity_scale=1e-3))[1],
+        "E",
+        a,
+        b,
+        (0.1, 0.0),
+        (0.0, 0.2),
+        u=(1.0, 0.0),
+        d=drive.Offset(
+            0.3, drive.SmoothSteps(jnp.asarray([0.5]), jnp.asarray([1.0]), jnp.asarray([0.2]))
+        ),
+    ),
+    "TranslationalFriction": lambda m, a, b: (
+        m.add(mb.Translational("R", a, b, (0.1, 0.0), (0.0, 0.2), v=(1.0, 0.0))),
+        mb.TranslationalFriction("E", "R", mu=0.2, length=0.05, velocity_scale=1e-3),
+    )[1],
     "Weld": lambda m, a, b: mb.Weld("E", a, b, (0.1, 0.0), (0.0, 0.2), angle=0.1),
 }
 
@@ -106,8 +129,11 @@ def _build_with(kind, k, value):
 
 def _array_leaves(kind):
     m, a, b = _mechanism()
-    return [k for k, leaf in enumerate(jax.tree_util.tree_leaves(SAMPLES[kind](m, a, b)))
-            if eqx.is_inexact_array(leaf)]
+    return [
+        k
+        for k, leaf in enumerate(jax.tree_util.tree_leaves(SAMPLES[kind](m, a, b)))
+        if eqx.is_inexact_array(leaf)
+    ]
 
 
 def test_every_element_class_has_a_sample():
@@ -123,8 +149,11 @@ def test_element_checks_hold_traced_as_eager(kind):
     eagerly, and the run-time message names the element."""
     refused_eagerly = 0
     for k in _array_leaves(kind):
-        traced = eqx.filter_jit(lambda v, k=k: jax.tree.leaves(
-            eqx.filter(_build_with(kind, k, v), eqx.is_inexact_array)))
+        traced = eqx.filter_jit(
+            lambda v, k=k: jax.tree.leaves(
+                eqx.filter(_build_with(kind, k, v), eqx.is_inexact_array)
+            )
+        )
         for value in BAD:
             try:
                 _build_with(kind, k, value)
@@ -153,13 +182,16 @@ def test_with_slip_and_with_bushings_check_traced_values():
     knife = next(p.name for p in robot.pairs if not p.holonomic)
     crank = slider_crank.build()
     pin = crank.pair_names[0]
-    makers = [lambda d: rigid_limit.with_slip(robot, {knife: d}),
-              lambda k: rigid_limit.with_bushings(crank, {pin: k})]
+    makers = [
+        lambda d: rigid_limit.with_slip(robot, {knife: d}),
+        lambda k: rigid_limit.with_bushings(crank, {pin: k}),
+    ]
     for make, what in zip(makers, ("LateralDamper", "Bushing")):
         with pytest.raises(ValueError, match=f"{what} .*must be non-negative"):
             make(-2.0)
-        traced = eqx.filter_jit(lambda v, make=make: make(v).forces(
-            make(v).q0, jnp.zeros(make(v).n), 0.0))
+        traced = eqx.filter_jit(
+            lambda v, make=make: make(v).forces(make(v).q0, jnp.zeros(make(v).n), 0.0)
+        )
         with pytest.raises(Exception, match=f"{what} .*must be non-negative \\(traced value\\)"):
             traced(jnp.asarray(-2.0))
         assert np.all(np.isfinite(np.asarray(traced(jnp.asarray(2.0)))))
@@ -171,9 +203,18 @@ def test_baumgarte_parameters_are_checked_both_ways():
     inside jit (one compiled program, each bad value in turn)."""
     model = slider_crank.build()
     qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n))
-    run = eqx.filter_jit(lambda a, b: mb.simulate(
-        model, model.q0, qd0, 0.05, formulation="null_space",
-        stabilization=mb.Baumgarte(alpha=a, beta=b)).q)
+    run = eqx.filter_jit(
+        lambda a, b: (
+            mb.simulate(
+                model,
+                model.q0,
+                qd0,
+                0.05,
+                formulation="null_space",
+                stabilization=mb.Baumgarte(alpha=a, beta=b),
+            ).q
+        )
+    )
     good = {"alpha": 10.0, "beta": 10.0}
     for name, value in (("alpha", -1.0), ("beta", np.nan)):
         with pytest.raises(ValueError, match=f"Baumgarte: {name} must be a finite number >= 0"):
@@ -190,8 +231,17 @@ def test_augmented_lagrangian_parameters_are_checked_both_ways():
     model = slider_crank.build()
     qd0 = mb.consistent_velocity(model, model.q0, jnp.zeros(model.n))
     names = ("penalty", "tol", "projection_tol")
-    run = eqx.filter_jit(lambda *v: mb.simulate(
-        model, model.q0, qd0, 0.05, formulation=mb.AugmentedLagrangian(**dict(zip(names, v)))).q)
+    run = eqx.filter_jit(
+        lambda *v: (
+            mb.simulate(
+                model,
+                model.q0,
+                qd0,
+                0.05,
+                formulation=mb.AugmentedLagrangian(**dict(zip(names, v))),
+            ).q
+        )
+    )
     good = (1e8, 1e-3, 1e-10)
     for k, name in enumerate(names):
         with pytest.raises(ValueError, match=f"AugmentedLagrangian: {name} must be a positive"):
@@ -203,15 +253,26 @@ def test_augmented_lagrangian_parameters_are_checked_both_ways():
     assert np.all(np.isfinite(np.asarray(run(*(jnp.asarray(v) for v in good)))))
 
 
-@pytest.mark.parametrize("call,message", [
-    (lambda m, v: mb.solvability(m, m.q0, rtol=v).rank, "solvability: rtol must be a finite "
-                                                        r"number in \(0, 1\)"),
-    (lambda m, v: mb.solvability(m, m.q0, btol=v).rank, "solvability: btol must be a finite "
-                                                        r"number in \(0, 1\)"),
-    (lambda m, v: mb.assemble(m, m.q0, tol=v), "assemble: tol must be a positive finite"),
-    (lambda m, v: mb.kinematics(m, jnp.zeros(1), tol=v).q, "kinematics: tol must be a "
-                                                             "positive finite"),
-])
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (
+            lambda m, v: mb.solvability(m, m.q0, rtol=v).rank,
+            "solvability: rtol must be a finite "
+            r"number in \(0, 1\)",
+        ),
+        (
+            lambda m, v: mb.solvability(m, m.q0, btol=v).rank,
+            "solvability: btol must be a finite "
+            r"number in \(0, 1\)",
+        ),
+        (lambda m, v: mb.assemble(m, m.q0, tol=v), "assemble: tol must be a positive finite"),
+        (
+            lambda m, v: mb.kinematics(m, jnp.zeros(1), tol=v).q,
+            "kinematics: tol must be a positive finite",
+        ),
+    ],
+)
 def test_analysis_tolerances_are_checked_both_ways(call, message):
     """A nan rank tolerance gave rank 0 and a negative one every singular value; a negative
     assembly tolerance was reported as "no configuration satisfies the constraints". Each

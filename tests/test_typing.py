@@ -37,8 +37,26 @@ MODULES = (batch, drive, elements)
 """The public submodules whose own definitions are public API besides the namespace."""
 
 ARRAY_PARAMETERS = {
-    "q", "qd", "qdd", "t", "ts", "q0", "qd0", "t0", "t1", "gamma", "velocity",
-    "initial_velocity", "lam", "M", "F", "C", "slip_rate", "dt0", "mass", "inertia",
+    "q",
+    "qd",
+    "qdd",
+    "t",
+    "ts",
+    "q0",
+    "qd0",
+    "t0",
+    "t1",
+    "gamma",
+    "velocity",
+    "initial_velocity",
+    "lam",
+    "M",
+    "F",
+    "C",
+    "slip_rate",
+    "dt0",
+    "mass",
+    "inertia",
 }
 """Parameters that hold numbers: their annotation must be a jaxtyping array type."""
 
@@ -116,8 +134,9 @@ def _parts(annotation):
 
 def is_jaxtyping(annotation) -> bool:
     """Whether the annotation is (or unions, or nests) a jaxtyping array type."""
-    return any(isinstance(p, type) and issubclass(p, jaxtyping.AbstractArray)
-               for p in _parts(annotation))
+    return any(
+        isinstance(p, type) and issubclass(p, jaxtyping.AbstractArray) for p in _parts(annotation)
+    )
 
 
 def is_bare_array(annotation) -> bool:
@@ -168,9 +187,12 @@ def test_public_submodules_are_all_checked():
     as batch`) is in MODULES, and the element catalogue is (it is re-exported by name)."""
     with open(os.path.join(ROOT, "jaxmb", "__init__.py")) as f:
         tree = ast.parse(f.read())
-    imported = {alias.asname or alias.name for node in tree.body
-                if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None
-                for alias in node.names}
+    imported = {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None
+        for alias in node.names
+    }
     assert imported <= {m.__name__.split(".")[-1] for m in MODULES}, imported
     assert elements in MODULES
 
@@ -184,9 +206,16 @@ def test_every_public_signature_and_field_is_annotated():
     found += [line for label, ann in fields for line in field_problems(label, ann)]
     assert found == [], "\n".join(found)
     names = {label for label, _, _ in sigs}
-    for expected in ("jaxmb.simulate", "jaxmb.batch.map", "jaxmb.elements.drive.as_drive",
-                     "jaxmb.Model.C", "jaxmb.Revolute.residual", "jaxmb.Compliance.__init__",
-                     "jaxmb.elements.drive.Spline.__call__", "jaxmb.Reactions.on_body"):
+    for expected in (
+        "jaxmb.simulate",
+        "jaxmb.batch.map",
+        "jaxmb.elements.drive.as_drive",
+        "jaxmb.Model.C",
+        "jaxmb.Revolute.residual",
+        "jaxmb.Compliance.__init__",
+        "jaxmb.elements.drive.Spline.__call__",
+        "jaxmb.Reactions.on_body",
+    ):
         assert expected in names, expected
     assert len(sigs) > 150 and len(fields) > 150, (len(sigs), len(fields))
     assert sum(is_jaxtyping(ann) for _, ann in fields) > 100
@@ -271,8 +300,7 @@ def every_element_model():
         mb.AbsoluteDriver("AD", c, 1, f=D.Spline((0.0, 1.0, 2.0), (0.0, 0.5, 0.2))),
         mb.KnifeEdge("K", c, s=v2, n=(0.0, 1.0)),
         mb.Gravity((0.0, -9.81)),
-        mb.SpringDamper("SD", a, c, s_i=v2, s_j=v2, stiffness=10.0, damping=1.0,
-                        free_length=0.5),
+        mb.SpringDamper("SD", a, c, s_i=v2, s_j=v2, stiffness=10.0, damping=1.0, free_length=0.5),
         mb.RotationalSpringDamper("RS", a, c, stiffness=1.0, damping=0.1),
         mb.Force("F", a, s=v2, f=D.Constant((1.0, 2.0))),
         mb.Torque("Tq", b, D.Offset(0.5, D.SmoothSteps((0.0,), (1.0,), (2.0,)))),
@@ -289,10 +317,12 @@ def test_built_modules_satisfy_their_field_annotations():
     """A model with every element type and drive function: the Model's, each element's and
     each drive's array fields hold what their annotations say (float64, shape)."""
     model = every_element_model()
-    types_seen = {type(e).__name__ for e in (*model.pairs, *model.force_elements,
-                                             *model.friction)}
-    catalogue = {name for name, cls in vars(elements).items()
-                 if inspect.isclass(cls) and not name.startswith("Abstract")}
+    types_seen = {type(e).__name__ for e in (*model.pairs, *model.force_elements, *model.friction)}
+    catalogue = {
+        name
+        for name, cls in vars(elements).items()
+        if inspect.isclass(cls) and not name.startswith("Abstract")
+    }
     assert types_seen == catalogue  # a new element type must be added above
     checked = _check_fields(model, "Model")
     drives = set()
@@ -304,10 +334,17 @@ def test_built_modules_satisfy_their_field_annotations():
                     if d is not None:
                         checked += _check_fields(d, type(d).__name__)
                         drives.add(type(d).__name__)
-    assert drives == {name for name, _ in (
-        (n, c) for n, c in vars(drive).items()
-        if inspect.isclass(c) and issubclass(c, drive.AbstractDrive) and c.__module__ ==
-        drive.__name__ and not n.startswith("Abstract"))}
+    assert drives == {
+        name
+        for name, _ in (
+            (n, c)
+            for n, c in vars(drive).items()
+            if inspect.isclass(c)
+            and issubclass(c, drive.AbstractDrive)
+            and c.__module__ == drive.__name__
+            and not n.startswith("Abstract")
+        )
+    }
     assert checked > 50
 
 
@@ -349,8 +386,7 @@ def test_analyses_return_what_their_annotations_say():
     slider = m.body("slider", 0.5, 0.001, q=(0.4, 0.0, 0.0))
     m.add(mb.Revolute("O", m.ground, crank, s_i=(0.0, 0.0), s_j=(-0.1, 0.0)))
     m.add(mb.Distance("rod", crank, slider, s_i=(0.1, 0.0), s_j=(0.0, 0.0), length=0.2))
-    m.add(mb.Translational("P", slider, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0),
-                           v=(0.0, 1.0)))
+    m.add(mb.Translational("P", slider, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=(0.0, 1.0)))
     m.add(mb.Gravity((0.0, -9.81)))
     plain = m.build()
     m.add(mb.RevoluteFriction("fO", "O", mu=0.1, radius=0.01))

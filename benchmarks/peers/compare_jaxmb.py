@@ -142,8 +142,9 @@ FORMULATION = "null_space"
 
 
 def _sim(model, q0, qd0, ts, rtol, atol):
-    return mb.simulate(model, q0, qd0, ts[-1], ts=ts, t0=ts[0], rtol=rtol, atol=atol,
-                       formulation=FORMULATION)
+    return mb.simulate(
+        model, q0, qd0, ts[-1], ts=ts, t0=ts[0], rtol=rtol, atol=atol, formulation=FORMULATION
+    )
 
 
 _single = jax.jit(_sim)  # tolerances traced: one compile per model structure
@@ -195,8 +196,9 @@ def compare_case(case, repeats, cache, tolerances=TOLERANCES):
     check_state(case, Qj, Jj, q0, qd0, theta0, omega0, "")
     if np.max(np.abs(np.asarray(model.q0) - q0)) > STATE_TOL:
         raise ValueError(f"{case['name']}: recorded q0 differs from the jaxmb model's q0")
-    key = json.dumps([case["model"], case["params"], case["q0"], case["qd0"], _rounded(ts),
-                      FORMULATION])
+    key = json.dumps(
+        [case["model"], case["params"], case["q0"], case["qd0"], _rounded(ts), FORMULATION]
+    )
     if key not in cache:
         q_ref = reference(case, rhs, Qj, ts, theta0, omega0)
         cache[key] = [

@@ -316,9 +316,12 @@ DENSE_LIMIT = 100  # Exudyn's dense LU above this N takes minutes per run
 def scaling_cases():
     """The N-four-bar from N = 10 to 400, 1 s, generalized-alpha h = 1e-3, with Exudyn's sparse
     LU (EigenSparse) and, up to N = 100, its dense one (bench_peers.py --scaling)."""
-    return [n_four_bar_case(N, 1.0, linear_solver=solver) for N in SCALING_SIZES
-            for solver in ("EXUdense", "EigenSparse") if solver == "EigenSparse" or
-            N <= DENSE_LIMIT]
+    return [
+        n_four_bar_case(N, 1.0, linear_solver=solver)
+        for N in SCALING_SIZES
+        for solver in ("EXUdense", "EigenSparse")
+        if solver == "EigenSparse" or N <= DENSE_LIMIT
+    ]
 
 
 def run(quick=False, repeats=REPEATS, scaling=False):
@@ -366,8 +369,11 @@ def main():
         default=None,
         help="JSON path (default benchmarks/results/peer_exudyn[_quick].json)",
     )
-    parser.add_argument("--scaling", action="store_true",
-                        help="the N-four-bar from N = 10 to 400, dense and sparse LU")
+    parser.add_argument(
+        "--scaling",
+        action="store_true",
+        help="the N-four-bar from N = 10 to 400, dense and sparse LU",
+    )
     args = parser.parse_args()
     result = run(args.quick, args.repeats, args.scaling)
     print(f"Exudyn {result['version']} ({result['module']}), {result['machine']}")

@@ -76,13 +76,18 @@ def _field_parameters(cls):
             continue  # ClassVar, or eqx.AbstractVar / AbstractClassVar declared for subclasses
         default = member.value
         if isinstance(default, griffe.ExprCall) and str(default.function).endswith("field"):
-            keywords = {a.name: a.value for a in default.arguments
-                        if isinstance(a, griffe.ExprKeyword)}
+            keywords = {
+                a.name: a.value for a in default.arguments if isinstance(a, griffe.ExprKeyword)
+            }
             if keywords.get("init") == "False":
                 continue
             default = keywords.get("default")
-        yield griffe.Parameter(member.name, annotation=member.annotation,
-                               kind=griffe.ParameterKind.positional_or_keyword, default=default)
+        yield griffe.Parameter(
+            member.name,
+            annotation=member.annotation,
+            kind=griffe.ParameterKind.positional_or_keyword,
+            default=default,
+        )
 
 
 def _init_parameters(cls):
@@ -118,9 +123,14 @@ class EquinoxSignatures(griffe.Extension):
             if not _is_equinox_module(cls):
                 continue
             self_param = griffe.Parameter("self", kind=griffe.ParameterKind.positional_or_keyword)
-            init = griffe.Function("__init__", lineno=0, endlineno=0, parent=cls,
-                                   parameters=griffe.Parameters(self_param, *_init_parameters(cls)),
-                                   returns="None")
+            init = griffe.Function(
+                "__init__",
+                lineno=0,
+                endlineno=0,
+                parent=cls,
+                parameters=griffe.Parameters(self_param, *_init_parameters(cls)),
+                returns="None",
+            )
             cls.set_member("__init__", init)
 
 
@@ -147,13 +157,13 @@ def parse_item(item: str) -> tuple[list[str], str] | None:
     if match is None:
         return None
     names = re.findall(r"`(\*{0,2}\w+)`", match.group(0))
-    rest = item[match.end():].lstrip()
+    rest = item[match.end() :].lstrip()
     qualifier = ""
     if rest.startswith("("):
         end = _closing_paren(rest, 0)
         if end < 0:
             return None
-        qualifier, rest = rest[:end + 1], rest[end + 1:].lstrip()
+        qualifier, rest = rest[: end + 1], rest[end + 1 :].lstrip()
     if not rest.startswith(":"):
         return None
     description = " ".join(part for part in (qualifier, rest[1:].strip()) if part)
@@ -184,14 +194,21 @@ def split_docstring(text: str) -> dict:
     k = 0
     while k < len(lines):
         lead = _LEAD.match(lines[k])
-        if lead and lead.group(1) == "Arguments" and not lead.group(2) \
-                and parts["items"] is None and where == "before":
+        if (
+            lead
+            and lead.group(1) == "Arguments"
+            and not lead.group(2)
+            and parts["items"] is None
+            and where == "before"
+        ):
             end = k + 1
             while end < len(lines) and not lines[end].strip():
                 end += 1
             start = end
-            while end < len(lines) and (re.match(r"[-*+] ", lines[end])
-                                        or (lines[end].startswith(" ") and lines[end].strip())):
+            while end < len(lines) and (
+                re.match(r"[-*+] ", lines[end])
+                or (lines[end].startswith(" ") and lines[end].strip())
+            ):
                 end += 1
             items = _list_items(lines[start:end])
             if items:
@@ -201,7 +218,7 @@ def split_docstring(text: str) -> dict:
             end = k + 1
             while end < len(lines) and lines[end].strip() and not _LEAD.match(lines[end]):
                 end += 1
-            parts["returns"] = " ".join([lead.group(2)] + [x.strip() for x in lines[k + 1:end]])
+            parts["returns"] = " ".join([lead.group(2)] + [x.strip() for x in lines[k + 1 : end]])
             where, k = "after", end
             continue
         parts[where].append(lines[k])
@@ -261,22 +278,32 @@ def parameter_sections(obj) -> list | None:
     if parts["returns"] is None and not parts["between"] and not parts["after"]:
         fence = _FENCE_BLOCK.search(before)  # the table goes above a closing example
         if fence:
-            before, trailer = before[:fence.start()], fence.group(0).strip("\n")
+            before, trailer = before[: fence.start()], fence.group(0).strip("\n")
     if before:
         sections.append(griffe.DocstringSectionText(before))
     if signature:
-        sections.append(griffe.DocstringSectionParameters([
-            griffe.DocstringParameter(name, description=described.get(name, ""),
-                                      annotation=p.annotation, value=p.default)
-            for name, p in signature
-        ]))
+        sections.append(
+            griffe.DocstringSectionParameters(
+                [
+                    griffe.DocstringParameter(
+                        name,
+                        description=described.get(name, ""),
+                        annotation=p.annotation,
+                        value=p.default,
+                    )
+                    for name, p in signature
+                ]
+            )
+        )
     if parts["between"]:
         sections.append(griffe.DocstringSectionText(parts["between"]))
     if parts["returns"] is not None:
         returns = obj.returns if obj.is_function else None
-        sections.append(griffe.DocstringSectionReturns([
-            griffe.DocstringReturn("", description=parts["returns"], annotation=returns)
-        ]))
+        sections.append(
+            griffe.DocstringSectionReturns(
+                [griffe.DocstringReturn("", description=parts["returns"], annotation=returns)]
+            )
+        )
     for text in (parts["after"], trailer):
         if text:
             sections.append(griffe.DocstringSectionText(text))
@@ -351,8 +378,7 @@ def detach_private_names(pkg) -> None:
                         path = name.canonical_path
                     except Exception:  # unresolvable: left as it is
                         continue
-                    if path.startswith(pkg.name + ".") and _is_private(path) \
-                            and path not in public:
+                    if path.startswith(pkg.name + ".") and _is_private(path) and path not in public:
                         name.parent = None
 
 

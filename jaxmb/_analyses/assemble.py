@@ -82,8 +82,10 @@ def _assemble_jvp(primals, tangents, *, tol, max_steps):
     t_model, t_q_init, t_t = tangents
     q = _assemble_core(model, q_init, t, tol=tol, max_steps=max_steps)
     diff, static = split_inexact(model)
-    t_diff = materialise(diff, t_model) if t_model is not None else jax.tree_util.tree_map(
-        jnp.zeros_like, diff
+    t_diff = (
+        materialise(diff, t_model)
+        if t_model is not None
+        else jax.tree_util.tree_map(jnp.zeros_like, diff)
     )
     dq_init = jnp.zeros_like(q) if t_q_init is None else t_q_init
     dt = jnp.zeros_like(t) if t_t is None else t_t

@@ -112,7 +112,8 @@ class FrictionForces(eqx.Module):
 
 
 def default_method(
-    method: AbstractReactionMethod | Literal["min_norm", "auto"] | None, formulation=None,
+    method: AbstractReactionMethod | Literal["min_norm", "auto"] | None,
+    formulation=None,
     where: str = "simulate",
 ) -> AbstractReactionMethod:
     """The reaction method friction uses: `method` when given (a method or "min_norm" /
@@ -137,10 +138,12 @@ def _rows(model):
 def _friction_of(rows):
     """Phi(T; args): the friction forces that the reactions lambda_0 + L T imply (`rows`: the
     static rows of each element's pair, closed over: optimistix's args hold arrays only)."""
+
     def forces(T, args):
         frictions, lam0, L, rates = args
         lam = lam0 + L @ T
         return jnp.stack([f.force(lam[r], s) for f, r, s in zip(frictions, rows, rates)])
+
     return forces
 
 
@@ -157,8 +160,9 @@ def solve_friction(model, q, qd, multipliers, F, gamma, qdd=None) -> FrictionFor
     G, rates = slip_terms(model, q, qd)
     qdd0, lam0 = multipliers(F, gamma, qdd)
     zero_qdd = None if qdd is None else jnp.zeros_like(qdd)
-    Qd, L = jax.vmap(lambda g: multipliers(-g, jnp.zeros_like(gamma), zero_qdd),
-                     in_axes=1, out_axes=1)(G)
+    Qd, L = jax.vmap(
+        lambda g: multipliers(-g, jnp.zeros_like(gamma), zero_qdd), in_axes=1, out_axes=1
+    )(G)
     rows = _rows(model)
     forces = _friction_of(rows)
     args = (model.friction, lam0, L, rates)
@@ -166,8 +170,12 @@ def solve_friction(model, q, qd, multipliers, F, gamma, qdd=None) -> FrictionFor
     scale = jax.lax.stop_gradient(1.0 + jnp.max(jnp.abs(T0)))
     solver = optx.Newton(rtol=NEWTON_RTOL, atol=NEWTON_ATOL, linear_solver=_DenseSolve())
     sol = optx.root_find(
-        lambda y, a: y - forces(scale * y, a) / scale, solver, T0 / scale, args,
-        max_steps=NEWTON_MAX_STEPS, throw=False,
+        lambda y, a: y - forces(scale * y, a) / scale,
+        solver,
+        T0 / scale,
+        args,
+        max_steps=NEWTON_MAX_STEPS,
+        throw=False,
         adjoint=optx.ImplicitAdjoint(linear_solver=_DenseSolve()),
     )
     T = scale * sol.value
@@ -191,9 +199,11 @@ def method_multipliers(model, method, M, C, label, *, in_loop=False):
     the integrator's loop (`in_loop`) an elimination skips the removable-set check of every
     call (simulate checks the rows at the start)."""
     if in_loop and isinstance(method, KeptRows):
+
         def eliminated(F, gamma, qdd):
             qdd_e, lam = eliminated_solve(M, F, C, gamma, method.keep, label=label)
             return (qdd_e if qdd is None else qdd), lam
+
         return eliminated
     return lambda F, gamma, qdd: method.multipliers(model, M, F, C, gamma, qdd, label)
 
@@ -206,7 +216,8 @@ def not_unique_messages(model, method_name, where):
         f"{method_name!r} picks one of infinitely many sharings and would give an arbitrary "
         "motion. Pass method=mb.Compliance(stiffness, default), the joints' stiffness, "
         "which decides the sharing."
-        for f in model.friction)
+        for f in model.friction
+    )
 
 
 def check_unique(x, model, solvable, method, where):
@@ -217,8 +228,9 @@ def check_unique(x, model, solvable, method, where):
     index = {name: k for k, name in enumerate(model.pair_names)}
     bad = ~jnp.stack([solvable[..., index[f.pair]] for f in model.friction], axis=-1)
     bad = jnp.reshape(bad, (-1, len(model.friction))).any(axis=0)
-    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad),
-                                     not_unique_messages(model, method.name, where))
+    return _errors.branched_error_if(
+        x, jnp.any(bad), jnp.argmax(bad), not_unique_messages(model, method.name, where)
+    )
 
 
 def check_unique_at(x, model, q, t, method, where):
@@ -226,17 +238,20 @@ def check_unique_at(x, model, q, t, method, where):
     if not model.friction or method.physical:
         return x
     frozen = jax.tree.map(
-        lambda v: jax.lax.stop_gradient(v) if eqx.is_inexact_array(v) else v, model)
+        lambda v: jax.lax.stop_gradient(v) if eqx.is_inexact_array(v) else v, model
+    )
     report = solvability(frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t))
     return check_unique(x, model, report.solvable, method, where)
 
 
 def not_converged_message(model, where):
     names = ", ".join(f.name for f in model.friction)
-    return (f"{where}: the equations of motion with friction ({names}) have no solution that "
-            f"Newton's method finds in {NEWTON_MAX_STEPS} steps: the friction can lock the "
-            "mechanism here (mu N comparable to or above the load that drives the pair, e.g. a "
-            "jamming slider); check the friction coefficients and the geometry")
+    return (
+        f"{where}: the equations of motion with friction ({names}) have no solution that "
+        f"Newton's method finds in {NEWTON_MAX_STEPS} steps: the friction can lock the "
+        "mechanism here (mu N comparable to or above the load that drives the pair, e.g. a "
+        "jamming slider); check the friction coefficients and the geometry"
+    )
 
 
 def checked_converged(x, model, solution, where):
@@ -244,8 +259,7 @@ def checked_converged(x, model, solution, where):
     return _errors.error_if(x, ~jnp.all(solution.converged), not_converged_message(model, where))
 
 
-def at_state(model, q, qd, t, method, label, *, gamma=None, qdd=None, in_loop=False,
-             terms=None):
+def at_state(model, q, qd, t, method, label, *, gamma=None, qdd=None, in_loop=False, terms=None):
     """`solve_friction` at (q, qd, t) with the bound reaction `method`: M, F, C and gamma
     from `terms` (the `StateTerms` at the state, formed here when None; `gamma` replaces
     theirs when given), `qdd` given or None."""
@@ -295,8 +309,10 @@ def friction_forces(
     grad work; the derivatives are implicit (they do not differentiate the iterations).
     """
     if not model.friction:
-        raise ValueError("friction_forces: the model has no friction elements "
-                         "(mb.RevoluteFriction, mb.TranslationalFriction)")
+        raise ValueError(
+            "friction_forces: the model has no friction elements "
+            "(mb.RevoluteFriction, mb.TranslationalFriction)"
+        )
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     check_shapes(model, "friction_forces", q=q, qd=qd)
@@ -360,8 +376,7 @@ class WithFriction(AbstractStateFormulation):
     stabilizable: ClassVar[bool] = True  # the coupled friction solve reads the terms' gamma
 
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
-        return simulate_accelerations(model, terms.q, terms.qd, terms.t, terms, self.method,
-                                      label)
+        return simulate_accelerations(model, terms.q, terms.qd, terms.t, terms, self.method, label)
 
     def accelerations_and_ratios(
         self, model: Model, terms: StateTerms, label: str

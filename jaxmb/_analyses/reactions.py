@@ -61,7 +61,10 @@ def _warn_not_unique(method, rx, where):
             f"{where}: the reactions of {', '.join(names)} are not unique (seed 001, section 3); "
             f"method {method.name!r} returns one of infinitely many, not what the joints "
             "carry. method=mb.Compliance(stiffness, default) gives the reactions the joints' "
-            "stiffness selects.", NonUniqueReactionWarning, stacklevel=3)
+            "stiffness selects.",
+            NonUniqueReactionWarning,
+            stacklevel=3,
+        )
 
 
 class Reactions(eqx.Module):
@@ -172,8 +175,10 @@ def _warn_singular_derivative(rx, where, *inputs):
         warnings.warn(
             f"{where}: differentiated at a singular configuration (the rank of C is below its "
             "rank at model.q0): the reactions have no derivative there, so their derivatives "
-            "are NaN (Reactions.singular marks the states)", SingularDerivativeWarning,
-            stacklevel=3)
+            "are NaN (Reactions.singular marks the states)",
+            SingularDerivativeWarning,
+            stacklevel=3,
+        )
 
 
 def _label(method, bound, traced, where="reactions"):
@@ -221,8 +226,9 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
     frozen = jax.tree.map(
         lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, model
     )
-    report = solvability(frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t),
-                         method=flags_method(model))
+    report = solvability(
+        frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t), method=flags_method(model)
+    )
     lam = _friction.check_unique(lam, model, report.solvable, method, label)
     singular = None
     if flags_method(model) == "qr" and model.num_rows:
@@ -230,8 +236,10 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
         lam, qdd, gen = (_no_derivative_where(singular, x) for x in (lam, qdd, gen))
         if solution is not None:
             solution = dataclasses.replace(
-                solution, force=_no_derivative_where(singular, solution.force),
-                generalized=_no_derivative_where(singular, solution.generalized))
+                solution,
+                force=_no_derivative_where(singular, solution.force),
+                generalized=_no_derivative_where(singular, solution.generalized),
+            )
     return Reactions(
         pair_names=model.pair_names,
         body_names=model.body_names,
@@ -243,8 +251,9 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
         friction_names=tuple(f.name for f in model.friction),
         friction_force=None if solution is None else solution.force,
         friction_array=None if solution is None else solution.generalized,
-        pair_bodies=tuple(tuple(b.name for b in p.bodies() if not b.is_ground)
-                          for p in model.pairs),
+        pair_bodies=tuple(
+            tuple(b.name for b in p.bodies() if not b.is_ground) for p in model.pairs
+        ),
         singular=singular,
     )
 
@@ -279,15 +288,24 @@ def reactions(
         raise TypeError("reactions: pass qd (or a Trajectory)")
     bound = method.bind(model, "reactions")
     label = _label(method, bound, _traced(model, method, q, qd, t))
-    at = ((q.q[0], q.ts[0], "at the first saved state") if isinstance(q, Trajectory)
-          else (q, t, "at this state"))
+    at = (
+        (q.q[0], q.ts[0], "at the first saved state")
+        if isinstance(q, Trajectory)
+        else (q, t, "at this state")
+    )
     with suggesting_rows(model, *at), _naming(method, bound):
         if isinstance(q, Trajectory):
             rx = _reactions_along(model, (q.q, q.qd, q.ts), bound, label, check)
         else:
-            rx = _reactions_one(model, jnp.asarray(q, jnp.float64),
-                                jnp.asarray(qd, jnp.float64), jnp.asarray(t, jnp.float64),
-                                bound, label, check=check)
+            rx = _reactions_one(
+                model,
+                jnp.asarray(q, jnp.float64),
+                jnp.asarray(qd, jnp.float64),
+                jnp.asarray(t, jnp.float64),
+                bound,
+                label,
+                check=check,
+            )
     rx = _named(rx, method)
     _warn_not_unique(method, rx, "reactions")
     _warn_singular_derivative(rx, "reactions", model, q, qd, t)
@@ -323,8 +341,7 @@ _reactions_one = _errors.checked_jit(_reactions_at)
 @_errors.checked_jit
 def _reactions_along(model, xs, method, label, check=False):
     """Reactions along the time axis of xs = (q, qd, ts) or (q, qd, ts, qdd)."""
-    return jax.vmap(
-        lambda x: _reactions_at(model, *x[:3], method, label, *x[3:], check=check))(xs)
+    return jax.vmap(lambda x: _reactions_at(model, *x[:3], method, label, *x[3:], check=check))(xs)
 
 
 def inverse_dynamics(
@@ -363,9 +380,14 @@ def _consistent(model, q, qd, t):
     if not model.num_rows:
         return qd
     return worst_pair_error(
-        model, qd, model.velocity_residual(q, qd, t), STATE_TOL * (1.0 + jnp.max(jnp.abs(qd))),
+        model,
+        qd,
+        model.velocity_residual(q, qd, t),
+        STATE_TOL * (1.0 + jnp.max(jnp.abs(qd))),
         "statics: velocity violates the velocity constraints C qd + b = 0 of pair {!r}; "
-        "project it with mb.consistent_velocity(model, q, velocity, t)", False)
+        "project it with mb.consistent_velocity(model, q, velocity, t)",
+        False,
+    )
 
 
 def _success_codes(n_t):

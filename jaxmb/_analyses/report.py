@@ -28,8 +28,10 @@ def format_report(report) -> str:
     for name, info in d.get("groups", {}).items():
         verdict = "unique" if info["solvable"] else "NOT unique"
         members = "+".join(info["members"])
-        lines.append(f"  group {name!r} ({members}): combined reaction {verdict}, "
-                     f"|B|_F = {info['b_norm']:.4g}")
+        lines.append(
+            f"  group {name!r} ({members}): combined reaction {verdict}, "
+            f"|B|_F = {info['b_norm']:.4g}"
+        )
     return "\n".join(lines)
 
 
@@ -38,15 +40,16 @@ def _concrete(*arrays):
     or vmap; a shape from `jax.eval_shape`)."""
     import jax
 
-    if any(isinstance(a, jax.core.Tracer) or not isinstance(a, (jax.Array, np.ndarray))
-           for a in arrays):
+    if any(
+        isinstance(a, jax.core.Tracer) or not isinstance(a, (jax.Array, np.ndarray)) for a in arrays
+    ):
         return None
     return [np.asarray(a) for a in arrays]
 
 
 def _states(x, trailing):
     """`x` with its batch axes (all but the `trailing` last) flattened into one leading axis."""
-    return np.reshape(x, (-1, *np.shape(x)[np.ndim(x) - trailing:]))
+    return np.reshape(x, (-1, *np.shape(x)[np.ndim(x) - trailing :]))
 
 
 def _cell(values, tiny):
@@ -76,16 +79,23 @@ def _heading(title, batch):
 def _table(header, rows, text):
     """Rows of columns: the first `text` left-aligned (names), the others right-aligned."""
     widths = [max(len(r[c]) for r in [header, *rows]) for c in range(len(header))]
-    return ["  " + "  ".join(v.ljust(w) if c < text else v.rjust(w)
-                             for c, (v, w) in enumerate(zip(r, widths))).rstrip()
-            for r in [header, *rows]]
+    return [
+        "  "
+        + "  ".join(
+            v.ljust(w) if c < text else v.rjust(w) for c, (v, w) in enumerate(zip(r, widths))
+        ).rstrip()
+        for r in [header, *rows]
+    ]
 
 
 def format_reactions(rx) -> str:
     """The forces and torques each pair applies to its bodies, with the uniqueness flags (one
     state: the values; along a trajectory or a batch: min .. max over the states)."""
-    arrays = _concrete(rx.generalized_array, rx.solvable_array,
-                       *(() if rx.friction_force is None else (rx.friction_force,)))
+    arrays = _concrete(
+        rx.generalized_array,
+        rx.solvable_array,
+        *(() if rx.friction_force is None else (rx.friction_force,)),
+    )
     if arrays is None:
         return f"Reactions(method={rx.method!r}, pairs={rx.pair_names}, values not concrete)"
     gen, flags, *friction = arrays
@@ -97,17 +107,27 @@ def format_reactions(rx) -> str:
         if rx.pair_bodies:
             bodies = rx.pair_bodies[k]
         else:  # the bodies where the pair's generalized force is not zero
-            bodies = tuple(b for i, b in enumerate(rx.body_names)
-                           if np.any(gen[:, k, 3 * i:3 * i + 3]))
+            bodies = tuple(
+                b for i, b in enumerate(rx.body_names) if np.any(gen[:, k, 3 * i : 3 * i + 3])
+            )
         verdict = _verdict(flags[:, k], "unique", "NOT unique")
         for first, body in zip([True] + [False] * len(bodies), bodies):
             i = 3 * rx.body_names.index(body)
-            rows.append([pair if first else "", verdict if first else "", body,
-                         *(_cell(gen[:, k, i + c], tiny) for c in range(3))])
-    lines = [_heading(f"Reactions (method: {rx.method})", batch),
-             "  what each pair applies to each of its bodies: force (global fx, fy) and "
-             "torque about its centre of mass", "",
-             *_table(["pair", "reaction", "on body", "fx", "fy", "torque"], rows, 3)]
+            rows.append(
+                [
+                    pair if first else "",
+                    verdict if first else "",
+                    body,
+                    *(_cell(gen[:, k, i + c], tiny) for c in range(3)),
+                ]
+            )
+    lines = [
+        _heading(f"Reactions (method: {rx.method})", batch),
+        "  what each pair applies to each of its bodies: force (global fx, fy) and "
+        "torque about its centre of mass",
+        "",
+        *_table(["pair", "reaction", "on body", "fx", "fy", "torque"], rows, 3),
+    ]
     if friction:
         force = _states(friction[0], 1)
         rows = [[name, _cell(force[:, k], 0.0)] for k, name in enumerate(rx.friction_names)]
@@ -118,19 +138,24 @@ def format_reactions(rx) -> str:
 def format_friction(fr) -> str:
     """The friction forces, slip rates, dissipated power and normal loads of each element
     (one state: the values; a batch: min .. max over the states)."""
-    arrays = _concrete(fr.force, fr.slip_rate, fr.power, fr.normal_load, fr.converged,
-                       fr.num_steps)
+    arrays = _concrete(fr.force, fr.slip_rate, fr.power, fr.normal_load, fr.converged, fr.num_steps)
     if arrays is None:
         return f"FrictionForces(names={fr.names}, values not concrete)"
     force, rate, power, load, converged, steps = arrays
     batch = converged.shape
     columns = [_states(x, 1) for x in (force, rate, power, load)]
     converged = np.reshape(converged, (-1,))
-    newton = (f"Newton's method {_verdict(converged, 'converged', 'did NOT converge')}, "
-              f"{int(np.max(steps, initial=0))} steps" + ("" if not batch else " at most"))
+    newton = (
+        f"Newton's method {_verdict(converged, 'converged', 'did NOT converge')}, "
+        f"{int(np.max(steps, initial=0))} steps" + ("" if not batch else " at most")
+    )
     rows = [[name, *(_cell(c[:, k], 0.0) for c in columns)] for k, name in enumerate(fr.names)]
-    return "\n".join([
-        _heading("Friction forces", batch) + f" ({newton})",
-        "  force (a pin's: torque) along the slip coordinate, positive with the slip rate; "
-        "the power it dissipates", "",
-        *_table(["element", "force", "slip rate", "power", "normal load"], rows, 1)])
+    return "\n".join(
+        [
+            _heading("Friction forces", batch) + f" ({newton})",
+            "  force (a pin's: torque) along the slip coordinate, positive with the slip rate; "
+            "the power it dissipates",
+            "",
+            *_table(["element", "force", "slip rate", "power", "normal load"], rows, 1),
+        ]
+    )

@@ -50,8 +50,9 @@ def simulate(
     throw: bool = True,
     progress: bool = False,
     formulation: AbstractFormulation
-    | Literal["default", "augmented_lagrangian", "null_space", "auto", "projection",
-              "independent"] = "default",
+    | Literal[
+        "default", "augmented_lagrangian", "null_space", "auto", "projection", "independent"
+    ] = "default",
     stepsize_controller: diffrax.AbstractStepSizeController | None = None,
     method: AbstractReactionMethod | Literal["min_norm", "auto"] | None = None,
 ) -> Trajectory:
@@ -128,8 +129,23 @@ def simulate(
     rtol, atol = checked_tolerances(rtol, atol)  # arrays: a new value reuses the program
     dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
     formulation = as_formulation(formulation, model, method)
-    problem = Problem(q0, qd0, t0, t1, ts, rtol, atol, dt0, solver, stepsize_controller,
-                      stabilization, adjoint, max_steps, throw, progress)
+    problem = Problem(
+        q0,
+        qd0,
+        t0,
+        t1,
+        ts,
+        rtol,
+        atol,
+        dt0,
+        solver,
+        stepsize_controller,
+        stabilization,
+        adjoint,
+        max_steps,
+        throw,
+        progress,
+    )
     with _forward_mode_hint(adjoint), suggesting_rows(model, q0, t0, "at q0"):
         return formulation.integrate(model, problem)
 
@@ -146,9 +162,13 @@ def default_formulation(model: Model | None = None) -> AbstractFormulation:
     return AugmentedLagrangian()
 
 
-FORMULATIONS = {"null_space": NullSpace, "auto": Auto, "projection": Projection,
-                "independent": IndependentCoordinates,
-                "augmented_lagrangian": AugmentedLagrangian}
+FORMULATIONS = {
+    "null_space": NullSpace,
+    "auto": Auto,
+    "projection": Projection,
+    "independent": IndependentCoordinates,
+    "augmented_lagrangian": AugmentedLagrangian,
+}
 """The string spellings of `simulate(formulation=...)`."""
 
 
@@ -165,8 +185,10 @@ def as_formulation(
     if model is None or not model.friction:
         return formulation
     if not isinstance(formulation, AbstractStateFormulation):
-        raise ValueError("simulate: the independent-coordinate formulation does not "
-                         "support friction elements; use formulation='null_space'")
+        raise ValueError(
+            "simulate: the independent-coordinate formulation does not "
+            "support friction elements; use formulation='null_space'"
+        )
     bound = _friction.default_method(method, formulation).bind(model, "simulate")
     return _friction.WithFriction(formulation, bound)
 
@@ -202,4 +224,3 @@ def _forward_mode_hint(adjoint):
             "(diffrax.RecursiveCheckpointAdjoint) supports reverse mode (jax.grad, jax.jacrev) "
             "only."
         ) from None
-

@@ -123,15 +123,20 @@ def _per_set(row_sets, fn, col_sets=None):
     """`fn(idx)` for every row set (`fn(idx, cols)` with `col_sets`, a static set of columns
     per row set), sets of one size vmapped together over their static indices (the traced
     program does not grow with the number of pairs); outputs in set order."""
-    index_sets = [(idx,) for idx in row_sets] if col_sets is None else list(zip(row_sets,
-                                                                             col_sets))
+    index_sets = [(idx,) for idx in row_sets] if col_sets is None else list(zip(row_sets, col_sets))
     by_size: dict = {}
     for k, sets in enumerate(index_sets):
         by_size.setdefault(tuple(len(x) for x in sets), []).append(k)
     outs, order = [], []
     for sizes, members in by_size.items():
-        args = [jnp.asarray(np.asarray([index_sets[k][a] for k in members], np.int64)
-                            .reshape(len(members), size)) for a, size in enumerate(sizes)]
+        args = [
+            jnp.asarray(
+                np.asarray([index_sets[k][a] for k in members], np.int64).reshape(
+                    len(members), size
+                )
+            )
+            for a, size in enumerate(sizes)
+        ]
         outs.append(jax.vmap(fn)(*args))
         order += members
     inverse = np.argsort(np.asarray(order))
@@ -172,8 +177,13 @@ def _analyse_sets(C, Qt, rank, row_sets, method, rtol, btol):
     # a set has at most as many unique directions as rows (range(C_X^T) has dimension <= L)
     width = min(n, max((len(idx) for idx in row_sets), default=0))
     if not row_sets:
-        return (jnp.zeros(0, bool), jnp.zeros(0, C.dtype), jnp.zeros(0, C.dtype),
-                jnp.zeros((0, n, width), C.dtype), jnp.zeros(0, jnp.int32))
+        return (
+            jnp.zeros(0, bool),
+            jnp.zeros(0, C.dtype),
+            jnp.zeros(0, C.dtype),
+            jnp.zeros((0, n, width), C.dtype),
+            jnp.zeros(0, jnp.int32),
+        )
     scale = jnp.max(jnp.abs(C), initial=0.0)
     b_norm = _b_norms(C, Qt, row_sets)
     member = np.zeros((len(row_sets), rows))  # |C_X|_F^2 = sum of the set's squared row norms
@@ -205,8 +215,10 @@ def _set_columns(model, row_sets):
         for rows, coords in zip(g.rows, g.coords):
             for r in rows:
                 columns[int(r)] = coords
-    return [np.unique(np.concatenate([columns[int(r)] for r in idx] or [np.zeros(0, np.int64)]))
-            for idx in row_sets]
+    return [
+        np.unique(np.concatenate([columns[int(r)] for r in idx] or [np.zeros(0, np.int64)]))
+        for idx in row_sets
+    ]
 
 
 def _analyse_local_sets(model, C, Qt, row_sets, rtol, btol):
@@ -215,8 +227,13 @@ def _analyse_local_sets(model, C, Qt, row_sets, rtol, btol):
     n = C.shape[1]
     width = min(n, max((len(idx) for idx in row_sets), default=0))
     if not row_sets:
-        return (jnp.zeros(0, bool), jnp.zeros(0, C.dtype), jnp.zeros(0, C.dtype),
-                jnp.zeros((0, n, width), C.dtype), jnp.zeros(0, jnp.int32))
+        return (
+            jnp.zeros(0, bool),
+            jnp.zeros(0, C.dtype),
+            jnp.zeros(0, C.dtype),
+            jnp.zeros((0, n, width), C.dtype),
+            jnp.zeros(0, jnp.int32),
+        )
     scale = jnp.max(jnp.abs(C), initial=0.0)
 
     def one(idx, cols):
@@ -285,13 +302,15 @@ class SolvabilityReport(eqx.Module):
     def redundant_rows(self) -> tuple[int, ...]:
         """A set of p rows of C whose removal leaves an independent set (from pivoted QR of C^T)."""
         if self.row_order is None:
-            raise ValueError(f"redundant_rows needs the pivoted QR of C^T, which method "
-                             f"{self.method!r} does not compute: use mb.solvability(model, q, "
-                             "t, method='qr')")
+            raise ValueError(
+                f"redundant_rows needs the pivoted QR of C^T, which method "
+                f"{self.method!r} does not compute: use mb.solvability(model, q, "
+                "t, method='qr')"
+            )
         order = np.asarray(self.row_order)
         if order.ndim != 1:
             raise ValueError("redundant_rows is defined for a single configuration, not a batch")
-        return tuple(sorted(int(k) for k in order[int(self.rank):]))
+        return tuple(sorted(int(k) for k in order[int(self.rank) :]))
 
     def solvable_dict(self) -> dict[str, bool]:
         """Pair name -> solvable."""
@@ -308,8 +327,7 @@ class SolvabilityReport(eqx.Module):
             "dof": int(self.dof),
             "margin": float(self.margin),
             "warning": bool(self.warning),
-            "redundant_rows": (None if self.row_order is None
-                               else list(self.redundant_rows)),
+            "redundant_rows": (None if self.row_order is None else list(self.redundant_rows)),
             "pairs": {
                 nm: {
                     "solvable": bool(s),
@@ -384,13 +402,16 @@ def solvability(
     ```
     """
     if method not in METHODS:
-        raise ValueError("solvability: method must be 'qr', 'svd', 'rank' or 'sparse', got "
-                         f"{method!r}")
+        raise ValueError(
+            f"solvability: method must be 'qr', 'svd', 'rank' or 'sparse', got {method!r}"
+        )
     groups = tuple((name, tuple(members)) for name, members in dict(groups or {}).items())
     for name, members in groups:
         if not members:
-            raise ValueError(f"solvability: group {name!r} has no pairs; give it the names of "
-                             "the pairs whose combined reaction to test")
+            raise ValueError(
+                f"solvability: group {name!r} has no pairs; give it the names of "
+                "the pairs whose combined reaction to test"
+            )
     q = jnp.asarray(q, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
     check_shapes(model, "solvability", q=q)
@@ -422,8 +443,9 @@ def _solvability_compiled(model, q, t, method, groups, rtol, btol, block=None, s
     pair_sets = _row_sets(model, [(nm,) for nm in model.pair_names])
     group_sets = _row_sets(model, list(groups.values()))
     if method == "sparse":
-        return _sparse_report(model, C, hol, groups, pair_sets, group_sets, rtol, btol, block,
-                              strict)
+        return _sparse_report(
+            model, C, hol, groups, pair_sets, group_sets, rtol, btol, block, strict
+        )
 
     rank_h, _, _ = _rank_svd(C[hol], rtol) if hol.any() else (jnp.asarray(0), None, None)
     rank_n, _, _ = _rank_svd(C[~hol], rtol) if (~hol).any() else (jnp.asarray(0), None, None)
@@ -440,12 +462,26 @@ def _solvability_compiled(model, q, t, method, groups, rtol, btol, block=None, s
         g_ok, g_b, _, _, g_count = _analyse_sets(C, Qt, rank, group_sets, method, rtol, btol)
     _, _, row_order = pivoted_qr(C.T)
     return SolvabilityReport(
-        method=method, pair_names=model.pair_names, group_names=tuple(groups),
-        group_members=tuple(tuple(v) for v in groups.values()), n=model.n,
-        num_rows=model.num_rows, rank=rank, rank_holonomic=rank_h, rank_nonholonomic=rank_n,
-        solvable=ok, b_norm=b_norm, b_relative=b_rel, unique_directions=E, unique_count=e_count,
-        group_solvable=g_ok, group_b_norm=g_b, group_unique_count=g_count, margin=margin,
-        warning=margin < MARGIN_WARNING, row_order=row_order,
+        method=method,
+        pair_names=model.pair_names,
+        group_names=tuple(groups),
+        group_members=tuple(tuple(v) for v in groups.values()),
+        n=model.n,
+        num_rows=model.num_rows,
+        rank=rank,
+        rank_holonomic=rank_h,
+        rank_nonholonomic=rank_n,
+        solvable=ok,
+        b_norm=b_norm,
+        b_relative=b_rel,
+        unique_directions=E,
+        unique_count=e_count,
+        group_solvable=g_ok,
+        group_b_norm=g_b,
+        group_unique_count=g_count,
+        margin=margin,
+        warning=margin < MARGIN_WARNING,
+        row_order=row_order,
     )
 
 
@@ -455,16 +491,20 @@ def _sparse_report(model, C, hol, groups, pair_sets, group_sets, rtol, btol, blo
     rank = model.n - found.count
     if strict:
         rank = _errors.error_if(
-            rank, found.saturated,
+            rank,
+            found.saturated,
             f"solvability(method='sparse'): the model has at least {found.sigma.shape[0]} "
             "independent motions at this configuration, more than the sparse rank test "
-            "resolves inside jit; call it eagerly (it enlarges its block) or use method='qr'")
+            "resolves inside jit; call it eagerly (it enlarges its block) or use method='qr'",
+        )
     rank_h, rank_n = rank, jnp.asarray(0)
     if not hol.all():
         rank_n, _, _ = _rank_svd(C[~hol], rtol)  # h rows: a small dense SVD
-        rank_h = (model.n - _sparse.modes(model, C, rtol, hol, found.sigma.shape[0] + model.h).count
-                  if hol.any()
-                  else jnp.asarray(0))
+        rank_h = (
+            model.n - _sparse.modes(model, C, rtol, hol, found.sigma.shape[0] + model.h).count
+            if hol.any()
+            else jnp.asarray(0)
+        )
     values = jnp.concatenate([found.sigma, found.sigma_max[None]])
     kept = jnp.concatenate([found.sigma > rtol * found.sigma_max, jnp.ones(1, bool)])
     margin = _margin(values, kept, rtol)
@@ -474,12 +514,27 @@ def _sparse_report(model, C, hol, groups, pair_sets, group_sets, rtol, btol, blo
     if groups:
         g_ok, g_b, _, _, g_count = _analyse_local_sets(model, C, Qt, group_sets, rtol, btol)
     return SolvabilityReport(
-        method="sparse", pair_names=model.pair_names, group_names=tuple(groups),
-        group_members=tuple(tuple(v) for v in groups.values()), n=model.n,
-        num_rows=model.num_rows, rank=rank, rank_holonomic=rank_h, rank_nonholonomic=rank_n,
-        solvable=ok, b_norm=b_norm, b_relative=b_rel, unique_directions=E, unique_count=e_count,
-        group_solvable=g_ok, group_b_norm=g_b, group_unique_count=g_count, margin=margin,
-        warning=margin < MARGIN_WARNING, row_order=None, block_saturated=found.saturated,
+        method="sparse",
+        pair_names=model.pair_names,
+        group_names=tuple(groups),
+        group_members=tuple(tuple(v) for v in groups.values()),
+        n=model.n,
+        num_rows=model.num_rows,
+        rank=rank,
+        rank_holonomic=rank_h,
+        rank_nonholonomic=rank_n,
+        solvable=ok,
+        b_norm=b_norm,
+        b_relative=b_rel,
+        unique_directions=E,
+        unique_count=e_count,
+        group_solvable=g_ok,
+        group_b_norm=g_b,
+        group_unique_count=g_count,
+        margin=margin,
+        warning=margin < MARGIN_WARNING,
+        row_order=None,
+        block_saturated=found.saturated,
     )
 
 
@@ -493,6 +548,9 @@ def suggesting_rows(model, q, t, where="here"):
         if NOT_REMOVABLE not in str(err) or not is_concrete(q):
             raise
         rows = solvability(model, q, t).redundant_rows
-        hint = (f"Rows that form a removable set {where}: {rows}" if rows else
-                f"No row is redundant {where} (p = 0): eliminate none, use method='min_norm'")
+        hint = (
+            f"Rows that form a removable set {where}: {rows}"
+            if rows
+            else f"No row is redundant {where} (p = 0): eliminate none, use method='min_norm'"
+        )
         raise eqx.EquinoxRuntimeError(f"{str(err).rstrip()} {hint}") from None

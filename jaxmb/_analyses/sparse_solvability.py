@@ -115,8 +115,12 @@ def modes(model: Model, C, rtol: float, active=None, block: int | None = None) -
         w = s.CT(s.C(u / sqrt_m)) / sqrt_m
         return w / jnp.maximum(jnp.linalg.norm(w), 1e-300), None
 
-    u, _ = jax.lax.scan(power, jnp.asarray(np.random.default_rng(11).standard_normal(n)),
-                        None, length=POWER_ITERATIONS)
+    u, _ = jax.lax.scan(
+        power,
+        jnp.asarray(np.random.default_rng(11).standard_normal(n)),
+        None,
+        length=POWER_ITERATIONS,
+    )
     sigma_max = jnp.maximum(jnp.linalg.norm(s.C(u / sqrt_m)), jnp.max(sigma))
     count = jnp.sum(sigma <= rtol * sigma_max)
     return Modes(sigma, sigma_max, count, (count == b) & (b < n))

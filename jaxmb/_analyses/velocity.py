@@ -101,6 +101,7 @@ def kinematics(
 
     _, (qs, qds, qdds, bad, worst) = jax.lax.scan(step, q_start, ts)
     if model.m:
-        qs = _errors.branched_error_if(qs, jnp.any(bad), worst[jnp.argmax(bad)],
-                                       failure_messages(model))
+        qs = _errors.branched_error_if(
+            qs, jnp.any(bad), worst[jnp.argmax(bad)], failure_messages(model)
+        )
     return KinematicsResult(ts, qs, qds, qdds)

@@ -116,14 +116,16 @@ class AugmentedLagrangian(AbstractStateFormulation):
         for name in ("iterations", "projection_iterations"):
             value = getattr(self, name)
             if not (isinstance(value, int) and value >= 1):
-                raise ValueError(f"AugmentedLagrangian: {name} must be an integer >= 1, got "
-                                 f"{value!r}")
+                raise ValueError(
+                    f"AugmentedLagrangian: {name} must be an integer >= 1, got {value!r}"
+                )
         for name in ("penalty", "tol", "projection_tol"):  # data: checked where concrete
             value = _errors.concrete(jnp.asarray(getattr(self, name)))
-            if value is not None and not (np.ndim(value) == 0 and np.isfinite(value)
-                                          and value > 0):
-                raise ValueError(f"AugmentedLagrangian: {name} must be a positive finite "
-                                 f"number, got {getattr(self, name)!r}")
+            if value is not None and not (np.ndim(value) == 0 and np.isfinite(value) and value > 0):
+                raise ValueError(
+                    f"AugmentedLagrangian: {name} must be a positive finite "
+                    f"number, got {getattr(self, name)!r}"
+                )
 
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         return accelerations(model, self, terms)
@@ -146,8 +148,10 @@ class AugmentedLagrangian(AbstractStateFormulation):
         for name in ("penalty", "tol", "projection_tol"):
             value = jnp.asarray(getattr(self, name))
             q0 = _errors.error_if(
-                q0, ~(jnp.all(jnp.isfinite(value)) & jnp.all(value > 0.0)),
-                f"AugmentedLagrangian: {name} must be a positive finite number (traced value)")
+                q0,
+                ~(jnp.all(jnp.isfinite(value)) & jnp.all(value > 0.0)),
+                f"AugmentedLagrangian: {name} must be a positive finite number (traced value)",
+            )
         return q0
 
     def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
@@ -164,7 +168,8 @@ class AugmentedLagrangian(AbstractStateFormulation):
                 f"(residual above tol = {float(self.tol):g} after {self.iterations} "
                 "iterations): the constraints are inconsistent (e.g. two drivers that "
                 "contradict each other), or the penalty is too small for the mechanism "
-                "(raise `penalty` or `iterations`)")
+                "(raise `penalty` or `iterations`)"
+            )
 
     def project_state(
         self, model: Model, q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
@@ -277,8 +282,9 @@ def system(model: Model, mass, blocks, penalty, active=None, scale=None) -> Syst
     values = sc.assemble(symbolic, diag_blocks=_diagonal_blocks(mass))
     for c, block in zip(cliques, normal):
         values = values + sc.assemble_cliques(symbolic, block, c)
-    return System(groups, model.num_rows, mass, tuple(blocks), scale, penalty,
-                  sc.factorize(symbolic, values))
+    return System(
+        groups, model.num_rows, mass, tuple(blocks), scale, penalty, sc.factorize(symbolic, values)
+    )
 
 
 def blocks_of(model: Model, C) -> list:
@@ -329,10 +335,15 @@ def constrained_solve(s, f, g, iterations, tol):
         return (x, lam + s.penalty * c, c), None
 
     start = (jnp.zeros_like(f), jnp.zeros(s.num_rows, f.dtype), -g)
-    (x, lam, c), _ = jax.lax.scan(step, start, None, length=iterations,
-                                  unroll=isinstance(s, DenseSystem))  # sparse: compile once
-    size = (jnp.linalg.norm(sqrt_m * x) + jnp.linalg.norm(f / sqrt_m) + jnp.linalg.norm(g)
-            + ABSOLUTE_FLOOR * jnp.linalg.norm(sqrt_m))
+    (x, lam, c), _ = jax.lax.scan(
+        step, start, None, length=iterations, unroll=isinstance(s, DenseSystem)
+    )  # sparse: compile once
+    size = (
+        jnp.linalg.norm(sqrt_m * x)
+        + jnp.linalg.norm(f / sqrt_m)
+        + jnp.linalg.norm(g)
+        + ABSOLUTE_FLOOR * jnp.linalg.norm(sqrt_m)
+    )
     residual = jnp.linalg.norm(jax.lax.stop_gradient(c))
     return x, lam, residual <= jax.lax.stop_gradient(tol) * size
 
@@ -357,8 +368,9 @@ def _accelerations(model, formulation, terms):
         kin = constraint_blocks(pairs, groups, model.num_rows, terms.q, terms.qd, terms.t)
         s = system(model, mass, kin.blocks, formulation.penalty)
         gamma = kin.gamma
-    qdd, _, consistent = constrained_solve(s, terms.F, s.scale * gamma, formulation.iterations,
-                                           formulation.tol)
+    qdd, _, consistent = constrained_solve(
+        s, terms.F, s.scale * gamma, formulation.iterations, formulation.tol
+    )
     return qdd, consistent
 
 
@@ -396,6 +408,7 @@ def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
 
         def build(blocks, active=None):
             return system(model, mass, blocks, formulation.penalty, active)
+
     s = None
     if model.m:
         s = build(matrix(q, t), jnp.asarray(model.holonomic_rows))

@@ -34,8 +34,10 @@ class Baumgarte(eqx.Module):
         for name, value in self._parameters():
             known = _errors.concrete(value)
             if known is not None and not (known.shape == () and self._valid(known)):
-                raise ValueError(f"Baumgarte: {name} must be a finite number >= 0 (a damping "
-                                 f"rate, 1/s), got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"Baumgarte: {name} must be a finite number >= 0 (a damping "
+                    f"rate, 1/s), got {getattr(self, name)!r}"
+                )
 
     def _parameters(self):
         return (("alpha", jnp.asarray(self.alpha)), ("beta", jnp.asarray(self.beta)))
@@ -48,8 +50,11 @@ class Baumgarte(eqx.Module):
     def checked(self, x: Float[Array, "*shape"]) -> Float[Array, "*shape"]:
         """x, after the check of alpha and beta where they are traced (inside jit)."""
         for name, value in self._parameters():
-            x = _errors.error_if(x, ~jnp.all(self._valid(value)),
-                                 f"Baumgarte: {name} must be a finite number >= 0 (traced value)")
+            x = _errors.error_if(
+                x,
+                ~jnp.all(self._valid(value)),
+                f"Baumgarte: {name} must be a finite number >= 0 (traced value)",
+            )
         return x
 
     def gamma(

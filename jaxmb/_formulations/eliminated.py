@@ -61,4 +61,3 @@ def check_removable(x, C, keep, label):
         for r in range(rows + 1)
     )
     return _errors.branched_error_if(x, bad, jnp.where(bad, rank, 0), messages)
-

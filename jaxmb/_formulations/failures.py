@@ -126,8 +126,10 @@ def diagnose(model, result, t0, q0, t, q, qd, probe_dt):
         # only on failure: the SVDs of the dense C cost O(n^3) (seconds at n = 2400), and a
         # traced successful run must not pay them (lax.cond runs one branch, except under vmap)
         ratio, share = jax.lax.cond(
-            failed, lambda: singular_share(model, q0, t0, q, t),
-            lambda: (jnp.ones((), q.dtype), jnp.zeros(P, q.dtype)))
+            failed,
+            lambda: singular_share(model, q0, t0, q, t),
+            lambda: (jnp.ones((), q.dtype), jnp.zeros(P, q.dtype)),
+        )
         singular = failed & (ratio < SINGULAR_RTOL)
         cause = jnp.where(singular, 1 + E + jnp.argmax(share), cause)
     if E:
@@ -160,8 +162,10 @@ def check_stop(model, result, start, stop, dtmin, saved, throw):
     if failed is not None and not bool(failed):  # also under an eager jax.grad
         return saved, jnp.asarray(False)
     # a diagnosis, not a result: no derivative flows through it (nor through its SVDs)
-    frozen = jax.tree.map(lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x,
-                          (model, start, stop, dtmin))
+    frozen = jax.tree.map(
+        lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x,
+        (model, start, stop, dtmin),
+    )
     model, (t0, q0), (t, q, qd), dtmin = frozen
     cause, singular, ratio, share = diagnose(model, result, t0, q0, t, q, qd, 1e3 * dtmin)
     if not throw:

@@ -76,16 +76,29 @@ class IndependentCoordinates(AbstractFormulation):
         q0, qd0, t1, ts = refuse_start(model, start_error, q0, qd0, p.t0, p.t1, p.ts)
         checked_direction(p.t0, t1, "simulate(formulation='independent')")
         q, qd, result, steps, switched, cause, (t_stop, q_stop) = simulate_independent(
-            model, q0, qd0, jnp.concatenate([p.t0[None], ts]), option=self,
-            solver=diffrax.Tsit5() if p.solver is None else p.solver, rtol=p.rtol,
-            atol=p.atol, max_steps=p.max_steps,
+            model,
+            q0,
+            qd0,
+            jnp.concatenate([p.t0[None], ts]),
+            option=self,
+            solver=diffrax.Tsit5() if p.solver is None else p.solver,
+            rtol=p.rtol,
+            atol=p.atol,
+            max_steps=p.max_steps,
         )
         q = q[1:]
         if p.throw:
             q = check_stop(model, cause, (p.t0, q0), (t_stop, q_stop), q)
-        traj = Trajectory(ts=ts, q=q, qd=qd[1:], result=result, num_steps=steps,
-                          repartitioned=switched[1:], t_stop=t_stop,
-                          singular=cause == SINGULAR)
+        traj = Trajectory(
+            ts=ts,
+            q=q,
+            qd=qd[1:],
+            result=result,
+            num_steps=steps,
+            repartitioned=switched[1:],
+            t_stop=t_stop,
+            singular=cause == SINGULAR,
+        )
         return refused(traj, start_error, p.t0)
 
 
@@ -205,9 +218,7 @@ def reaction_matrix_solve(model, rows, y_idx, z_idx, q, zd, t):
     Phi_y, Phi_z = C_r[:, y_idx], C_r[:, z_idx]
     I_c = -solve(Phi_y, Phi_z)
     b_r = model.b(q, t)[model.holonomic_rows][rows]
-    qd = jnp.zeros(n, q.dtype).at[z_idx].set(zd).at[y_idx].set(
-        I_c @ zd - solve(Phi_y, b_r)
-    )
+    qd = jnp.zeros(n, q.dtype).at[z_idx].set(zd).at[y_idx].set(I_c @ zd - solve(Phi_y, b_r))
     gamma_r = model.gamma(q, qd, t)[model.holonomic_rows][rows]
     xi = solve(Phi_y, gamma_r)
     r = y_idx.shape[0]
@@ -245,7 +256,8 @@ def multipliers(
     y_idx, z_idx = best_partition(Phi_q[rows])
     _, _, lam_r = reaction_matrix_solve(model, rows, y_idx, z_idx, q, qd[z_idx], t)
     lam_r = _errors.error_if(
-        lam_r, ~jnp.all(jnp.isfinite(lam_r)),
+        lam_r,
+        ~jnp.all(jnp.isfinite(lam_r)),
         "reaction_matrix_multipliers: the reaction matrix N_c is singular: the constraints are "
         "redundant (pass rank=r, the rank of Phi_q) or the configuration is singular.",
     )
@@ -271,7 +283,8 @@ def _rank_at(model, q0, t0, option):
         raise ValueError(
             f"IndependentCoordinates(rank={option.rank}): Phi_q has rank {rank} at q0 "
             "(singular values above the relative threshold), so some constraints would not be "
-            "enforced; leave rank=None to have it computed, or pass the rank at q0")
+            "enforced; leave rank=None to have it computed, or pass the rank at q0"
+        )
     return rank
 
 
@@ -287,13 +300,17 @@ def _checked_rank(Phi0, r):
     """Phi0, refusing (also inside jit) a rank r that is not the rank of Phi_q at q0: with r
     too small, rows outside the independent set would be left unenforced."""
     if not 0 < r <= min(Phi0.shape):
-        raise ValueError(f"IndependentCoordinates: rank must be in 1..{min(Phi0.shape)} (the "
-                         f"holonomic rows and coordinates of the model), got rank={r}")
+        raise ValueError(
+            f"IndependentCoordinates: rank must be in 1..{min(Phi0.shape)} (the "
+            f"holonomic rows and coordinates of the model), got rank={r}"
+        )
     actual = numerical_rank(Phi0)
     return _errors.error_if(
-        Phi0, actual != r,
+        Phi0,
+        actual != r,
         "IndependentCoordinates(rank=r): r is not the rank of Phi_q at q0, so some "
-        "constraints would not be enforced; pass the rank at q0")
+        "constraints would not be enforced; pass the rank at q0",
+    )
 
 
 # reused by eager calls (the closures below are new each call); no callback
@@ -346,9 +363,18 @@ def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps):
         re-partition at the state reached) or the motion cannot go on (then stop)."""
         t_cur, t_b, q, qd, y_i, z_i, result, cause, t_stop, steps, switched, count = carry
         sol = diffrax.diffeqsolve(
-            term, solver, t0=t_cur, t1=t_b, dt0=None, y0=(q[z_i], qd[z_i]),
-            args=(q, y_i, z_i), stepsize_controller=controller, max_steps=max_steps,
-            saveat=diffrax.SaveAt(t1=True), event=event, throw=False,
+            term,
+            solver,
+            t0=t_cur,
+            t1=t_b,
+            dt0=None,
+            y0=(q[z_i], qd[z_i]),
+            args=(q, y_i, z_i),
+            stepsize_controller=controller,
+            max_steps=max_steps,
+            saveat=diffrax.SaveAt(t1=True),
+            event=event,
+            throw=False,
         )
         t_end = sol.ts[-1]
         q_e, solved = solved_coordinates(model, rows, y_i, z_i, sol.ys[0][-1], q, t_end)
@@ -356,16 +382,29 @@ def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps):
         hit = sol.result == diffrax.RESULTS.event_occurred
         new = stop_cause(q_e, solved, t_end)
         new = jnp.where((~hit) & (sol.result != diffrax.RESULTS.successful), FAILED, new)
-        stopped = diffrax.RESULTS.where(new == SINGULAR, diffrax.RESULTS.singular,
-                                        diffrax.RESULTS.nonlinear_divergence)
+        stopped = diffrax.RESULTS.where(
+            new == SINGULAR, diffrax.RESULTS.singular, diffrax.RESULTS.nonlinear_divergence
+        )
         stopped = diffrax.RESULTS.where(new == FAILED, sol.result, stopped)
         result = diffrax.RESULTS.where(new != 0, stopped, result)
         y_new, z_new = best_partition(model.holonomic_C(q_e, t_end)[rows])
         switch = hit & (new == 0)
         y_i = jnp.where(switch, y_new.astype(y_i.dtype), y_i)
         z_i = jnp.where(switch, z_new.astype(z_i.dtype), z_i)
-        return (t_end, t_b, q_e, qd_e, y_i, z_i, result, new, jnp.where(new != 0, t_end, t_stop),
-                steps + sol.stats["num_steps"], switched | switch, count + 1)
+        return (
+            t_end,
+            t_b,
+            q_e,
+            qd_e,
+            y_i,
+            z_i,
+            result,
+            new,
+            jnp.where(new != 0, t_end, t_stop),
+            steps + sol.stats["num_steps"],
+            switched | switch,
+            count + 1,
+        )
 
     def not_done(carry):
         t_cur, t_b, cause, count = carry[0], carry[1], carry[7], carry[-1]
@@ -375,8 +414,20 @@ def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps):
     def interval(carry, t_pair):
         q, qd, y_i, z_i, result, cause, t_stop, steps = carry
         t_a, t_b = t_pair
-        init = (t_a, t_b, q, qd, y_i, z_i, result, cause, t_stop, steps, jnp.asarray(False),
-                jnp.asarray(0))
+        init = (
+            t_a,
+            t_b,
+            q,
+            qd,
+            y_i,
+            z_i,
+            result,
+            cause,
+            t_stop,
+            steps,
+            jnp.asarray(False),
+            jnp.asarray(0),
+        )
         out = jax.lax.while_loop(not_done, segment, init)
         t_end, _, q, qd, y_i, z_i, result, cause, t_stop, steps, switched, _ = out
         stuck = (t_end < t_b) & (cause == 0)
@@ -388,8 +439,16 @@ def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps):
         return (q, qd, y_i, z_i, result, cause, t_stop, steps), saved
 
     never = jnp.asarray(jnp.inf, q0.dtype)
-    init = (q0, qd0, y_idx, z_idx, diffrax.RESULTS.successful, jnp.asarray(0), never,
-            jnp.asarray(0))
+    init = (
+        q0,
+        qd0,
+        y_idx,
+        z_idx,
+        diffrax.RESULTS.successful,
+        jnp.asarray(0),
+        never,
+        jnp.asarray(0),
+    )
     (q_last, _, _, _, result, cause, t_stop, steps), (qs, qds, switched) = jax.lax.scan(
         interval, init, (ts[:-1], ts[1:])
     )

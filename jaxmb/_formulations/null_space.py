@@ -15,6 +15,7 @@ redundant C would change). Differentiating M qdd + C^T lambda = F, C qdd = gamma
 with any multiplier solution lambda (V^T dC^T eta = 0 for eta in null(C^T) when the rank is
 locally constant), i.e. the same solve with new right-hand sides and the same factorization.
 """
+
 from typing import ClassVar, NamedTuple
 
 import diffrax
@@ -190,4 +191,3 @@ def min_norm_multipliers(C, f):
     """Minimum-norm lambda with C^T lambda = f (seed 001, eq. 15), via the pseudo-inverse, whose
     JAX derivative rule holds where the rank is locally constant."""
     return pinv(C.T, RANK_RTOL) @ f
-

@@ -100,7 +100,8 @@ class PassageMonitor(TransparentSolver):
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         inner, (k, start, first) = solver_state
         y1, y_error, dense_info, inner, result = self.solver.step(
-            terms, t0, t1, y0, args, inner, made_jump)
+            terms, t0, t1, y0, args, inner, made_jump
+        )
         t_model = t1 * getattr(terms, "direction", 1)
         if self.from_rhs:
             stages = jnp.abs(dense_info["k"][2])  # (stages, width): ratios * |dt|

@@ -68,11 +68,11 @@ class Projection(AbstractStateFormulation):
 
     def __check_init__(self):
         if not (isinstance(self.iterations, int) and self.iterations >= 1):
-            raise ValueError(f"Projection: iterations must be an integer >= 1, got "
-                             f"{self.iterations!r}")
+            raise ValueError(
+                f"Projection: iterations must be an integer >= 1, got {self.iterations!r}"
+            )
         if not (isinstance(self.tol, float | int) and np.isfinite(self.tol) and self.tol > 0):
-            raise ValueError(f"Projection: tol must be a positive finite number, got "
-                             f"{self.tol!r}")
+            raise ValueError(f"Projection: tol must be a positive finite number, got {self.tol!r}")
 
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
         return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
@@ -233,8 +233,10 @@ class ProjectedSolver(TransparentSolver):
             # vmapped run equals the loop of single runs
             first_step, last_stage = solver_state
             last_stage = jax.lax.cond(
-                _keeps_last_stage((q, qd), y1, y_error), lambda: last_stage,
-                lambda: self.solver.func(terms, t1, (q, qd), args))
+                _keeps_last_stage((q, qd), y1, y_error),
+                lambda: last_stage,
+                lambda: self.solver.func(terms, t1, (q, qd), args),
+            )
             solver_state = (first_step, last_stage)
         y_error = jax.tree.map(lambda e: jnp.where(rejected, jnp.inf, e), y_error)
         return (q, qd), y_error, dense_info, solver_state, result

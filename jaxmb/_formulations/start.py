@@ -36,10 +36,10 @@ def start_error_index(model, q0, qd0, t0):
     flags = [~jnp.all(jnp.isfinite(q0)), ~jnp.all(jnp.isfinite(qd0))]
     flags.append(~(jnp.max(jnp.abs(model.phi(q0, t0)), initial=0.0) <= POSITION_TOL))
     residual = model.velocity_residual(q0, qd0, t0)
-    flags.append(~(jnp.max(jnp.abs(residual), initial=0.0)
-                   <= VELOCITY_TOL * (1.0 + jnp.max(jnp.abs(qd0)))))
-    forces = (_failures._forces(model, q0, qd0, t0) if model.force_elements
-              else jnp.zeros(1))
+    flags.append(
+        ~(jnp.max(jnp.abs(residual), initial=0.0) <= VELOCITY_TOL * (1.0 + jnp.max(jnp.abs(qd0))))
+    )
+    forces = _failures._forces(model, q0, qd0, t0) if model.force_elements else jnp.zeros(1)
     flags.append(~jnp.all(jnp.isfinite(forces)))
     flags = jnp.stack(flags)
     return jnp.where(jnp.any(flags), jnp.argmax(flags) + 1, 0)
@@ -54,16 +54,23 @@ def check_initial_state(model, q0, qd0, t0, throw=True):
     qd0 = checked_finite(model, qd0, "simulate", "qd0")
     if model.m:
         q0 = worst_pair_error(
-            model, q0, model.phi(q0, t0), POSITION_TOL,
+            model,
+            q0,
+            model.phi(q0, t0),
+            POSITION_TOL,
             "simulate: the initial configuration violates the position constraints of pair "
-            f"{{!r}} (|Phi| above {POSITION_TOL}); call mb.assemble(model, q0) first.", True,
+            f"{{!r}} (|Phi| above {POSITION_TOL}); call mb.assemble(model, q0) first.",
+            True,
         )
     if model.num_rows:
         qd0 = worst_pair_error(
-            model, qd0, model.velocity_residual(q0, qd0, t0),
+            model,
+            qd0,
+            model.velocity_residual(q0, qd0, t0),
             VELOCITY_TOL * (1.0 + jnp.max(jnp.abs(qd0))),
             "simulate: the initial velocity violates the velocity constraints C qd + b = 0 of "
-            "pair {!r}; call mb.consistent_velocity(model, q0, qd0) first.", False,
+            "pair {!r}; call mb.consistent_velocity(model, q0, qd0) first.",
+            False,
         )
     return _failures.check_initial_forces(model, q0, qd0, t0), qd0, None
 

@@ -47,8 +47,9 @@ class VectorField(eqx.Module):
         if self.ratios:  # for the passage monitor (`jaxmb._formulations.passages.PassageMonitor`)
             qdd, ratios = self.formulation.accelerations_and_ratios(model, terms, self.label)
             return qd, checked_accelerations(qdd, model, self.formulation), ratios
-        return qd, checked_accelerations(self.formulation.accelerations(model, terms, self.label),
-                                         model, self.formulation)
+        return qd, checked_accelerations(
+            self.formulation.accelerations(model, terms, self.label), model, self.formulation
+        )
 
 
 def checked_accelerations(qdd, model, formulation):
@@ -60,7 +61,8 @@ def checked_accelerations(qdd, model, formulation):
             f"simulate: formulation {type(formulation).__name__}.accelerations returned "
             f"{'shape ' + str(shape) if dtype is not None else type(qdd).__name__}"
             f"{' of ' + str(dtype) if dtype is not None else ''}; it must return the "
-            f"accelerations qdd, a float array of shape (n,) = ({model.n},)")
+            f"accelerations qdd, a float array of shape (n,) = ({model.n},)"
+        )
     return qdd
 
 
@@ -69,15 +71,18 @@ def stabilization_of(formulation: "AbstractStateFormulation", stabilization):
     `Baumgarte()` for the formulations that want it, None for the others."""
     if isinstance(stabilization, str):
         if stabilization != "default":
-            raise ValueError("simulate: stabilization must be mb.Baumgarte(alpha, beta), None "
-                             f"or 'default', got {stabilization!r}")
+            raise ValueError(
+                "simulate: stabilization must be mb.Baumgarte(alpha, beta), None "
+                f"or 'default', got {stabilization!r}"
+            )
         return Baumgarte() if formulation.baumgarte else None
     if stabilization is not None and not formulation.stabilizable:
         raise ValueError(
             f"simulate: formulation {formulation!r} takes no stabilization (its projections "
             "hold the constraints at round-off, and its accelerations use the exact gamma); "
             "leave stabilization at its default or pass None, or choose "
-            "formulation=mb.NullSpace() for Baumgarte's")
+            "formulation=mb.NullSpace() for Baumgarte's"
+        )
     return stabilization
 
 
@@ -88,17 +93,27 @@ def integrate_state(
     diagnosis of an early stop and the warning of a singular passage."""
     label = f"simulate(formulation={formulation!r})"
     problem = dataclasses.replace(
-        problem, stabilization=stabilization_of(formulation, problem.stabilization))
+        problem, stabilization=stabilization_of(formulation, problem.stabilization)
+    )
     q, qd, result, num_steps, stop, dtmin, q0, start_error, t_passage = _integrate(
-        model, formulation, problem, label)
+        model, formulation, problem, label
+    )
     t_stop, q_stop, qd_stop = stop
     if problem.throw:
         formulation.diagnose_stop(model, result != diffrax.RESULTS.successful, stop)
     q, singular = _failures.check_stop(
         model, result, (problem.t0, q0), (t_stop, q_stop, qd_stop), dtmin, q, problem.throw
     )
-    traj = Trajectory(ts=problem.ts, q=q, qd=qd, result=result, num_steps=num_steps,
-                      t_stop=t_stop, singular=singular, t_passage=t_passage)
+    traj = Trajectory(
+        ts=problem.ts,
+        q=q,
+        qd=qd,
+        result=result,
+        num_steps=num_steps,
+        t_stop=t_stop,
+        singular=singular,
+        t_passage=t_passage,
+    )
     _warn_passage(t_passage, label)
     return refused(traj, start_error, problem.t0)
 
@@ -118,7 +133,9 @@ def _warn_passage(t_passage, label):
         "switch to another branch of the motion without an error; "
         "formulation=mb.Projection() follows the branch the velocity selects "
         "(Trajectory.t_passage has the time per batch member)",
-        SingularPassageWarning, stacklevel=4)
+        SingularPassageWarning,
+        stacklevel=4,
+    )
 
 
 @_errors.checked_jit(analysis="simulate")  # one program, no callback: the cache stores it
@@ -134,8 +151,9 @@ def _integrate(model, formulation, problem, label):
     q0, qd0, t1, ts = refuse_start(model, start_error, q0, qd0, t0, t1, ts)
     dt0 = p.dt0
     if dt0 is not None:
-        dt0 = _errors.error_if(dt0, (t1 - t0) * dt0 < 0,
-                               "simulate: dt0 must have the sign of t1 - t0")
+        dt0 = _errors.error_if(
+            dt0, (t1 - t0) * dt0 < 0, "simulate: dt0 must have the sign of t1 - t0"
+        )
     dtmin = _failures.DTMIN_RTOL * jnp.abs(t1 - t0)
     direction = jnp.where(t1 >= t0, 1.0, -1.0)
     solver, controller = p.solver, p.stepsize_controller
@@ -148,8 +166,9 @@ def _integrate(model, formulation, problem, label):
         y0 = (q0, qd0, jnp.zeros(min(model.n, model.num_rows), q0.dtype))
     with _errors.quiet_third_party_checks():  # diffrax's SaveAt / dt0 checks: done before
         sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(VectorField(model, p.stabilization, formulation, label, direction,
-                                        from_rhs)),
+            diffrax.ODETerm(
+                VectorField(model, p.stabilization, formulation, label, direction, from_rhs)
+            ),
             solver,
             t0=t0,
             t1=t1,
@@ -158,17 +177,22 @@ def _integrate(model, formulation, problem, label):
             # t1: the last state reached, even on failure; the solver state: the passage time
             saveat=diffrax.SaveAt(ts=ts, t1=True, solver_state=monitored),
             stepsize_controller=(
-                diffrax.PIDController(rtol=p.rtol, atol=p.atol, dtmin=dtmin, force_dtmin=False,
-                                      norm=state_norm if from_rhs else optx.rms_norm)
+                diffrax.PIDController(
+                    rtol=p.rtol,
+                    atol=p.atol,
+                    dtmin=dtmin,
+                    force_dtmin=False,
+                    norm=state_norm if from_rhs else optx.rms_norm,
+                )
                 if controller is None
                 else controller
             ),
             max_steps=p.max_steps,
-            adjoint=(diffrax.RecursiveCheckpointAdjoint() if p.adjoint is None
-                     else p.adjoint),
+            adjoint=(diffrax.RecursiveCheckpointAdjoint() if p.adjoint is None else p.adjoint),
             throw=False,
-            progress_meter=(diffrax.TextProgressMeter() if p.progress
-                            else diffrax.NoProgressMeter()),
+            progress_meter=(
+                diffrax.TextProgressMeter() if p.progress else diffrax.NoProgressMeter()
+            ),
         )
     # the last state reached follows the saved instants reached (inf after it)
     stop = jnp.sum(jnp.isfinite(sol.ts)) - 1

@@ -78,8 +78,13 @@ about this many bytes per matrix argument, so the loop over columns stays in cac
 of 2,000 22 x 22 matrices is 7.7 MB: memory-bound when swept whole at every step)."""
 
 
-def _vectorized(single, batched=None, worth_it=lambda *shapes: True, native=None,
-                native_worth_it=lambda *shapes: True):
+def _vectorized(
+    single,
+    batched=None,
+    worth_it=lambda *shapes: True,
+    native=None,
+    native_worth_it=lambda *shapes: True,
+):
     """`single` for one matrix; under vmap, `native` (a compiled kernel of the whole batch,
     `jaxmb._linalg.native`) where it is available and `native_worth_it(*member shapes)`, else
     `batched` (a pure-jnp function of single matrices) vmapped over blocks of the batch
@@ -172,8 +177,9 @@ def solve(A, b):
     def transpose_solve(_, rhs):
         return _lu_solve(A.T, rhs)
 
-    return jax.lax.custom_linear_solve(lambda x: A @ x, b, lambda _, r: _lu_solve(A, r),
-                                       transpose_solve)
+    return jax.lax.custom_linear_solve(
+        lambda x: A @ x, b, lambda _, r: _lu_solve(A, r), transpose_solve
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -218,8 +224,9 @@ class SpdFactorization(eqx.Module):
         def solve_factored(_, rhs):
             return self.inverse @ rhs
 
-        return jax.lax.custom_linear_solve(lambda x: self.values @ x, b,
-                                           solve_factored, symmetric=True)
+        return jax.lax.custom_linear_solve(
+            lambda x: self.values @ x, b, solve_factored, symmetric=True
+        )
 
 
 def factorize_spd(values: jax.Array) -> SpdFactorization:
@@ -495,10 +502,10 @@ def singular_values(A):
     return _svd_values(jax.lax.stop_gradient(A))
 
 
-
 def numerical_rank(A, rtol=RANK_RTOL):
     """The number of singular values of A above rtol times the largest (`rank_mask`)."""
     return jnp.sum(rank_mask(singular_values(A), rtol))
+
 
 def svd_full(A):
     """Full SVD U (m, m), s, Vt (n, n), for null-space bases (no derivative)."""
@@ -530,8 +537,11 @@ def _pinv_jvp(primals, tangents):
     dA, _ = tangents
     P = _pinv(A, rtol)
     m, n = A.shape
-    dP = (-P @ dA @ P + P @ P.T @ dA.T @ (jnp.eye(m, dtype=A.dtype) - A @ P)
-          + (jnp.eye(n, dtype=A.dtype) - P @ A) @ dA.T @ P.T @ P)
+    dP = (
+        -P @ dA @ P
+        + P @ P.T @ dA.T @ (jnp.eye(m, dtype=A.dtype) - A @ P)
+        + (jnp.eye(n, dtype=A.dtype) - P @ A) @ dA.T @ P.T @ P
+    )
     return P, dP
 
 

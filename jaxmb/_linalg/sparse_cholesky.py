@@ -142,11 +142,10 @@ def _bisect(adj: list[set[int]], comp: list[int]):
     k = int(np.argmin(np.where(balanced, sizes, len(comp) + 1)))
     nxt = set(levels[k + 1])
     separator = [v for v in levels[k] if not adj[v].isdisjoint(nxt)]
-    part_a = (
-        [v for level in levels[:k] for v in level]
-        + [v for v in levels[k] if adj[v].isdisjoint(nxt)]
-    )
-    part_b = [v for level in levels[k + 1:] for v in level]
+    part_a = [v for level in levels[:k] for v in level] + [
+        v for v in levels[k] if adj[v].isdisjoint(nxt)
+    ]
+    part_b = [v for level in levels[k + 1 :] for v in level]
     return separator, part_a, part_b
 
 
@@ -225,7 +224,9 @@ def _partition(cost: np.ndarray, max_segments: int) -> list[tuple[int, int]]:
     best[0, 0] = 0.0
     start = np.zeros((k_max + 1, n + 1), dtype=np.int64)
     for e in range(1, n + 1):
-        run_max = np.maximum.accumulate(cost[e - 1::-1], axis=0)[::-1]  # run_max[s] = max cost[s:e]
+        run_max = np.maximum.accumulate(cost[e - 1 :: -1], axis=0)[
+            ::-1
+        ]  # run_max[s] = max cost[s:e]
         run_cost = (e - np.arange(e)) * run_max.sum(axis=1)
         for k in range(1, k_max + 1):
             total = best[k - 1, :e] + run_cost
@@ -350,10 +351,7 @@ def _plan(num_blocks: int, edges: np.ndarray, ordering: str, max_segments: int) 
     struct, level = _elimination(_adjacency(num_blocks, iperm[edges]))
     size = np.array([len(s) for s in struct], float)
     widths = np.stack(
-        [
-            np.bincount(level, weights=w)
-            for w in (np.ones_like(size), size, size * (size + 1) / 2)
-        ],
+        [np.bincount(level, weights=w) for w in (np.ones_like(size), size, size * (size + 1) / 2)],
         1,
     )
     runs = _partition(widths, max_segments)
@@ -417,10 +415,18 @@ def analyse(
         pb = np.concatenate(
             [start + b for start, (_, b) in zip(starts, tril)] + [np.zeros(0, np.int64)]
         )
-        levels.append(dict(
-            diag=columns, node=columns, off=slot_of(row, columns[col]), col=col, row=row,
-            pair_a=pa, pair_b=pb, target=slot_of(row[pa], row[pb]),
-        ))
+        levels.append(
+            dict(
+                diag=columns,
+                node=columns,
+                off=slot_of(row, columns[col]),
+                col=col,
+                row=row,
+                pair_a=pa,
+                pair_b=pb,
+                target=slot_of(row[pa], row[pb]),
+            )
+        )
 
     # Segments: padded stacks of consecutive levels.
     identity_slot, zero_slot = len(keys), len(keys) + 1
@@ -434,23 +440,35 @@ def analyse(
         def stack(name, width, fill, run=run):
             return _pad_stack([lv[name] for lv in run], width, fill)
 
-        segments.append(_Segment(
-            diag=stack("diag", c, identity_slot), node=stack("node", c, num_blocks),
-            off=stack("off", o, zero_slot), col=stack("col", o, c - 1),
-            row=stack("row", o, num_blocks),
-            pair_a=stack("pair_a", p, o - 1), pair_b=stack("pair_b", p, o - 1),
-            target=stack("target", p, zero_slot),
-        ))
+        segments.append(
+            _Segment(
+                diag=stack("diag", c, identity_slot),
+                node=stack("node", c, num_blocks),
+                off=stack("off", o, zero_slot),
+                col=stack("col", o, c - 1),
+                row=stack("row", o, num_blocks),
+                pair_a=stack("pair_a", p, o - 1),
+                pair_b=stack("pair_b", p, o - 1),
+                target=stack("target", p, zero_slot),
+            )
+        )
 
     digest = hashlib.sha1()
     for x in (np.array([num_blocks, max_segments]), plan.perm, keys, edges):
         digest.update(np.ascontiguousarray(x, np.int64).tobytes())
         digest.update(b"|")
     return SymbolicCholesky(
-        num_blocks=num_blocks, ordering=plan.ordering, perm=plan.perm, iperm=plan.iperm,
-        rows=keys // num_blocks, cols=keys % num_blocks, num_a_blocks=num_blocks + len(a_key),
-        edge_slot=num_blocks + edge_slot.reshape(-1), edge_transposed=pe[:, 0] < pe[:, 1],
-        segments=tuple(segments), digest=digest.hexdigest(),
+        num_blocks=num_blocks,
+        ordering=plan.ordering,
+        perm=plan.perm,
+        iperm=plan.iperm,
+        rows=keys // num_blocks,
+        cols=keys % num_blocks,
+        num_a_blocks=num_blocks + len(a_key),
+        edge_slot=num_blocks + edge_slot.reshape(-1),
+        edge_transposed=pe[:, 0] < pe[:, 1],
+        segments=tuple(segments),
+        digest=digest.hexdigest(),
     )
 
 
@@ -543,9 +561,11 @@ def assemble_cliques(symbolic: SymbolicCholesky, blocks, bodies) -> jax.Array:
     keep = (u >= 0) & (v >= 0)
     p, q = symbolic.iperm[np.maximum(u, 0)], symbolic.iperm[np.maximum(v, 0)]
     keep &= p >= q  # block (p, q) with p < q is the transpose of the kept (q, p)
-    sub = jnp.asarray(blocks).reshape(k, b, 3, b, 3).transpose(0, 1, 3, 2, 4)[
-        c[keep], r[keep], s[keep]
-    ]
+    sub = (
+        jnp.asarray(blocks)
+        .reshape(k, b, 3, b, 3)
+        .transpose(0, 1, 3, 2, 4)[c[keep], r[keep], s[keep]]
+    )
     values = jnp.zeros((symbolic.num_a_blocks, 3, 3))
     return values.at[symbolic.slot(p[keep], q[keep])].add(sub)
 
@@ -628,7 +648,9 @@ def solve(symbolic: SymbolicCholesky, factor: jax.Array, b: jax.Array) -> jax.Ar
         )
     for seg in reversed(symbolic.segments):
         y, _ = lax.scan(
-            partial(_backward_level, blocks), y, seg.xs("diag", "node", "off", "col", "row"),
+            partial(_backward_level, blocks),
+            y,
+            seg.xs("diag", "node", "off", "col", "row"),
             reverse=True,
         )
     return _original_vector(symbolic, y[:-1], b.shape)
@@ -638,7 +660,10 @@ def matvec(symbolic: SymbolicCholesky, values: jax.Array, x: jax.Array) -> jax.A
     """``A x`` from ``values``; x is (3 nb,) or (3 nb, k), original numbering."""
     nb = symbolic.num_blocks
     xp = _permuted_blocks(symbolic, x)
-    rows, cols = symbolic.rows[nb: symbolic.num_a_blocks], symbolic.cols[nb: symbolic.num_a_blocks]
+    rows, cols = (
+        symbolic.rows[nb : symbolic.num_a_blocks],
+        symbolic.cols[nb : symbolic.num_a_blocks],
+    )
     off = values[nb:]
     y = values[:nb] @ xp
     y = y.at[rows].add(off @ xp[cols])
@@ -665,8 +690,10 @@ class Factorization(eqx.Module):
 
     def solve(self, b: jax.Array) -> jax.Array:
         return lax.custom_linear_solve(
-            partial(matvec, self.symbolic, self.values), b,
-            lambda _, r: solve(self.symbolic, self.factor, r), symmetric=True,
+            partial(matvec, self.symbolic, self.values),
+            b,
+            lambda _, r: solve(self.symbolic, self.factor, r),
+            symmetric=True,
         )
 
 

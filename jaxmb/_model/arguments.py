@@ -43,10 +43,16 @@ def checked_times(t0, t1, ts, where="simulate"):
     lo, hi = jnp.minimum(t0, t1), jnp.maximum(t0, t1)
     step = jnp.diff(ts) * jnp.where(t1 >= t0, 1.0, -1.0)
     ts = _errors.error_if(ts, ~jnp.all(jnp.isfinite(ts)), f"{where}: ts has a nan or inf entry")
-    ts = _errors.error_if(ts, jnp.any((ts < lo) | (ts > hi)),
-                      f"{where}: every save time in ts must lie within [t0, t1]")
-    ts = _errors.error_if(ts, jnp.any(step < 0.0),
-                      f"{where}: ts must be ordered from t0 towards t1 (increasing when t1 > t0)")
+    ts = _errors.error_if(
+        ts,
+        jnp.any((ts < lo) | (ts > hi)),
+        f"{where}: every save time in ts must lie within [t0, t1]",
+    )
+    ts = _errors.error_if(
+        ts,
+        jnp.any(step < 0.0),
+        f"{where}: ts must be ordered from t0 towards t1 (increasing when t1 > t0)",
+    )
     return t0, t1, ts
 
 
@@ -58,15 +64,19 @@ def _check_concrete_ts(ts, t0, t1, where):
     out = np.flatnonzero((ts < lo) | (ts > hi))
     if out.size:
         k = out[0]
-        raise ValueError(f"{where}: ts[{k}] = {ts[k]:.17g} lies outside [t0, t1] = "
-                         f"[{t0:.17g}, {t1:.17g}]; every save time must lie within it")
+        raise ValueError(
+            f"{where}: ts[{k}] = {ts[k]:.17g} lies outside [t0, t1] = "
+            f"[{t0:.17g}, {t1:.17g}]; every save time must lie within it"
+        )
     step = np.diff(ts) * (1.0 if t1 >= t0 else -1.0)
     back = np.flatnonzero(step < 0.0)
     if back.size:
         k = back[0]
         order = "increasing" if t1 >= t0 else "decreasing (t1 < t0: integrating backwards)"
-        raise ValueError(f"{where}: ts must be {order}, but ts[{k + 1}] = {ts[k + 1]:.17g} "
-                         f"comes after ts[{k}] = {ts[k]:.17g}")
+        raise ValueError(
+            f"{where}: ts must be {order}, but ts[{k + 1}] = {ts[k + 1]:.17g} "
+            f"comes after ts[{k}] = {ts[k]:.17g}"
+        )
 
 
 def checked_tolerances(rtol, atol, where="simulate"):
@@ -78,8 +88,10 @@ def checked_tolerances(rtol, atol, where="simulate"):
         x = jnp.asarray(x, jnp.float64)
         if x.shape != ():
             raise ValueError(f"{where}: {label} must be a scalar, got shape {x.shape}")
-        problem = (f"{where}: {label} must be a positive, finite tolerance (e.g. rtol = 1e-8, "
-                   "atol = 1e-10)")
+        problem = (
+            f"{where}: {label} must be a positive, finite tolerance (e.g. rtol = 1e-8, "
+            "atol = 1e-10)"
+        )
         if is_concrete(x) and not (np.isfinite(float(x)) and float(x) > 0.0):
             raise ValueError(f"{problem}, got {float(x)}")
         out.append(_errors.error_if(x, ~(jnp.isfinite(x) & (x > 0.0)), problem))
@@ -93,8 +105,11 @@ def checked_option(x, value, label, where, *, below_one=False):
     if not is_real(value) or jnp.shape(value) != ():
         raise ValueError(f"{where}: {label} must be a number, got {value!r}")
     v = jnp.asarray(value)
-    problem = (f"{where}: {label} must be a finite number in (0, 1)" if below_one
-               else f"{where}: {label} must be a positive finite number")
+    problem = (
+        f"{where}: {label} must be a finite number in (0, 1)"
+        if below_one
+        else f"{where}: {label} must be a positive finite number"
+    )
     bad = ~(jnp.isfinite(v) & (v > 0) & ((v < 1) if below_one else True))
     if is_concrete(v):
         if bool(bad):
@@ -112,8 +127,10 @@ def checked_count(value, label, where):
 
 def checked_direction(t0, t1, where):
     """t1, refusing t1 < t0 (for formulations that integrate forwards only)."""
-    problem = (f"{where}: t1 < t0 (backward integration) is supported by the null-space and "
-               "Eliminate formulations only")
+    problem = (
+        f"{where}: t1 < t0 (backward integration) is supported by the null-space and "
+        "Eliminate formulations only"
+    )
     if is_concrete(t0) and is_concrete(t1) and float(t1) < float(t0):
         raise ValueError(f"{problem}; got t0 = {float(t0)}, t1 = {float(t1)}")
     return _errors.error_if(t1, t1 < t0, problem)

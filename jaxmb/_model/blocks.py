@@ -39,9 +39,9 @@ def pair_terms(pair, q, qd, t):
     tangent_q = jnp.concatenate([jnp.zeros((n, n), q.dtype), qd[None]])
     tangent_qd = jnp.concatenate([jnp.eye(n, dtype=q.dtype), jnp.zeros((1, n), q.dtype)])
     tangent_t = jnp.zeros(n + 1, q.dtype).at[n].set(1.0)
-    g, dg = jax.vmap(
-        lambda a, b, c: jax.jvp(pair.velocity_residual, (q, qd, t), (a, b, c))
-    )(tangent_q, tangent_qd, tangent_t)
+    g, dg = jax.vmap(lambda a, b, c: jax.jvp(pair.velocity_residual, (q, qd, t), (a, b, c)))(
+        tangent_q, tangent_qd, tangent_t
+    )
     phi = pair.residual(q, t) if pair.holonomic else jnp.zeros_like(g[0])
     return g[0], dg[:n].T, -dg[n], phi
 
@@ -52,8 +52,9 @@ def constraint_blocks(pairs, groups: list[PairGroup], num_rows, q, qd, t) -> Con
     if not groups:
         zero = jnp.zeros(0, q.dtype)
         return ConstraintBlocks((), zero, zero, zero)
-    g, gamma, phi = (scatter_rows(groups, [v[k] for v in values], num_rows, q.dtype)
-                     for k in (0, 2, 3))
+    g, gamma, phi = (
+        scatter_rows(groups, [v[k] for v in values], num_rows, q.dtype) for k in (0, 2, 3)
+    )
     return ConstraintBlocks(tuple(v[1] for v in values), g, gamma, phi)
 
 
@@ -61,8 +62,12 @@ def multiply(groups, blocks, x, num_rows):
     """C x (rows,) from the blocks."""
     if not groups:
         return jnp.zeros(0, x.dtype)
-    return scatter_rows(groups, [jnp.einsum("krc,kc->kr", B, x[g.coords])
-                                 for g, B in zip(groups, blocks)], num_rows, x.dtype)
+    return scatter_rows(
+        groups,
+        [jnp.einsum("krc,kc->kr", B, x[g.coords]) for g, B in zip(groups, blocks)],
+        num_rows,
+        x.dtype,
+    )
 
 
 def multiply_transposed(groups, blocks, y, n):
@@ -83,9 +88,12 @@ def mass_row_norms(groups, blocks, inverse_mass, num_rows):
     each row in the metric of the inverse mass (units row^2 / mass)."""
     if not groups:
         return jnp.zeros(0, inverse_mass.dtype)
-    return scatter_rows(groups, [jnp.einsum("krc,kc->kr", B * B, inverse_mass[g.coords])
-                                 for g, B in zip(groups, blocks)], num_rows,
-                        inverse_mass.dtype)
+    return scatter_rows(
+        groups,
+        [jnp.einsum("krc,kc->kr", B * B, inverse_mass[g.coords]) for g, B in zip(groups, blocks)],
+        num_rows,
+        inverse_mass.dtype,
+    )
 
 
 def body_cliques(groups) -> list[np.ndarray]:

@@ -53,8 +53,10 @@ class Mechanism:
             raise ValueError(f"body name {name!r} is already used")
         for label, value in (("mass", mass), ("inertia", inertia), ("q", q)):
             if not is_real(value):
-                raise ValueError(f"body {name!r}: {label} must be a real number (or numbers), got "
-                                 f"{value!r} of type {type(value).__name__}")
+                raise ValueError(
+                    f"body {name!r}: {label} must be a real number (or numbers), got "
+                    f"{value!r} of type {type(value).__name__}"
+                )
         for label, value in (("mass", mass), ("inertia", inertia)):
             if jnp.shape(value) != ():
                 raise ValueError(f"body {name!r}: {label} must be a scalar")
@@ -79,13 +81,17 @@ class Mechanism:
             raise ValueError(f"an element named {element.name!r} was already added")
         for body in element.bodies():
             if not isinstance(body, Body):
-                element.fail(f"{body!r} is not a body handle; use the handle returned by "
-                             "Mechanism.body (or Mechanism.ground)")
+                element.fail(
+                    f"{body!r} is not a body handle; use the handle returned by "
+                    "Mechanism.body (or Mechanism.ground)"
+                )
             if body.owner != self._token:
                 element.fail(f"body {body.name!r} belongs to another Mechanism")
             if not body.is_ground and body not in self.bodies:
-                element.fail(f"body {body.name!r} is unknown to this Mechanism; its bodies are "
-                             f"{[b.name for b in self.bodies]}")
+                element.fail(
+                    f"body {body.name!r} is unknown to this Mechanism; its bodies are "
+                    f"{[b.name for b in self.bodies]}"
+                )
         self._elements.append(element)
         return element
 
@@ -159,15 +165,17 @@ def checked_elements(elements):
             tests.append((k, "finite", f"{what}: {field} is not finite (traced value)"))
             for kind in ("nonnegative", "positive", "nonzero"):
                 if field in getattr(element, kind):
-                    tests.append((k, kind, f"{what}: {field} {VALUE_PROBLEMS[kind]} "
-                                           "(traced value)"))
+                    tests.append(
+                        (k, kind, f"{what}: {field} {VALUE_PROBLEMS[kind]} (traced value)")
+                    )
         for field in dataclasses.fields(element):
             drive = getattr(element, field.name, None)
             if isinstance(drive, AbstractDrive) and any(map(traced, jax.tree.leaves(drive))):
                 for bad, problem in drive.invalid():
                     extra_preds.append(jnp.reshape(bad, (1,)))
-                    extra_messages.append(f"{what}: {field.name} ({type(drive).__name__}): "
-                                          f"{problem} (traced value)")
+                    extra_messages.append(
+                        f"{what}: {field.name} ({type(drive).__name__}): {problem} (traced value)"
+                    )
     if not leaves:
         return tuple(elements)
     # leaves of one shape stacked, so the checks are a few array operations however many
@@ -180,10 +188,12 @@ def checked_elements(elements):
     for g, members in enumerate(by_shape.values()):
         stacked.append(jnp.stack([leaves[k] for k in members]).reshape(len(members), -1))
         where.update({k: (g, row) for row, k in enumerate(members)})
-    failing = {"finite": lambda x: ~jnp.all(jnp.isfinite(x), axis=1),
-               "nonnegative": lambda x: ~jnp.all(x >= 0.0, axis=1),
-               "positive": lambda x: ~jnp.all(x > 0.0, axis=1),
-               "nonzero": lambda x: ~(jnp.sum(x * x, axis=1) > 0.0)}
+    failing = {
+        "finite": lambda x: ~jnp.all(jnp.isfinite(x), axis=1),
+        "nonnegative": lambda x: ~jnp.all(x >= 0.0, axis=1),
+        "positive": lambda x: ~jnp.all(x > 0.0, axis=1),
+        "nonzero": lambda x: ~(jnp.sum(x * x, axis=1) > 0.0),
+    }
     selected: dict = {}  # (group, kind) -> [(row, message)]
     for k, kind, message in tests:
         g, row = where[k]
@@ -195,7 +205,7 @@ def checked_elements(elements):
         messages += [message for _, message in entries]
     pred = jnp.concatenate(preds + extra_preds)
     messages += extra_messages
-    checked = iter(_errors.branched_error_if(leaves, jnp.any(pred), jnp.argmax(pred),
-                                             messages))
-    return tuple(jax.tree.map(lambda leaf: next(checked) if traced(leaf) else leaf, e)
-                 for e in elements)
+    checked = iter(_errors.branched_error_if(leaves, jnp.any(pred), jnp.argmax(pred), messages))
+    return tuple(
+        jax.tree.map(lambda leaf: next(checked) if traced(leaf) else leaf, e) for e in elements
+    )

@@ -19,8 +19,9 @@ def worst_pair_error(model, x, residual, tol, text, holonomic_only):
     pairs = [p for p in model.pairs if p.holonomic or not holonomic_only]
     worst = jnp.asarray(row_table(pairs).owner)[jnp.argmax(jnp.abs(residual))]
     bad = ~(jnp.max(jnp.abs(residual)) <= tol)
-    return _errors.branched_error_if(x, bad, jnp.where(bad, worst, 0),
-                                 tuple(text.format(p.name) for p in pairs))
+    return _errors.branched_error_if(
+        x, bad, jnp.where(bad, worst, 0), tuple(text.format(p.name) for p in pairs)
+    )
 
 
 def checked_state(model, q, qd, t, where, tol):
@@ -31,16 +32,24 @@ def checked_state(model, q, qd, t, where, tol):
     qd = checked_finite(model, qd, where, "qd")
     if model.m:
         q = worst_pair_error(
-            model, q, model.phi(q, t), tol * (1.0 + jnp.max(jnp.abs(q))),
+            model,
+            q,
+            model.phi(q, t),
+            tol * (1.0 + jnp.max(jnp.abs(q))),
             f"{where}: q violates the position constraints of pair {{!r}} (|Phi| above "
             f"{tol:g} (1 + max |q|)); assemble it with mb.assemble(model, q, t), or pass "
-            "check=False to compute at this state anyway.", True,
+            "check=False to compute at this state anyway.",
+            True,
         )
     if model.num_rows:
         qd = worst_pair_error(
-            model, qd, model.velocity_residual(q, qd, t), tol * (1.0 + jnp.max(jnp.abs(qd))),
+            model,
+            qd,
+            model.velocity_residual(q, qd, t),
+            tol * (1.0 + jnp.max(jnp.abs(qd))),
             f"{where}: qd violates the velocity constraints C qd + b = 0 of pair {{!r}} (above "
             f"{tol:g} (1 + max |qd|)); project it with mb.consistent_velocity(model, q, qd, t), "
-            "or pass check=False to compute at this state anyway.", False,
+            "or pass check=False to compute at this state anyway.",
+            False,
         )
     return q, qd

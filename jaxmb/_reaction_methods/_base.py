@@ -46,8 +46,16 @@ class AbstractReactionMethod(eqx.Module):
         return self
 
     @abc.abstractmethod
-    def multipliers(self, model: "Model", M: MassMatrix, F: Forces, C: ConstraintMatrix,
-                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
+    def multipliers(
+        self,
+        model: "Model",
+        M: MassMatrix,
+        F: Forces,
+        C: ConstraintMatrix,
+        gamma: RowValues,
+        qdd: Forces | None,
+        label: str,
+    ) -> Solution:
         """(qdd, lambda) with C^T lambda = F - M qdd."""
 
     @property

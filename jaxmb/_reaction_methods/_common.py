@@ -17,6 +17,5 @@ def unique_accelerations(model, M, F, C, gamma, qdd):
         return null_space_solve(M, F, C, gamma)
     formulation = al.AugmentedLagrangian()
     s = al.system(model, model.mass_diagonal(), al.blocks_of(model, C), formulation.penalty)
-    qdd, _, _ = al.constrained_solve(s, F, s.scale * gamma, formulation.iterations,
-                                     formulation.tol)
+    qdd, _, _ = al.constrained_solve(s, F, s.scale * gamma, formulation.iterations, formulation.tol)
     return qdd

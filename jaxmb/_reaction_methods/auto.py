@@ -22,8 +22,16 @@ class Auto(AbstractReactionMethod, AbstractAccelerationFormulation):
     name: ClassVar[str] = "auto"
     physical: ClassVar[bool] = False
 
-    def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
-                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
+    def multipliers(
+        self,
+        model: Model,
+        M: MassMatrix,
+        F: Forces,
+        C: ConstraintMatrix,
+        gamma: RowValues,
+        qdd: Forces | None,
+        label: str,
+    ) -> Solution:
         qdd_e, lam = eliminated_solve(M, F, C, gamma, independent_rows(C), label=label)
         return (qdd_e if qdd is None else qdd), lam
 

@@ -149,9 +149,9 @@ SPARSE_TOL = 1e-14
 """Residual |f - C^T W C y| relative to |f| at which `sparse_compliance_multipliers` stops."""
 
 
-def sparse_compliance_multipliers(model: Model, C: Float[Array, "rows n"],
-                                  f: Float[Array, " n *k"],
-                                  k: Float[Array, " rows"]) -> Float[Array, " rows *k"]:
+def sparse_compliance_multipliers(
+    model: Model, C: Float[Array, "rows n"], f: Float[Array, " n *k"], k: Float[Array, " rows"]
+) -> Float[Array, " rows *k"]:
     """`compliance_multipliers` of a large holonomic model without a pseudo-inverse or a rank
     decision: lambda* = W C y with any y solving C^T W C y = f (W = beta K: only ratios of K
     matter), y by the iterated Tikhonov (proximal-point) iteration
@@ -180,8 +180,10 @@ def sparse_compliance_multipliers(model: Model, C: Float[Array, "rows n"],
         return jax.vmap(fn, in_axes=1, out_axes=1)(X)
 
     def residual(y):
-        return columns - each(lambda v: multiply_transposed(
-            groups, blocks, W * multiply(groups, blocks, v, rows), n), y)
+        return columns - each(
+            lambda v: multiply_transposed(groups, blocks, W * multiply(groups, blocks, v, rows), n),
+            y,
+        )
 
     size_f = jax.lax.stop_gradient(jnp.linalg.norm(columns))
 
@@ -260,24 +262,34 @@ class Compliance(AbstractReactionMethod):
         if unknown:
             close = difflib.get_close_matches(unknown[0], list(rows), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(f"{where}: Compliance names unknown pair(s) {unknown}{hint}; the "
-                             f"pairs are {list(rows)}")
+            raise ValueError(
+                f"{where}: Compliance names unknown pair(s) {unknown}{hint}; the "
+                f"pairs are {list(rows)}"
+            )
         for name, value in self.stiffness.items():
             if jnp.shape(value) not in ((), (rows[name],)):
-                raise ValueError(f"{where}: Compliance stiffness of pair {name!r} has shape "
-                                 f"{jnp.shape(value)}; give one number or one per row "
-                                 f"({rows[name]})")
+                raise ValueError(
+                    f"{where}: Compliance stiffness of pair {name!r} has shape "
+                    f"{jnp.shape(value)}; give one number or one per row "
+                    f"({rows[name]})"
+                )
         given = set(self.pairs)
         missing = [n for n in rows if n not in given]
         if missing and self.default is None:
-            raise ValueError(f"{where}: Compliance has no stiffness for pair(s) {missing} and "
-                             "no default; list them or pass default=...")
+            raise ValueError(
+                f"{where}: Compliance has no stiffness for pair(s) {missing} and "
+                "no default; list them or pass default=..."
+            )
         known = [_errors.concrete(v) for v in (*self.values, self.default) if v is not None]
         if rows and all(v is not None for v in known):  # else checked at run time
             values = dict(zip(self.pairs, known))
             default = None if self.default is None else known[-1]
-            k = np.concatenate([np.broadcast_to(values.get(name, default), (count,))
-                                for name, count in rows.items()])
+            k = np.concatenate(
+                [
+                    np.broadcast_to(values.get(name, default), (count,))
+                    for name, count in rows.items()
+                ]
+            )
             self._check_ratio(k, model, where)
         return self
 
@@ -290,29 +302,44 @@ class Compliance(AbstractReactionMethod):
             raise ValueError(
                 f"{where}: Compliance stiffness ratio {k.max() / k.min():.3g} (pair {stiff!r}: "
                 f"{k.max():g}, pair {soft!r}: {k.min():g}) exceeds {MAX_STIFFNESS_RATIO:g}: "
-                f"{RATIO_REASON}")
+                f"{RATIO_REASON}"
+            )
 
     def row_stiffness(self, model: Model) -> Float[Array, " rows"]:
         """The number of every row of C (row order), checked positive and finite at run time
         (the error names the pair)."""
         given = self.stiffness
-        parts = [jnp.broadcast_to(given.get(p.name, self.default), (p.num_rows,))
-                 for p in model.pairs]
+        parts = [
+            jnp.broadcast_to(given.get(p.name, self.default), (p.num_rows,)) for p in model.pairs
+        ]
         k = jnp.concatenate(parts) if parts else jnp.zeros(0)
-        messages = tuple(f"Compliance: the stiffness of pair {p.name!r} must be positive, "
-                         "finite and at least the smallest normal float64 (traced value)"
-                         for p in model.pairs for _ in range(p.num_rows))
+        messages = tuple(
+            f"Compliance: the stiffness of pair {p.name!r} must be positive, "
+            "finite and at least the smallest normal float64 (traced value)"
+            for p in model.pairs
+            for _ in range(p.num_rows)
+        )
         if not messages or is_concrete(k):
             return k
         bad = ~(k >= SMALLEST_STIFFNESS) | ~jnp.isfinite(k)
         k = _errors.branched_error_if(k, jnp.any(bad), jnp.argmax(bad), messages)
         return _errors.error_if(  # after the check above (checks under jit run in any order)
-            k, ~jnp.any(bad) & (jnp.max(k) > MAX_STIFFNESS_RATIO * jnp.min(k)),
+            k,
+            ~jnp.any(bad) & (jnp.max(k) > MAX_STIFFNESS_RATIO * jnp.min(k)),
             f"Compliance: the ratio of the largest to the smallest stiffness exceeds "
-            f"{MAX_STIFFNESS_RATIO:g} (traced value): {RATIO_REASON}")
+            f"{MAX_STIFFNESS_RATIO:g} (traced value): {RATIO_REASON}",
+        )
 
-    def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
-                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
+    def multipliers(
+        self,
+        model: Model,
+        M: MassMatrix,
+        F: Forces,
+        C: ConstraintMatrix,
+        gamma: RowValues,
+        qdd: Forces | None,
+        label: str,
+    ) -> Solution:
         qdd = unique_accelerations(model, M, F, C, gamma, qdd)
         k = self.row_stiffness(model)
         # large holonomic models: the sparse path; small ones, and knife edges (whose
@@ -329,15 +356,18 @@ RATIO_REASON = (
     "float64 resolves the compliant reactions only to about 1e-16 times this ratio of the "
     "largest force (statics of the parallelogram stop balancing at 1e16). Only ratios matter: "
     "a pair this much stiffer than the others acts as rigid, so give it a stiffness at most "
-    f"{MAX_STIFFNESS_RATIO:g} times the softest, or leave the soft pairs out of the model")
+    f"{MAX_STIFFNESS_RATIO:g} times the softest, or leave the soft pairs out of the model"
+)
 
 
 def _checked(value, label, scalar=False):
     """value as float64; concrete values must be positive and finite (one number, or one per
     row unless `scalar`)."""
     if value is None or isinstance(value, (str, bytes, bool)) or not is_real(value):
-        raise ValueError(f"Compliance: {label} must be a positive number (N/m, or N m/rad for "
-                         f"angle rows), or one per row, got {value!r}")
+        raise ValueError(
+            f"Compliance: {label} must be a positive number (N/m, or N m/rad for "
+            f"angle rows), or one per row, got {value!r}"
+        )
     x = jnp.asarray(value, jnp.float64)
     if x.ndim > (0 if scalar else 1):
         want = "one number" if scalar else "one number or one per row"
@@ -350,5 +380,6 @@ def _checked(value, label, scalar=False):
             raise ValueError(
                 f"Compliance: {label} = {v.tolist()} is below {SMALLEST_STIFFNESS:g}, the "
                 "smallest normal float64: XLA flushes such numbers to zero. Only ratios of "
-                "the stiffnesses matter: scale them all up")
+                "the stiffnesses matter: scale them all up"
+            )
     return x

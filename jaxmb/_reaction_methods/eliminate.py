@@ -49,8 +49,16 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
         """The kept rows as a mask array: every elimination shares one compiled program."""
         return KeptRows(keep_mask(model, self))
 
-    def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
-                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
+    def multipliers(
+        self,
+        model: Model,
+        M: MassMatrix,
+        F: Forces,
+        C: ConstraintMatrix,
+        gamma: RowValues,
+        qdd: Forces | None,
+        label: str,
+    ) -> Solution:
         return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd, label)
 
     def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
@@ -87,12 +95,22 @@ class KeptRows(AbstractReactionMethod):
 
     def bind(self, model: Model, where: str) -> AbstractReactionMethod:
         if self.keep.shape != (model.num_rows,):
-            raise ValueError(f"{where}: the kept-row mask has shape {self.keep.shape}; C has "
-                             f"{model.num_rows} rows")
+            raise ValueError(
+                f"{where}: the kept-row mask has shape {self.keep.shape}; C has "
+                f"{model.num_rows} rows"
+            )
         return self
 
-    def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
-                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
+    def multipliers(
+        self,
+        model: Model,
+        M: MassMatrix,
+        F: Forces,
+        C: ConstraintMatrix,
+        gamma: RowValues,
+        qdd: Forces | None,
+        label: str,
+    ) -> Solution:
         C = check_removable(C, C, self.keep, label)
         qdd_e, lam = eliminated_solve(M, F, C, gamma, self.keep, label=label)
         return (qdd_e if qdd is None else qdd), lam

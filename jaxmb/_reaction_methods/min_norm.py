@@ -26,8 +26,16 @@ class MinNorm(AbstractReactionMethod):
     name: ClassVar[str] = "min_norm"
     physical: ClassVar[bool] = False
 
-    def multipliers(self, model: Model, M: MassMatrix, F: Forces, C: ConstraintMatrix,
-                    gamma: RowValues, qdd: Forces | None, label: str) -> Solution:
+    def multipliers(
+        self,
+        model: Model,
+        M: MassMatrix,
+        F: Forces,
+        C: ConstraintMatrix,
+        gamma: RowValues,
+        qdd: Forces | None,
+        label: str,
+    ) -> Solution:
         qdd = unique_accelerations(model, M, F, C, gamma, qdd)
         if C.shape[0] and not al.is_dense(model):
             ones = jnp.ones(C.shape[0], C.dtype)

@@ -89,7 +89,8 @@ def _on_duration(event, duration, **kwargs):
 
 def _cache_on() -> bool:
     return bool(jax.config.jax_compilation_cache_dir) and bool(
-        jax.config.jax_enable_compilation_cache)
+        jax.config.jax_enable_compilation_cache
+    )
 
 
 def _install():
@@ -131,7 +132,8 @@ def compiling(analysis: str, args):
     """Watch the block (an eager call of `analysis`) for compiles and log them (module
     docstring); nothing is logged for calls inside the user's own traces."""
     if not logger.isEnabledFor(logging.INFO) or any(
-            isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(args)):
+        isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(args)
+    ):
         yield
         return
     _install()

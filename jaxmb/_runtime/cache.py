@@ -23,7 +23,9 @@ def default_cache_dir() -> str:
 
 
 def enable_compilation_cache(
-    path: str | os.PathLike | None = None, *, min_compile_time_secs: float = 0.0,
+    path: str | os.PathLike | None = None,
+    *,
+    min_compile_time_secs: float = 0.0,
     store_programs: bool = True,
 ) -> str | None:
     """Switch on JAX's persistent compilation cache for this process, in `path` (default
@@ -68,13 +70,17 @@ def enable_compilation_cache(
             continue
         if explicit:
             raise ValueError(f"enable_compilation_cache: {folder} {problem}")
-        source = ("from JAX_COMPILATION_CACHE_DIR" if os.environ.get("JAX_COMPILATION_CACHE_DIR")
-                  else "the default cache folder")
-        warnings.warn(f"the compilation cache is off: {folder} ({source}) {problem}",
-                      stacklevel=2)
-        if jax.config.jax_compilation_cache_dir is not None and \
-                jax.config.jax_compilation_cache_dir in (path, os.environ.get(
-                    "JAX_COMPILATION_CACHE_DIR")):
+        source = (
+            "from JAX_COMPILATION_CACHE_DIR"
+            if os.environ.get("JAX_COMPILATION_CACHE_DIR")
+            else "the default cache folder"
+        )
+        warnings.warn(f"the compilation cache is off: {folder} ({source}) {problem}", stacklevel=2)
+        if (
+            jax.config.jax_compilation_cache_dir is not None
+            and jax.config.jax_compilation_cache_dir
+            in (path, os.environ.get("JAX_COMPILATION_CACHE_DIR"))
+        ):
             jax.config.update("jax_compilation_cache_dir", None)  # JAX read it from there
             compilation_cache.reset_cache()
         _program_store.disable()

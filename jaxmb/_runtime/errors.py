@@ -95,7 +95,7 @@ def branched_error_if(x, pred, index, msgs):
     stack = _stack()
     known, where = concrete(pred), concrete(index)
     if known is not None and where is not None:  # values known now (eager, also under an
-        if np.any(known):                          # eager jax.grad): decided here, no program
+        if np.any(known):  # eager jax.grad): decided here, no program
             raise eqx.EquinoxRuntimeError(msgs[int(np.max(where))])
         return x
     if not stack:

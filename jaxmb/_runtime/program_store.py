@@ -55,8 +55,23 @@ import numpy as np
 
 from .._linalg import native as _native
 
-_PINNED = frozenset({"jaxmb", "jax", "jaxlib", "equinox", "diffrax", "optimistix", "lineax",
-                     "numpy", "builtins", "jaxtyping", "math", "operator", "functools"})
+_PINNED = frozenset(
+    {
+        "jaxmb",
+        "jax",
+        "jaxlib",
+        "equinox",
+        "diffrax",
+        "optimistix",
+        "lineax",
+        "numpy",
+        "builtins",
+        "jaxtyping",
+        "math",
+        "operator",
+        "functools",
+    }
+)
 """Top-level modules whose classes and functions a key may name: jaxmb (its source is part of
 the key) and the libraries whose versions are."""
 
@@ -110,14 +125,21 @@ def folder_problem(path: str) -> str | None:
     if getuid is None:  # not POSIX: no owner or mode bits to check
         return None
     if info.st_uid != getuid():
-        return (f"belongs to another user (uid {info.st_uid}, yours is {getuid()}): a program "
-                "stored there would run in this process; use a folder of your own")
-    others = [who for who, bit in (("group", stat.S_IWGRP), ("others", stat.S_IWOTH))
-              if info.st_mode & bit]
+        return (
+            f"belongs to another user (uid {info.st_uid}, yours is {getuid()}): a program "
+            "stored there would run in this process; use a folder of your own"
+        )
+    others = [
+        who
+        for who, bit in (("group", stat.S_IWGRP), ("others", stat.S_IWOTH))
+        if info.st_mode & bit
+    ]
     if others:
-        return (f"is writable by {' and '.join(others)} (mode {stat.S_IMODE(info.st_mode):#o}): "
-                "a program planted there would run in this process; use a folder of your own "
-                f"or remove their write access (chmod go-w {path})")
+        return (
+            f"is writable by {' and '.join(others)} (mode {stat.S_IMODE(info.st_mode):#o}): "
+            "a program planted there would run in this process; use a folder of your own "
+            f"or remove their write access (chmod go-w {path})"
+        )
     return None
 
 
@@ -189,13 +211,21 @@ def _settings() -> str:
     config = jax.config
     from equinox import _errors as eqx_errors
 
-    return repr((
-        config.jax_enable_x64, config.jax_numpy_dtype_promotion,
-        config.jax_default_matmul_precision, config.jax_numpy_rank_promotion,
-        config.jax_debug_nans, config.jax_debug_infs, jax.default_backend(),
-        eqx_errors.EQX_ON_ERROR, os.environ.get("EQX_ON_ERROR"),  # checks left in loops
-        _native.BUILT, os.environ.get("JAXMB_NATIVE_KERNELS"),  # which batched kernels
-    ))
+    return repr(
+        (
+            config.jax_enable_x64,
+            config.jax_numpy_dtype_promotion,
+            config.jax_default_matmul_precision,
+            config.jax_numpy_rank_promotion,
+            config.jax_debug_nans,
+            config.jax_debug_infs,
+            jax.default_backend(),
+            eqx_errors.EQX_ON_ERROR,
+            os.environ.get("EQX_ON_ERROR"),  # checks left in loops
+            _native.BUILT,
+            os.environ.get("JAXMB_NATIVE_KERNELS"),  # which batched kernels
+        )
+    )
 
 
 def _pinned_name(obj) -> str:
@@ -212,11 +242,18 @@ def _describe(x, static, out) -> None:
     if eqx.is_array(x):
         array = np.asarray(x)
         if static:
-            out.append(("static array", array.shape, str(array.dtype),
-                        hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()))
+            out.append(
+                (
+                    "static array",
+                    array.shape,
+                    str(array.dtype),
+                    hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest(),
+                )
+            )
         else:
-            out.append(("array", array.shape, str(array.dtype),
-                        bool(getattr(x, "weak_type", False))))
+            out.append(
+                ("array", array.shape, str(array.dtype), bool(getattr(x, "weak_type", False)))
+            )
     elif x is None or isinstance(x, (bool, int, float, complex, str, bytes)):
         out.append((type(x).__name__, repr(x)))
     elif isinstance(x, (tuple, list)):
@@ -257,13 +294,14 @@ def _describe(x, static, out) -> None:
         out.append(("object", _pinned_name(type(x))))
         for f in dataclasses.fields(x):
             if not module and not f.compare:  # as jit's cache: outside equality and hashing
-                continue                      # (e.g. Body.owner), so not in the program
+                continue  # (e.g. Body.owner), so not in the program
             if not hasattr(x, f.name):
                 out.append((f.name, "unset"))
                 continue
             out.append(("field", f.name))
-            _describe(getattr(x, f.name), static or not module or f.metadata.get("static", False),
-                      out)
+            _describe(
+                getattr(x, f.name), static or not module or f.metadata.get("static", False), out
+            )
     else:
         raise _Unpinned(x)
 
@@ -314,8 +352,11 @@ def call(fn, collect, args, kwargs, analysis=None):
     _loaded[name] = entry
     run, skeleton, msgs = entry
     flat, flags, indices = run(*inputs) if result is None else result
-    out = jax.tree.map(lambda s: flat[s.index] if isinstance(s, _Slot) else s, skeleton,
-                       is_leaf=lambda s: isinstance(s, _Slot))
+    out = jax.tree.map(
+        lambda s: flat[s.index] if isinstance(s, _Slot) else s,
+        skeleton,
+        is_leaf=lambda s: isinstance(s, _Slot),
+    )
     return out, flags, indices, msgs
 
 
@@ -336,8 +377,11 @@ class _Invalid(Exception):
 
 
 def _warn_unusable(name, reason):
-    warnings.warn(f"the stored program {_path(name)} is unusable ({reason}); it is traced "
-                  "again and rewritten", stacklevel=2)
+    warnings.warn(
+        f"the stored program {_path(name)} is unusable ({reason}); it is traced "
+        "again and rewritten",
+        stacklevel=2,
+    )
 
 
 def _read(name):
@@ -366,8 +410,10 @@ def _read(name):
         if not _is_msgs(msgs):
             raise _Invalid("malformed check messages")
     except Exception as err:  # any check failed (_Invalid), or data of the wrong shape
-        _warn_unusable(name, str(err) if isinstance(err, _Invalid) else
-                       f"malformed metadata: {type(err).__name__}")
+        _warn_unusable(
+            name,
+            str(err) if isinstance(err, _Invalid) else f"malformed metadata: {type(err).__name__}",
+        )
         return None
     return jax.jit(exported.call), skeleton, msgs
 
@@ -386,22 +432,23 @@ def _unpack(name, data):
     if not data.startswith(_FORMAT):
         raise _Invalid("not a program store file of this format")
     head = len(_FORMAT)
-    digest, payload = data[head:head + _DIGEST], data[head + _DIGEST:]
+    digest, payload = data[head : head + _DIGEST], data[head + _DIGEST :]
     if hashlib.sha256(payload).digest() != digest:
         raise _Invalid("its checksum does not match: a damaged file")
     size = int.from_bytes(payload[:8], "big")
     try:
-        meta = json.loads(payload[8:8 + size].decode())
+        meta = json.loads(payload[8 : 8 + size].decode())
     except Exception:  # not UTF-8, not JSON, nested too deep
         raise _Invalid("malformed metadata") from None
     if not isinstance(meta, dict) or meta.get("key") != name:
         raise _Invalid("stored under another key")
-    return meta, payload[8 + size:]
+    return meta, payload[8 + size :]
 
 
 def _is_msgs(msgs):
     return isinstance(msgs, tuple) and all(
-        isinstance(m, tuple) and all(isinstance(t, str) for t in m) for m in msgs)
+        isinstance(m, tuple) and all(isinstance(t, str) for t in m) for m in msgs
+    )
 
 
 def _export(name, collect, args, kwargs):
@@ -417,15 +464,15 @@ def _export(name, collect, args, kwargs):
         out_dynamic, out_static = eqx.partition(out, eqx.is_array)
         out_leaves, out_treedef = jax.tree.flatten(out_dynamic)
         slots = jax.tree.unflatten(out_treedef, [_Slot(k) for k in range(len(out_leaves))])
-        side["skeleton"] = eqx.combine(slots, out_static,
-                                       is_leaf=lambda s: isinstance(s, _Slot))
+        side["skeleton"] = eqx.combine(slots, out_static, is_leaf=lambda s: isinstance(s, _Slot))
         side["msgs"] = msgs
         side["num_out"] = len(out_leaves)
         return out_leaves, flags, indices
 
-    specs = [jax.ShapeDtypeStruct(np.shape(x), x.dtype, weak_type=bool(getattr(x, "weak_type",
-                                                                               False)))
-             for x in leaves]
+    specs = [
+        jax.ShapeDtypeStruct(np.shape(x), x.dtype, weak_type=bool(getattr(x, "weak_type", False)))
+        for x in leaves
+    ]
     try:
         # every custom call may be kept (LAPACK's pivoted QR has no cross-version guarantee,
         # and needs none: the key holds the jaxlib version) except host callbacks, which
@@ -434,11 +481,15 @@ def _export(name, collect, args, kwargs):
         if _CALLBACK in exported.mlir_module_serialized:
             raise ValueError("a host callback")
         skeleton, msgs = _encode(side["skeleton"]), _encode(side["msgs"])
-        if not (_same(side["skeleton"], skeleton, side["num_out"]) and _is_msgs(side["msgs"])
-                and _decode(msgs, 0) == side["msgs"]):
+        if not (
+            _same(side["skeleton"], skeleton, side["num_out"])
+            and _is_msgs(side["msgs"])
+            and _decode(msgs, 0) == side["msgs"]
+        ):
             raise ValueError("an output the store cannot rebuild exactly")
-        data = _pack(name, dict(kind="program", skeleton=skeleton, msgs=msgs),
-                     bytes(exported.serialize()))
+        data = _pack(
+            name, dict(kind="program", skeleton=skeleton, msgs=msgs), bytes(exported.serialize())
+        )
     except Exception:  # an output the store cannot hold as data, a trace error
         _unexportable.add(name)
         _write(name, _pack(name, dict(kind="skip")))
@@ -464,8 +515,9 @@ def _write(name, data):
 # are dataclasses (equinox Modules included), rebuilt as equinox rebuilds a Module from its
 # leaves: object.__new__ and each field set, no code of theirs run.
 
-_LIBRARIES = frozenset({"jaxmb", "jax", "jaxlib", "equinox", "diffrax", "optimistix", "lineax",
-                        "numpy"})
+_LIBRARIES = frozenset(
+    {"jaxmb", "jax", "jaxlib", "equinox", "diffrax", "optimistix", "lineax", "numpy"}
+)
 _PLAIN_DTYPES = "biufc"  # numpy kinds stored by their bytes: bool, integers, floats, complex
 
 
@@ -481,8 +533,12 @@ def _encode(x):
         if array.dtype.kind not in _PLAIN_DTYPES:
             raise _Unpinned(x)
         data = base64.b64encode(np.ascontiguousarray(array).tobytes()).decode()
-        return ["ndarray" if isinstance(x, np.ndarray) else "scalar", array.dtype.str,
-                list(array.shape), data]
+        return [
+            "ndarray" if isinstance(x, np.ndarray) else "scalar",
+            array.dtype.str,
+            list(array.shape),
+            data,
+        ]
     if type(x) is float:
         return ["float", repr(x)]
     if type(x) is complex:
@@ -507,16 +563,23 @@ def _encode(x):
         names = [f.name for f in dataclasses.fields(x)]
         if not set(vars(x)) <= set(names):  # state beyond the fields (e.g. a wrapped function)
             raise _Unpinned(x)
-        return ["object", _name(type(x)),
-                [[n, _encode(getattr(x, n))] for n in names if hasattr(x, n)]]
+        return [
+            "object",
+            _name(type(x)),
+            [[n, _encode(getattr(x, n))] for n in names if hasattr(x, n)],
+        ]
     raise _Unpinned(x)
 
 
 def _name(obj):
-    """"module:qualname" of a class or function of jaxmb or a pinned library."""
+    """ "module:qualname" of a class or function of jaxmb or a pinned library."""
     module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
-    if (not isinstance(module, str) or not isinstance(qualname, str)
-            or module.split(".")[0] not in _LIBRARIES or "<" in qualname):
+    if (
+        not isinstance(module, str)
+        or not isinstance(qualname, str)
+        or module.split(".")[0] not in _LIBRARIES
+        or "<" in qualname
+    ):
         raise _Unpinned(obj)
     return f"{module}:{qualname}"
 
@@ -525,8 +588,9 @@ def _lookup(name):
     """The class or function named "module:qualname" (see _name), or _Invalid."""
     module_name, _, qualname = name.partition(":")
     parts = qualname.split(".")
-    if (module_name.split(".")[0] not in _LIBRARIES
-            or not all(p.isidentifier() for p in module_name.split(".") + parts)):
+    if module_name.split(".")[0] not in _LIBRARIES or not all(
+        p.isidentifier() for p in module_name.split(".") + parts
+    ):
         raise _Invalid(f"a name outside the pinned libraries: {name!r}")
     try:
         obj = importlib.import_module(module_name)
@@ -534,9 +598,11 @@ def _lookup(name):
             obj = getattr(obj, part)
     except (ImportError, AttributeError):
         raise _Invalid(f"an unknown name: {name!r}") from None
-    if (not isinstance(obj, type | types.FunctionType)
-            or getattr(obj, "__module__", None) != module_name
-            or getattr(obj, "__qualname__", None) != qualname):
+    if (
+        not isinstance(obj, type | types.FunctionType)
+        or getattr(obj, "__module__", None) != module_name
+        or getattr(obj, "__qualname__", None) != qualname
+    ):
         raise _Invalid(f"not a class or function: {name!r}")
     return obj
 
@@ -585,8 +651,11 @@ def _decoded(x, num_slots):
         shape = tuple(rest[1])
         if not all(type(n) is int and n >= 0 for n in shape):
             raise _Invalid("a malformed array shape")
-        array = np.frombuffer(base64.b64decode(_text(rest[2]), validate=True),
-                              dtype=dtype).reshape(shape).copy()
+        array = (
+            np.frombuffer(base64.b64decode(_text(rest[2]), validate=True), dtype=dtype)
+            .reshape(shape)
+            .copy()
+        )
         return array if kind == "ndarray" else array[()]
     cls = _lookup(_text(rest[0]))
     if kind == "class" and isinstance(cls, type):
@@ -595,8 +664,12 @@ def _decoded(x, num_slots):
         return cls
     if kind == "enum" and isinstance(cls, type) and issubclass(cls, enum.Enum):
         return cls[_text(rest[1])]
-    if kind == "namedtuple" and isinstance(cls, type) and issubclass(cls, tuple) and \
-            hasattr(cls, "_make"):
+    if (
+        kind == "namedtuple"
+        and isinstance(cls, type)
+        and issubclass(cls, tuple)
+        and hasattr(cls, "_make")
+    ):
         return cls._make(_decoded(v, num_slots) for v in rest[1])
     if kind == "object" and isinstance(cls, type) and dataclasses.is_dataclass(cls):
         names = {f.name for f in dataclasses.fields(cls)}
@@ -613,7 +686,6 @@ def _text(x):
     if type(x) is not str:
         raise _Invalid("a malformed output structure")
     return x
-
 
 
 def _same(value, encoded, num_slots):

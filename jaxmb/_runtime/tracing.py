@@ -34,8 +34,12 @@ class PerTraceMemo:
         trace = _owner(inputs, current)
         slot = (id(trace), key)
         entry = self._entries.get(slot)
-        if (entry is not None and entry[0]() is trace and len(entry[1]) == len(inputs)
-                and all(a is b for a, b in zip(entry[1], inputs))):
+        if (
+            entry is not None
+            and entry[0]() is trace
+            and len(entry[1]) == len(inputs)
+            and all(a is b for a, b in zip(entry[1], inputs))
+        ):
             self._entries.move_to_end(slot)
             return entry[2]
         if trace is current:

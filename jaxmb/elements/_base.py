@@ -72,8 +72,10 @@ class AbstractElement(eqx.Module):
         text where numbers belong (fields annotated `str` hold names) (a string would otherwise be
         parsed as a number silently)."""
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"{type(self).__name__}: name must be a non-empty string, got "
-                             f"{self.name!r} of type {type(self.name).__name__}")
+            raise ValueError(
+                f"{type(self).__name__}: name must be a non-empty string, got "
+                f"{self.name!r} of type {type(self.name).__name__}"
+            )
         for field in dataclasses.fields(self):
             if field.name != "name" and field.type is not str:  # names (of itself, a pair)
                 self.check_not_text(getattr(self, field.name, None), field.name)
@@ -95,8 +97,10 @@ class AbstractElement(eqx.Module):
     def check_not_text(self, value: Any, label: str) -> None:
         """Build-time check that a numeric field was not given as text."""
         if isinstance(value, (str, bytes)):
-            self.fail(f"{label} must be a number (or numbers), got {value!r} of type "
-                      f"{type(value).__name__}")
+            self.fail(
+                f"{label} must be a number (or numbers), got {value!r} of type "
+                f"{type(value).__name__}"
+            )
 
     def check_vector(self, value: Real[ArrayLike, "2"], label: str) -> None:
         """Build-time check of a local 2-vector: shape and finiteness (non-zero length: declare
@@ -142,14 +146,17 @@ class AbstractElement(eqx.Module):
         out = jax.eval_shape(f, jnp.zeros((), jnp.float64))
         if out.shape != shape:
             want = "a scalar" if shape == () else f"shape {shape}"
-            self.fail(f"{label} is a {type(f).__name__} returning shape {out.shape}; "
-                      f"it must return {want}")
+            self.fail(
+                f"{label} is a {type(f).__name__} returning shape {out.shape}; "
+                f"it must return {want}"
+            )
         for leaf in jax.tree_util.tree_leaves(f):
             if eqx.is_inexact_array(leaf) and is_concrete(leaf):
                 values = np.asarray(leaf)
                 if not np.all(np.isfinite(values)):
-                    self.fail(f"{label} ({type(f).__name__}) has a non-finite parameter "
-                              f"{values.tolist()}")
+                    self.fail(
+                        f"{label} ({type(f).__name__}) has a non-finite parameter {values.tolist()}"
+                    )
 
 
 class AbstractPair(AbstractElement):

@@ -132,11 +132,7 @@ class Spline(AbstractDrive):
         h = knots[k + 1] - knots[k]
         a = (knots[k + 1] - tc) / h
         b = (tc - knots[k]) / h
-        return (
-            a * y[k]
-            + b * y[k + 1]
-            + ((a**3 - a) * M[k] + (b**3 - b) * M[k + 1]) * h**2 / 6.0
-        )
+        return a * y[k] + b * y[k + 1] + ((a**3 - a) * M[k] + (b**3 - b) * M[k + 1]) * h**2 / 6.0
 
 
 class SmoothSteps(AbstractDrive):

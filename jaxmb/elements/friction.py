@@ -72,8 +72,9 @@ class AbstractFriction(AbstractElement):
         named lengths and the velocity scale positive (`positive`; traced values are checked
         inside jit by `Mechanism.build`)."""
         if not isinstance(self.pair, str) or not self.pair:
-            self.fail(f"pair must be the name of a {self.pair_type.__name__} pair, got "
-                      f"{self.pair!r}")
+            self.fail(
+                f"pair must be the name of a {self.pair_type.__name__} pair, got {self.pair!r}"
+            )
         self.check_scalar(self.mu, "mu")
         for label, value in {**positive, "velocity_scale": self.velocity_scale}.items():
             self.check_scalar(value, label)
@@ -85,16 +86,22 @@ class AbstractFriction(AbstractElement):
 
             close = difflib.get_close_matches(self.pair, model.pair_names, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            self.fail(f"refers to pair {self.pair!r}, which the model does not have{hint}; its "
-                      f"pairs are {list(model.pair_names)}")
+            self.fail(
+                f"refers to pair {self.pair!r}, which the model does not have{hint}; its "
+                f"pairs are {list(model.pair_names)}"
+            )
         found = model.pair(self.pair)
         if type(found) is not self.pair_type:
             other = {Revolute: "RevoluteFriction", Translational: "TranslationalFriction"}
-            hint = (f"; for a {type(found).__name__} use {other[type(found)]}"
-                    if type(found) in other else
-                    " (friction is modelled in revolute and translational pairs only)")
-            self.fail(f"pair {self.pair!r} is a {type(found).__name__}, which cannot carry a "
-                      f"{type(self).__name__}: it needs a {self.pair_type.__name__} pair{hint}")
+            hint = (
+                f"; for a {type(found).__name__} use {other[type(found)]}"
+                if type(found) in other
+                else " (friction is modelled in revolute and translational pairs only)"
+            )
+            self.fail(
+                f"pair {self.pair!r} is a {type(found).__name__}, which cannot carry a "
+                f"{type(self).__name__}: it needs a {self.pair_type.__name__} pair{hint}"
+            )
 
     @abc.abstractmethod
     def slip(self, pair: AbstractPair, q: Float[Array, " n"]) -> Float[Array, ""]:
@@ -217,6 +224,8 @@ def check_friction(model: "Model") -> None:
     for f in model.friction:
         f.check_pair(model)
         if f.pair in seen:
-            f.fail(f"pair {f.pair!r} already has the friction element {seen[f.pair]!r}; give a "
-                   "pair one friction element")
+            f.fail(
+                f"pair {f.pair!r} already has the friction element {seen[f.pair]!r}; give a "
+                "pair one friction element"
+            )
         seen[f.pair] = f.name

@@ -38,13 +38,15 @@ def hinges(n, m):
     for j in range(m):
         for i in range(n - 1):
             even = (i + j) % 2 == 0
-            out.append((f"H{i}_{j}", (i, j), (i + 1, j), "tr" if even else "br",
-                        "tl" if even else "bl"))
+            out.append(
+                (f"H{i}_{j}", (i, j), (i + 1, j), "tr" if even else "br", "tl" if even else "bl")
+            )
     for j in range(m - 1):
         for i in range(n):
             even = (i + j) % 2 == 0
-            out.append((f"V{i}_{j}", (i, j), (i, j + 1), "tl" if even else "tr",
-                        "bl" if even else "br"))
+            out.append(
+                (f"V{i}_{j}", (i, j), (i, j + 1), "tl" if even else "tr", "bl" if even else "br")
+            )
     return out
 
 
@@ -81,11 +83,12 @@ def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None, aspec
     sizes = jnp.full(n * m, side) if sizes is None else jnp.asarray(sizes, jnp.float64)
     pairs = hinges(n, m)
     shape = jnp.stack([jnp.ones_like(side), jnp.asarray(aspect, jnp.float64)])[None, :]
-    offsets = (jnp.zeros((len(pairs), 2)) if offsets is None
-               else jnp.asarray(offsets, jnp.float64))
+    offsets = jnp.zeros((len(pairs), 2)) if offsets is None else jnp.asarray(offsets, jnp.float64)
     if sizes.shape != (n * m,) or offsets.shape != (len(pairs), 2):
-        raise ValueError(f"rotating_squares: sizes must have shape ({n * m},) and offsets "
-                         f"({len(pairs)}, 2), got {sizes.shape} and {offsets.shape}")
+        raise ValueError(
+            f"rotating_squares: sizes must have shape ({n * m},) and offsets "
+            f"({len(pairs)}, 2), got {sizes.shape} and {offsets.shape}"
+        )
 
     a = np.asarray([pa[0] + n * pa[1] for _, pa, _, _, _ in pairs], np.int64)
     b = np.asarray([pb[0] + n * pb[1] for _, _, pb, _, _ in pairs], np.int64)
@@ -94,21 +97,37 @@ def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None, aspec
 
     def to_global(k, local):  # plate k's local points at q
         c, s_ = jnp.cos(q[k, 2]), jnp.sin(q[k, 2])
-        return q[k, :2] + jnp.stack([c * local[:, 0] - s_ * local[:, 1],
-                                     s_ * local[:, 0] + c * local[:, 1]], axis=1)
+        return q[k, :2] + jnp.stack(
+            [c * local[:, 0] - s_ * local[:, 1], s_ * local[:, 0] + c * local[:, 1]], axis=1
+        )
 
     def to_local(k, point):
         c, s_ = jnp.cos(q[k, 2]), jnp.sin(q[k, 2])
         d = point - q[k, :2]
         return jnp.stack([c * d[:, 0] + s_ * d[:, 1], -s_ * d[:, 0] + c * d[:, 1]], axis=1)
 
-    point = (to_global(a, sizes[a, None] * shape * corner_a)
-             + to_global(b, sizes[b, None] * shape * corner_b)) / 2 + offsets
+    point = (
+        to_global(a, sizes[a, None] * shape * corner_a)
+        + to_global(b, sizes[b, None] * shape * corner_b)
+    ) / 2 + offsets
     return q, jnp.stack([to_local(a, point), to_local(b, point)], axis=1)
 
 
-def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
-          lock_mode=False, sizes=None, offsets=None, aspect=1.0, hold="plate"):
+def build(
+    n,
+    m=None,
+    *,
+    theta=0.3,
+    side=1.0,
+    mass=1.0,
+    gravity=None,
+    pull=None,
+    lock_mode=False,
+    sizes=None,
+    offsets=None,
+    aspect=1.0,
+    hold="plate",
+):
     """The n x m linkage on its mode at `theta`, plate (0, 0) welded to the ground ("hold").
 
     **Arguments:**
@@ -152,11 +171,11 @@ def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
     for j in range(m):
         for i in range(n):
             k = i + n * j
-            plates[(i, j)] = mech.body(f"P{i}_{j}", mass=masses[k], inertia=inertias[k],
-                                       q=q[k])
+            plates[(i, j)] = mech.body(f"P{i}_{j}", mass=masses[k], inertia=inertias[k], q=q[k])
     if hold == "plate":
-        mech.add(Weld("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0),
-                      angle=q[0, 2]))
+        mech.add(
+            Weld("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0), angle=q[0, 2])
+        )
     elif hold == "edge":
         mech.add(Revolute("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0)))
         for j in range(1, m):
@@ -164,8 +183,11 @@ def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
     else:
         raise ValueError(f"rotating_squares: hold must be 'plate' or 'edge', got {hold!r}")
     if lock_mode:
-        mech.add(RelativeAngleDriver("mode", plates[(0, 0)], plates[(1, 0)], f=0.0,
-                                     offset=q[1, 2] - q[0, 2]))
+        mech.add(
+            RelativeAngleDriver(
+                "mode", plates[(0, 0)], plates[(1, 0)], f=0.0, offset=q[1, 2] - q[0, 2]
+            )
+        )
     for h, (name, a, b, _, _) in enumerate(hinges(n, m)):
         mech.add(Revolute(name, plates[a], plates[b], s_i=local[h, 0], s_j=local[h, 1]))
     if gravity is not None:
@@ -174,8 +196,11 @@ def build(n, m=None, *, theta=0.3, side=1.0, mass=1.0, gravity=None, pull=None,
         pull = jnp.asarray(pull, jnp.float64)
         for j in range(m):
             for name, i, sign in ((f"pull_L{j}", 0, -1.0), (f"pull_R{j}", n - 1, 1.0)):
-                mech.add(Force(name, plates[(i, j)], s=(0.0, 0.0),
-                               f=jnp.stack([sign * pull, 0.0 * pull])))
+                mech.add(
+                    Force(
+                        name, plates[(i, j)], s=(0.0, 0.0), f=jnp.stack([sign * pull, 0.0 * pull])
+                    )
+                )
     return mech.build()
 
 
@@ -204,5 +229,13 @@ def rotating_squares(n, m=None, **options):
     return build(n, m, **options)
 
 
-__all__ = ["build", "configuration", "counts", "hinge_forces", "hinge_points", "hinges",
-           "rotating_squares", "CORNERS"]
+__all__ = [
+    "build",
+    "configuration",
+    "counts",
+    "hinge_forces",
+    "hinge_points",
+    "hinges",
+    "rotating_squares",
+    "CORNERS",
+]

@@ -48,8 +48,9 @@ def build(l1=L1, l2=L2, m1=M1, m2=M2, g=G, *, driven=True):
     return m.build()
 
 
-def build_fictitious(l1=L1, l2=L2, m1=M1, m2=M2, g=G, *, direction=(0.0, -1.0),
-                     support_mass=1.0, support_inertia=1.0):
+def build_fictitious(
+    l1=L1, l2=L2, m1=M1, m2=M2, g=G, *, direction=(0.0, -1.0), support_mass=1.0, support_inertia=1.0
+):
     """The driven pendulum with the fictitious mobility of seed 004, section 4: the support O1
     is a body "support" that may slide along the global unit vector `direction` (Translational
     pair "slide" with the ground), carries rod 1 through the Revolute "O1" and motor "M1", and is
@@ -79,8 +80,11 @@ def build_fictitious(l1=L1, l2=L2, m1=M1, m2=M2, g=G, *, direction=(0.0, -1.0),
     rod1 = m.body("rod1", mass=m1, inertia=m1 * l1**2 / 12, q=(0.0, -l1 / 2, down))
     rod2 = m.body("rod2", mass=m2, inertia=m2 * l2**2 / 12, q=(0.0, -l1 - l2 / 2, down))
     m.add(Translational("slide", support, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=v))
-    m.add(TranslationalDriver("X", support, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), u=u,
-                              d=drive.Constant(0.0)))
+    m.add(
+        TranslationalDriver(
+            "X", support, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), u=u, d=drive.Constant(0.0)
+        )
+    )
     m.add(Revolute("O1", support, rod1, s_i=(0.0, 0.0), s_j=(-l1 / 2, 0.0)))
     m.add(Revolute("O2", rod1, rod2, s_i=(l1 / 2, 0.0), s_j=(-l2 / 2, 0.0)))
     m.add(RelativeAngleDriver("M1", support, rod1, f=phi10(jnp.pi / 12), offset=down))
@@ -110,11 +114,19 @@ def closed_form(ts, l1=L1, l2=L2, m1=M1, m2=M2, g=G, amp10=AMP10, amp21=AMP21, o
     p21, p21d, p21dd = amp21 * (1 - c), amp21 * omega * s, amp21 * omega**2 * c
     p2, p2d, p2dd = p1 + p21, p1d + p21d, p1dd + p21dd
     h = 0.5 * m2 * l1 * l2
-    M1_ = ((m1 / 3 + m2) * l1**2 * p1dd + m2 * l2**2 / 3 * p2dd
-           + h * (2 * p1dd + p21dd) * np.cos(p21) - h * p21d * (2 * p1d + p21d) * np.sin(p21)
-           + 0.5 * (m1 + 2 * m2) * g * l1 * np.sin(p1) + 0.5 * m2 * g * l2 * np.sin(p2))
-    M2_ = (m2 * l2**2 / 3 * p2dd + h * (p1dd * np.cos(p21) + p1d**2 * np.sin(p21))
-           + 0.5 * m2 * g * l2 * np.sin(p2))
+    M1_ = (
+        (m1 / 3 + m2) * l1**2 * p1dd
+        + m2 * l2**2 / 3 * p2dd
+        + h * (2 * p1dd + p21dd) * np.cos(p21)
+        - h * p21d * (2 * p1d + p21d) * np.sin(p21)
+        + 0.5 * (m1 + 2 * m2) * g * l1 * np.sin(p1)
+        + 0.5 * m2 * g * l2 * np.sin(p2)
+    )
+    M2_ = (
+        m2 * l2**2 / 3 * p2dd
+        + h * (p1dd * np.cos(p21) + p1d**2 * np.sin(p21))
+        + 0.5 * m2 * g * l2 * np.sin(p2)
+    )
 
     # second derivatives of (cos phi, sin phi): the paper-frame (down, right) unit vector
     def acc(p, pd, pdd):
@@ -125,6 +137,18 @@ def closed_form(ts, l1=L1, l2=L2, m1=M1, m2=M2, g=G, amp10=AMP10, amp21=AMP21, o
     a2x, a2y = l1 * e1x + 0.5 * l2 * e2x, l1 * e1y + 0.5 * l2 * e2y
     f10x = -(m1 + m2) * g + 0.5 * (m1 + 2 * m2) * l1 * e1x + 0.5 * m2 * l2 * e2x  # (5.8)
     f10y = 0.5 * (m1 + 2 * m2) * l1 * e1y + 0.5 * m2 * l2 * e2y
-    return dict(t=t, phi10=p1, phi10_d=p1d, phi10_dd=p1dd, phi21=p21, phi21_d=p21d,
-                phi21_dd=p21dd, M1=M1_, M2=M2_, f10x=f10x, f10y=f10y,
-                f21x=m2 * a2x - m2 * g, f21y=m2 * a2y)
+    return dict(
+        t=t,
+        phi10=p1,
+        phi10_d=p1d,
+        phi10_dd=p1dd,
+        phi21=p21,
+        phi21_d=p21d,
+        phi21_dd=p21dd,
+        M1=M1_,
+        M2=M2_,
+        f10x=f10x,
+        f10y=f10y,
+        f21x=m2 * a2x - m2 * g,
+        f21y=m2 * a2y,
+    )

@@ -27,8 +27,17 @@ def configuration(theta, a, b, c, d, branch=1.0):
     return crank, coupler, rocker
 
 
-def build(a=0.1, b=0.35, c=0.3, d=0.35, *, masses=(1.0, 2.0, 1.5), theta0=0.5,
-          omega=None, gravity=(0.0, -9.81)):
+def build(
+    a=0.1,
+    b=0.35,
+    c=0.3,
+    d=0.35,
+    *,
+    masses=(1.0, 2.0, 1.5),
+    theta0=0.5,
+    omega=None,
+    gravity=(0.0, -9.81),
+):
     """Build the four-bar (Grashof crank-rocker with the defaults). With `omega` the crank is
     driven at constant speed (dof = 0)."""
     m = Mechanism()
@@ -68,8 +77,19 @@ def configuration_pivots(theta, a, b, c, o2, o4, branch=1.0):
     return tuple(jnp.concatenate([o2 + _rotate(beta, p[:2]), p[2:] + beta]) for p in local)
 
 
-def build_pivots(a, b, c, o2, o4, *, density=None, masses=(1.0, 2.0, 1.5), theta0=0.5,
-                 omega=None, gravity=(0.0, -9.81)):
+def build_pivots(
+    a,
+    b,
+    c,
+    o2,
+    o4,
+    *,
+    density=None,
+    masses=(1.0, 2.0, 1.5),
+    theta0=0.5,
+    omega=None,
+    gravity=(0.0, -9.81),
+):
     """Four-bar with ground pivots at the global points o2 (crank) and o4 (rocker), crank a,
     coupler b, rocker c (slender rods; with `density`, mass = density * length instead of
     `masses`). Same bodies and pairs as `build` ("O2", "A", "B", "O4", "motor" with `omega`:

@@ -20,8 +20,15 @@ V0 = 0.1
 T_END = 20.0
 """Duration of the simulated manoeuvre (s)."""
 
-STIFFNESS = {"B": 2e7, "C": 2e7, "H": (1e8, 5e4),
-             "W1": 500.0, "W2": 500.0, "W3": 500.0, "W4": 500.0}
+STIFFNESS = {
+    "B": 2e7,
+    "C": 2e7,
+    "H": (1e8, 5e4),
+    "W1": 500.0,
+    "W2": 500.0,
+    "W3": 500.0,
+    "W4": 500.0,
+}
 """Plausible joint stiffness for `mb.Compliance` (not in seed 001): the wheel holders' bearings B
 and C 2e7 N/m, the slider H 1e8 N/m and 5e4 N m/rad; the knife edges W1-W4 are tyres of
 cornering stiffness 50 N/rad rolling at V0: lateral damping 50 / 0.1 = 500 N s/m. Every other
@@ -56,9 +63,15 @@ def steering_profile(amplitude=0.02, t_end=T_END):
     return drive.SmoothSteps(starts, ends, amplitude * levels)
 
 
-def build(a=A_UNIT, *, masses=(10.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0),
-          inertias=(0.25, 0.005, 0.005, 0.005, 0.005, 0.005, 0.05),
-          steering=None, amplitude=0.02, t_end=T_END):
+def build(
+    a=A_UNIT,
+    *,
+    masses=(10.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0),
+    inertias=(0.25, 0.005, 0.005, 0.005, 0.005, 0.005, 0.05),
+    steering=None,
+    amplitude=0.02,
+    t_end=T_END,
+):
     """Build the robot. `a` scales every length (traceable); `steering` is a drive function of
     the offset delta(t) (default: `steering_profile(amplitude)`)."""
     bx, by, cx, cy = geometry(a)
@@ -66,12 +79,18 @@ def build(a=A_UNIT, *, masses=(10.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0),
     z = 0.0 * a
     m = Mechanism()
     q0 = [
-        (20 * a, z, z), (24 * a, z, z), (16 * a, z, z), (20 * a + dx, dy, z),
-        (20 * a - dx, dy, z), (20 * a, z, z), (5 * a, z, z),
+        (20 * a, z, z),
+        (24 * a, z, z),
+        (16 * a, z, z),
+        (20 * a + dx, dy, z),
+        (20 * a - dx, dy, z),
+        (20 * a, z, z),
+        (5 * a, z, z),
     ]
     names = ["platform", "holder_W1", "holder_W2", "link_4", "link_5", "slider", "trolley"]
-    b = [m.body(nm, mass=mm, inertia=jj, q=qq)
-         for nm, mm, jj, qq in zip(names, masses, inertias, q0)]
+    b = [
+        m.body(nm, mass=mm, inertia=jj, q=qq) for nm, mm, jj, qq in zip(names, masses, inertias, q0)
+    ]
     p1, p2, p3, p4, p5, p6, p7 = b
     vec = jnp.array
     m.add(Revolute("A", p7, p1, s_i=vec([7 * a, z]), s_j=vec([-8 * a, z])))

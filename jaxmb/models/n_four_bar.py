@@ -33,8 +33,10 @@ import numpy as np
 from .._model.mechanism import Mechanism
 from ..elements import Gravity, Revolute
 
-SINGULAR_ANGLES = {"cranks horizontal, pointing +x (all bars collinear)": 0.0,
-                   "cranks horizontal, pointing -x (all bars collinear)": float(np.pi)}
+SINGULAR_ANGLES = {
+    "cranks horizontal, pointing +x (all bars collinear)": 0.0,
+    "cranks horizontal, pointing -x (all bars collinear)": float(np.pi),
+}
 
 
 def _check_n(N):
@@ -76,8 +78,9 @@ def velocity(angle, rate, N, length=1.0, rigid_coupler=False):
     return jnp.concatenate([crank] * (N + 1) + [coupler] * count)
 
 
-def build(N=2, angle0=np.pi / 2, *, length=1.0, mass=1.0, gravity=(0.0, -9.81),
-          rigid_coupler=False):
+def build(
+    N=2, angle0=np.pi / 2, *, length=1.0, mass=1.0, gravity=(0.0, -9.81), rigid_coupler=False
+):
     """Build the N-four-bar (benchmark A02 with the defaults and N = 2) at crank angle `angle0`.
 
     **Arguments:**
@@ -98,8 +101,9 @@ def build(N=2, angle0=np.pi / 2, *, length=1.0, mass=1.0, gravity=(0.0, -9.81),
     mass = jnp.asarray(mass, jnp.float64)
     q = configuration(angle0, N, L, rigid_coupler).reshape(-1, 3)
     m = Mechanism()
-    cranks = [m.body(f"crank{k}", mass=mass, inertia=mass * L**2 / 12, q=q[k])
-              for k in range(N + 1)]
+    cranks = [
+        m.body(f"crank{k}", mass=mass, inertia=mass * L**2 / 12, q=q[k]) for k in range(N + 1)
+    ]
     z = 0.0 * L
     tip, foot = jnp.stack([L / 2, z]), jnp.stack([-L / 2, z])
     for k, crank in enumerate(cranks):

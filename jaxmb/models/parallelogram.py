@@ -32,8 +32,16 @@ def configuration(theta, L=0.2, d=0.4):
     return jnp.concatenate([*cranks, coupler])
 
 
-def build(L=0.2, d=0.4, theta=0.7, *, motor=True, masses=(0.5, 0.5, 0.5, 1.0),
-          gravity=(0.0, -9.81), load=None):
+def build(
+    L=0.2,
+    d=0.4,
+    theta=0.7,
+    *,
+    motor=True,
+    masses=(0.5, 0.5, 0.5, 1.0),
+    gravity=(0.0, -9.81),
+    load=None,
+):
     """Build the linkage at crank angle `theta` (every argument but the flags is traceable).
 
     **Arguments:**
@@ -51,17 +59,29 @@ def build(L=0.2, d=0.4, theta=0.7, *, motor=True, masses=(0.5, 0.5, 0.5, 1.0),
     q = configuration(theta, L, d).reshape(4, 3)
     lengths = (L, L, L, d)
     names = ("crank1", "crank2", "crank3", "coupler")
-    bodies = {nm: m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)
-              for nm, mm, ll, qq in zip(names, masses, lengths, q)}
+    bodies = {
+        nm: m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)
+        for nm, mm, ll, qq in zip(names, masses, lengths, q)
+    }
     z = 0.0 * L
     coupler = bodies["coupler"]
     for k, f in PIVOTS.items():
         crank = bodies[f"crank{k}"]
-        m.add(Revolute(f"O{k}", m.ground, crank, s_i=jnp.stack([f * d, z]),
-                       s_j=jnp.stack([-L / 2, z])))
+        m.add(
+            Revolute(
+                f"O{k}", m.ground, crank, s_i=jnp.stack([f * d, z]), s_j=jnp.stack([-L / 2, z])
+            )
+        )
     for k, f in PIVOTS.items():
-        m.add(Revolute(f"A{k}", bodies[f"crank{k}"], coupler, s_i=jnp.stack([L / 2, z]),
-                       s_j=jnp.stack([(f - 0.5) * d, z])))
+        m.add(
+            Revolute(
+                f"A{k}",
+                bodies[f"crank{k}"],
+                coupler,
+                s_i=jnp.stack([L / 2, z]),
+                s_j=jnp.stack([(f - 0.5) * d, z]),
+            )
+        )
     if motor is not False:
         f = drive.Constant(jnp.asarray(theta, jnp.float64)) if motor is True else motor
         m.add(RelativeAngleDriver("motor", m.ground, bodies["crank1"], f=f))

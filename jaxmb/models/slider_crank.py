@@ -25,8 +25,17 @@ def configuration(theta, r, l):
     )
 
 
-def build(r=0.1, l=0.3, *, m_crank=1.0, m_rod=2.0, m_slider=0.5, theta0=0.3,
-          gravity=(0.0, -9.81), omega=None):
+def build(
+    r=0.1,
+    l=0.3,
+    *,
+    m_crank=1.0,
+    m_rod=2.0,
+    m_slider=0.5,
+    theta0=0.3,
+    gravity=(0.0, -9.81),
+    omega=None,
+):
     """Build the slider-crank. With `omega`, the crank is driven at constant speed
     (dof = 0); otherwise it is free (dof = 1) and, without damping, conservative."""
     m = Mechanism()
@@ -35,8 +44,9 @@ def build(r=0.1, l=0.3, *, m_crank=1.0, m_rod=2.0, m_slider=0.5, theta0=0.3,
     rod = m.body("rod", mass=m_rod, inertia=m_rod * l**2 / 12, q=q_rod)
     slider = m.body("slider", mass=m_slider, inertia=1e-3, q=q_slider)
     m.add(Revolute("O", m.ground, crank, s_i=(0.0, 0.0), s_j=jnp.stack([-r / 2, 0.0 * r])))
-    m.add(Revolute("A", crank, rod, s_i=jnp.stack([r / 2, 0.0 * r]),
-                   s_j=jnp.stack([-l / 2, 0.0 * l])))
+    m.add(
+        Revolute("A", crank, rod, s_i=jnp.stack([r / 2, 0.0 * r]), s_j=jnp.stack([-l / 2, 0.0 * l]))
+    )
     m.add(Revolute("B", rod, slider, s_i=jnp.stack([l / 2, 0.0 * l]), s_j=(0.0, 0.0)))
     m.add(Translational("P", slider, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=(0.0, 1.0)))
     if omega is not None:

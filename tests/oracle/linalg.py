@@ -23,7 +23,7 @@ def rank(M, rtol=RANK_RTOL, scale=None):
 def null_space(A, rtol=RANK_RTOL):
     """Orthonormal basis (columns) of null(A) from the SVD, rank decided as in `rank`."""
     Vt = np.linalg.svd(A)[2]
-    return Vt[rank(A, rtol):].T
+    return Vt[rank(A, rtol) :].T
 
 
 def qr_solvability(C, row_sets, rtol=RANK_RTOL, btol=B_RTOL):

@@ -41,8 +41,12 @@ def weld(q, qd, i, s_i, j, s_j, angle=0.0):
     row = _rows(q, 1)
     put(row, i, np.array([[0.0, 0.0, -1.0]]))
     put(row, j, np.array([[0.0, 0.0, 1.0]]))
-    return (np.append(phi, pose(q, j)[1] - pose(q, i)[1] - angle), np.vstack([C, row]),
-            np.zeros(3), np.append(gamma, 0.0))
+    return (
+        np.append(phi, pose(q, j)[1] - pose(q, i)[1] - angle),
+        np.vstack([C, row]),
+        np.zeros(3),
+        np.append(gamma, 0.0),
+    )
 
 
 def sliding(q, qd, i, s_i, j, s_j, w_local):
@@ -187,8 +191,12 @@ def knife_edge(q, qd, k, s, n):
 def stack(pairs):
     """(Phi, C, b, gamma) of all rows from [(name, (Phi, C, b, gamma)), ...] in order."""
     parts = [p for _, p in pairs]
-    return tuple(np.concatenate([np.atleast_1d(p[k]) for p in parts]) if k != 1
-                 else np.vstack([p[1] for p in parts]) for k in range(4))
+    return tuple(
+        np.concatenate([np.atleast_1d(p[k]) for p in parts])
+        if k != 1
+        else np.vstack([p[1] for p in parts])
+        for k in range(4)
+    )
 
 
 def pair_rows(pairs):
@@ -256,8 +264,12 @@ def bushing(q, qd, i, s_i, j, s_j, stiffness, damping, free_angle=0.0):
     e = np.append(r_i + a_i - r_j - a_j, p_j - p_i - free_angle)
     rate = np.append(v_i + w_i * OMEGA @ a_i - v_j - w_j * OMEGA @ a_j, w_j - w_i)
     lam = np.asarray(stiffness) * e + np.asarray(damping) * rate
-    return (point_force(q, i, s_i, -lam[:2]) + point_force(q, j, s_j, lam[:2])
-            + torque(q, i, lam[2]) + torque(q, j, -lam[2]))
+    return (
+        point_force(q, i, s_i, -lam[:2])
+        + point_force(q, j, s_j, lam[:2])
+        + torque(q, i, lam[2])
+        + torque(q, j, -lam[2])
+    )
 
 
 def mechanical_energy(masses, inertias, q, qd, g):

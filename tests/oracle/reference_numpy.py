@@ -29,6 +29,7 @@ from .planar import GROUND
 ALPHA = BETA = 10.0  # Baumgarte parameters of mb.simulate (1/s)
 RTOL, ATOL = 1e-8, 1e-10  # mb.simulate's default tolerances
 
+
 # ----- models (parameters of jaxmb/models/*.py builders with their defaults) ------------------
 def gravity_forces(masses, g=(0.0, -9.81)):
     """F = (m_k g, 0) per body."""
@@ -39,7 +40,7 @@ A_UNIT = 0.05
 ZETA = np.arctan(0.25)
 BX, BY = A_UNIT * np.sin(ZETA), A_UNIT * np.cos(ZETA)
 CX = 4 * A_UNIT - BX
-CY = np.sqrt((5 * A_UNIT)**2 - CX**2)
+CY = np.sqrt((5 * A_UNIT) ** 2 - CX**2)
 ROBOT_MASSES = (10.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0)
 ROBOT_INERTIAS = (0.25, 0.005, 0.005, 0.005, 0.005, 0.005, 0.05)
 STEER_STARTS, STEER_ENDS = np.array([0.5, 5.0, 11.0, 15.0]), np.array([2.5, 7.0, 13.0, 17.0])
@@ -49,8 +50,32 @@ STEER_JUMPS = np.array([1.0, -1.0, -1.0, 1.0])  # differences of the levels (0,)
 def robot_q0(a=A_UNIT):
     """Seed 001 eq. 34 (bodies: platform, holders W1 and W2, links 4 and 5, slider, trolley)."""
     dx, dy = CX / 2, CY / 2 - BY
-    return np.array([20 * a, 0, 0, 24 * a, 0, 0, 16 * a, 0, 0, 20 * a + dx, dy, 0,
-                     20 * a - dx, dy, 0, 20 * a, 0, 0, 5 * a, 0, 0], float)
+    return np.array(
+        [
+            20 * a,
+            0,
+            0,
+            24 * a,
+            0,
+            0,
+            16 * a,
+            0,
+            0,
+            20 * a + dx,
+            dy,
+            0,
+            20 * a - dx,
+            dy,
+            0,
+            20 * a,
+            0,
+            0,
+            5 * a,
+            0,
+            0,
+        ],
+        float,
+    )
 
 
 def robot_qd0(v0=0.1):
@@ -64,7 +89,7 @@ def steering(t, amplitude=0.02):
     h = STEER_ENDS - STEER_STARTS
     x = np.clip((t - STEER_STARTS) / h, 0.0, 1.0)
     S = x**3 * (10 - 15 * x + 6 * x**2)
-    dS = 30 * x**2 * (1 - x)**2 / h
+    dS = 30 * x**2 * (1 - x) ** 2 / h
     ddS = 60 * x * (1 - x) * (1 - 2 * x) / h**2
     c = amplitude * STEER_JUMPS
     return 20 * A_UNIT + c @ S, c @ dS, c @ ddS
@@ -85,8 +110,12 @@ def robot_pairs(q, qd, t, amplitude=0.02):
         ("F", revolute(q, qd, 5, V([0, CY - BY]), 3, V([-CX / 2, CY / 2]))),
         ("G", revolute(q, qd, 5, V([0, CY - BY]), 4, V([CX / 2, CY / 2]))),
         ("H", translational(q, qd, 5, P, 0, Q, V([1.0, 0]))),
-        ("driver", translational_driver(q, qd, t, 5, P, 0, Q, V([0, -1.0]),
-                                        lambda t: steering(t, amplitude))),
+        (
+            "driver",
+            translational_driver(
+                q, qd, t, 5, P, 0, Q, V([0, -1.0]), lambda t: steering(t, amplitude)
+            ),
+        ),
         ("W1", knife_edge(q, qd, 1, V([0.0, 0]), V([0, 1.0]))),
         ("W2", knife_edge(q, qd, 2, V([0.0, 0]), V([0, 1.0]))),
         ("W3", knife_edge(q, qd, 0, V([0, -4 * a]), V([0, 1.0]))),
@@ -127,8 +156,10 @@ def slider_crank_pairs(q, qd, t):
 def n_four_bar_state(N, angle=np.pi / 2, rate=-1.0, L=1.0):
     """All N + 1 cranks at `angle` turning at `rate`, couplers horizontal and translating
     (IFToMM A02 start: angle pi/2, rate -1/L, so B_0 moves at 1 m/s along +x)."""
-    u, du = np.array([np.cos(angle), np.sin(angle)]), rate * np.array([-np.sin(angle),
-                                                                        np.cos(angle)])
+    u, du = (
+        np.array([np.cos(angle), np.sin(angle)]),
+        rate * np.array([-np.sin(angle), np.cos(angle)]),
+    )
     q = [[k * L + L / 2 * u[0], L / 2 * u[1], angle] for k in range(N + 1)]
     q += [[(j + 0.5) * L + L * u[0], L * u[1], 0.0] for j in range(N)]
     qd = [[L / 2 * du[0], L / 2 * du[1], rate]] * (N + 1) + [[L * du[0], L * du[1], 0.0]] * N
@@ -139,8 +170,9 @@ def n_four_bar_pairs(q, qd, t, N, L=1.0):
     """Revolutes A0..AN (ground - crank k), then per coupler j: B{j}c{j}, B{j+1}c{j}
     (bodies: cranks 0..N, couplers N+1..2N)."""
     tip, foot = np.array([L / 2, 0.0]), np.array([-L / 2, 0.0])
-    pairs = [(f"A{k}", revolute(q, qd, GROUND, np.array([k * L, 0.0]), k, foot))
-             for k in range(N + 1)]
+    pairs = [
+        (f"A{k}", revolute(q, qd, GROUND, np.array([k * L, 0.0]), k, foot)) for k in range(N + 1)
+    ]
     for j in range(N):
         pairs.append((f"B{j}c{j}", revolute(q, qd, j, tip, N + 1 + j, foot)))
         pairs.append((f"B{j + 1}c{j}", revolute(q, qd, j + 1, tip, N + 1 + j, tip)))
@@ -158,8 +190,9 @@ def accelerations(M, F, C, gamma, rtol=RANK_RTOL):
     return qp + V @ z
 
 
-def simulate(pairs, masses, inertias, F, q0, qd0, t1, ts=None, rtol=RTOL, atol=ATOL,
-             alpha=ALPHA, beta=BETA):
+def simulate(
+    pairs, masses, inertias, F, q0, qd0, t1, ts=None, rtol=RTOL, atol=ATOL, alpha=ALPHA, beta=BETA
+):
     """Integrate with RK45; `pairs(q, qd, t)` gives the rows, F the constant applied forces.
     Returns (ts, q, qd, nfev)."""
     n = len(q0)
@@ -172,8 +205,9 @@ def simulate(pairs, masses, inertias, F, q0, qd0, t1, ts=None, rtol=RTOL, atol=A
         gamma_s = gamma - 2 * alpha * (C @ qd + b) - beta**2 * phi  # Baumgarte
         return np.concatenate([qd, accelerations(M, F, C, gamma_s)])
 
-    sol = solve_ivp(rhs, (0.0, t1), np.concatenate([q0, qd0]), method="RK45", t_eval=ts,
-                    rtol=rtol, atol=atol)
+    sol = solve_ivp(
+        rhs, (0.0, t1), np.concatenate([q0, qd0]), method="RK45", t_eval=ts, rtol=rtol, atol=atol
+    )
     if not sol.success:
         raise RuntimeError(f"solve_ivp failed: {sol.message}")
     return sol.t, sol.y[:n].T, sol.y[n:].T, sol.nfev
@@ -181,23 +215,42 @@ def simulate(pairs, masses, inertias, F, q0, qd0, t1, ts=None, rtol=RTOL, atol=A
 
 def simulate_robot(t1=20.0, ts=None, *, amplitude=0.02, v0=0.1, **kw):
     """Seed 001 section 4.3: the robot's manoeuvre from eq. 34 and 39 (no applied forces)."""
-    return simulate(lambda q, qd, t: robot_pairs(q, qd, t, amplitude), ROBOT_MASSES,
-                    ROBOT_INERTIAS, np.zeros(21), robot_q0(), robot_qd0(v0), t1, ts, **kw)
+    return simulate(
+        lambda q, qd, t: robot_pairs(q, qd, t, amplitude),
+        ROBOT_MASSES,
+        ROBOT_INERTIAS,
+        np.zeros(21),
+        robot_q0(),
+        robot_qd0(v0),
+        t1,
+        ts,
+        **kw,
+    )
 
 
 def simulate_slider_crank(t1=1.0, ts=None, *, theta0=0.3, omega0=15.0, **kw):
     """Free slider-crank under gravity, crank starting at theta0 with rate omega0 (it revolves)."""
     q0, qd0 = slider_crank_state(theta0, omega0)
-    return simulate(slider_crank_pairs, SC_MASSES, SC_INERTIAS, gravity_forces(SC_MASSES),
-                    q0, qd0, t1, ts, **kw)
+    return simulate(
+        slider_crank_pairs, SC_MASSES, SC_INERTIAS, gravity_forces(SC_MASSES), q0, qd0, t1, ts, **kw
+    )
 
 
 def simulate_n_four_bar(N, t1=1.0, ts=None, **kw):
     """IFToMM A02 N-four-bar (unit bars, 1 kg, gravity) from the benchmark's start."""
     q0, qd0 = n_four_bar_state(N)
     masses = np.ones(2 * N + 1)
-    return simulate(lambda q, qd, t: n_four_bar_pairs(q, qd, t, N), masses, masses / 12,
-                    gravity_forces(masses), q0, qd0, t1, ts, **kw)
+    return simulate(
+        lambda q, qd, t: n_four_bar_pairs(q, qd, t, N),
+        masses,
+        masses / 12,
+        gravity_forces(masses),
+        q0,
+        qd0,
+        t1,
+        ts,
+        **kw,
+    )
 
 
 # ----- solvability (seed 001, section 3.3) ----------------------------------------------------
@@ -213,7 +266,8 @@ def solvability_loop(C_batch, pair_rows, rtol=RANK_RTOL, btol=B_RTOL):
     ranks, solvable, b_norm = np.empty(K, int), np.empty((K, P), bool), np.empty((K, P))
     for k, C in enumerate(C_batch):
         ranks[k], _, b_norm[k], solvable[k] = qr_solvability(
-            C, [r for _, r in pair_rows], rtol, btol)
+            C, [r for _, r in pair_rows], rtol, btol
+        )
     return ranks, solvable, b_norm
 
 

@@ -31,8 +31,14 @@ import numpy as np
 
 from ..vmap_rules import all_batched, full_batch
 
-_TARGETS = ("jaxmb_pivoted_qr_f64", "jaxmb_triangular_solve_f64", "jaxmb_gauss_projection_f64",
-            "jaxmb_svd_f64", "jaxmb_set_norms_f64", "jaxmb_left_null_f64")
+_TARGETS = (
+    "jaxmb_pivoted_qr_f64",
+    "jaxmb_triangular_solve_f64",
+    "jaxmb_gauss_projection_f64",
+    "jaxmb_svd_f64",
+    "jaxmb_set_norms_f64",
+    "jaxmb_left_null_f64",
+)
 
 
 def library_path():
@@ -55,11 +61,13 @@ def _register():
     try:
         lib = ctypes.cdll.LoadLibrary(str(path))
         for name in _TARGETS:
-            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, name)),
-                                        platform="cpu")
+            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, name)), platform="cpu")
     except (OSError, AttributeError) as error:  # a library that cannot load, an older jax
-        warnings.warn(f"jaxmb: the compiled batched kernels at {path} cannot be used "
-                      f"({error}); jaxmb uses its pure-JAX kernels", stacklevel=2)
+        warnings.warn(
+            f"jaxmb: the compiled batched kernels at {path} cannot be used "
+            f"({error}); jaxmb uses its pure-JAX kernels",
+            stacklevel=2,
+        )
         return False
     return True
 
@@ -87,8 +95,9 @@ def _call(name, results, core, *args, **attrs):
 
     def kernel(*local):  # on one device's shard of the batch (a leading axis of its own)
         size = local[0].shape[0]
-        shapes = jax.tree.map(lambda r: jax.ShapeDtypeStruct((size, *r.shape[1:]), r.dtype),
-                              results)
+        shapes = jax.tree.map(
+            lambda r: jax.ShapeDtypeStruct((size, *r.shape[1:]), r.dtype), results
+        )
         return jax.ffi.ffi_call(name, shapes, vmap_method="broadcast_all")(*local, **attrs)
 
     if jax.device_count() == 1 or args[0].ndim <= core:
@@ -119,9 +128,11 @@ def _partitioned(kernel, args, results):
     operands = ", ".join(" ".join(["b", *(next(names) for _ in a.shape[1:])]) for a in args)
     outputs = ", ".join(" ".join(["b", *(next(names) for _ in r.shape[1:])]) for r in flat)
     split = custom_partitioning(kernel)
-    split.def_partition(partition=partition,
-                        infer_sharding_from_operands=lambda m, a, r: shardings(m, a, r)[1],
-                        sharding_rule=f"{operands} -> {outputs}")
+    split.def_partition(
+        partition=partition,
+        infer_sharding_from_operands=lambda m, a, r: shardings(m, a, r)[1],
+        sharding_rule=f"{operands} -> {outputs}",
+    )
 
     @jax.custom_batching.custom_vmap
     def call(*xs):
@@ -132,8 +143,9 @@ def _partitioned(kernel, args, results):
         xs = full_batch(axis_size, in_batched, xs)
         lead = xs[0].shape[:2]
         xs = [x.reshape(-1, *x.shape[2:]) for x in xs]
-        folded = jax.tree.map(lambda r: jax.ShapeDtypeStruct((xs[0].shape[0], *r.shape[1:]),
-                                                             r.dtype), results)
+        folded = jax.tree.map(
+            lambda r: jax.ShapeDtypeStruct((xs[0].shape[0], *r.shape[1:]), r.dtype), results
+        )
         out = _partitioned(kernel, xs, folded)(*xs)
         return all_batched(jax.tree.map(lambda o: o.reshape(*lead, *o.shape[1:]), out))
 
@@ -148,9 +160,17 @@ def pivoted_qr(A, full=False, pivoting=True):
     *lead, m, n = A.shape
     k = m if full else min(m, n)
     shape = jax.ShapeDtypeStruct
-    return _call("jaxmb_pivoted_qr_f64",
-                 (shape((*lead, m, k), A.dtype), shape((*lead, k, n), A.dtype),
-                  shape((*lead, n), jnp.int32)), 2, A, pivoting=bool(pivoting))
+    return _call(
+        "jaxmb_pivoted_qr_f64",
+        (
+            shape((*lead, m, k), A.dtype),
+            shape((*lead, k, n), A.dtype),
+            shape((*lead, n), jnp.int32),
+        ),
+        2,
+        A,
+        pivoting=bool(pivoting),
+    )
 
 
 def left_null(A, rtol):
@@ -159,8 +179,13 @@ def left_null(A, rtol):
     (..., m), zero-padded. The rest of R is not written."""
     *lead, m, _ = A.shape
     shape = jax.ShapeDtypeStruct
-    return _call("jaxmb_left_null_f64", (shape((*lead, m, m), A.dtype),
-                                         shape((*lead, m), A.dtype)), 2, A, rtol=float(rtol))
+    return _call(
+        "jaxmb_left_null_f64",
+        (shape((*lead, m, m), A.dtype), shape((*lead, m), A.dtype)),
+        2,
+        A,
+        rtol=float(rtol),
+    )
 
 
 def svd(A):
@@ -170,16 +195,26 @@ def svd(A):
     *lead, m, n = A.shape
     k = min(m, n)
     shape = jax.ShapeDtypeStruct
-    return _call("jaxmb_svd_f64", (shape((*lead, m, k), A.dtype), shape((*lead, k), A.dtype),
-                                   shape((*lead, k, n), A.dtype)), 2, A)
+    return _call(
+        "jaxmb_svd_f64",
+        (shape((*lead, m, k), A.dtype), shape((*lead, k), A.dtype), shape((*lead, k, n), A.dtype)),
+        2,
+        A,
+    )
 
 
 def triangular_solve(T, b, lower):
     """x with T x = b for a batch of triangular T (..., k, k), b (..., k) or (..., k, c)."""
     vector = b.ndim == T.ndim - 1
     b2 = b[..., None] if vector else b
-    x = _call("jaxmb_triangular_solve_f64", jax.ShapeDtypeStruct(b2.shape, b2.dtype), 2, T, b2,
-              lower=bool(lower))
+    x = _call(
+        "jaxmb_triangular_solve_f64",
+        jax.ShapeDtypeStruct(b2.shape, b2.dtype),
+        2,
+        T,
+        b2,
+        lower=bool(lower),
+    )
     return x[..., 0] if vector else x
 
 
@@ -188,9 +223,16 @@ def gauss_projection(w, F, C, gamma, rtol):
     F (..., n), C (..., rows, n), gamma (..., rows); pivots below rtol * max dropped."""
     *lead, rows, n = C.shape
     shape = jax.ShapeDtypeStruct
-    return _call("jaxmb_gauss_projection_f64",
-                 (shape((*lead, n), C.dtype), shape((*lead, min(rows, n)), C.dtype)), 1,
-                 w, F, C, gamma, rtol=float(rtol))
+    return _call(
+        "jaxmb_gauss_projection_f64",
+        (shape((*lead, n), C.dtype), shape((*lead, min(rows, n)), C.dtype)),
+        1,
+        w,
+        F,
+        C,
+        gamma,
+        rtol=float(rtol),
+    )
 
 
 def set_norms(C, Qt, row_sets):
@@ -199,5 +241,12 @@ def set_norms(C, Qt, row_sets):
     *lead, _, _ = C.shape
     flat = np.concatenate([np.asarray(r, np.int64) for r in row_sets] + [np.zeros(0, np.int64)])
     starts = np.cumsum([0] + [len(r) for r in row_sets]).astype(np.int64)
-    return _call("jaxmb_set_norms_f64", jax.ShapeDtypeStruct((*lead, len(row_sets)), C.dtype),
-                 2, C, Qt, rows=flat, starts=starts)
+    return _call(
+        "jaxmb_set_norms_f64",
+        jax.ShapeDtypeStruct((*lead, len(row_sets)), C.dtype),
+        2,
+        C,
+        Qt,
+        rows=flat,
+        starts=starts,
+    )
