@@ -38,6 +38,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from equinox.internal import unvmap_any
 from jaxtyping import Array, Float
 
 from .._model.model import Model
@@ -192,6 +193,20 @@ def _keeps_last_stage(projected, y1, y_error):
     return moved <= REUSE_FACTOR * error
 
 
+def _stage_where(keep, last_stage, terms, t, y, args, solver):
+    """`last_stage` where `keep`, else f(t, y) evaluated (a fresh first stage). The
+    evaluation is skipped when no member needs it: its condition is taken over the whole
+    vmapped batch (`unvmap_any`), and within the branch each member selects its own stage,
+    so a member's result is the same as in a single run."""
+    return jax.lax.cond(
+        unvmap_any(~keep),
+        lambda: jax.tree.map(
+            lambda a, b: jnp.where(keep, a, b), last_stage, solver.func(terms, t, y, args)
+        ),
+        lambda: last_stage,
+    )
+
+
 class ProjectedSolver(TransparentSolver):
     """A diffrax Runge-Kutta solver whose every step ends with the projections of its
     formulation (`option.project_state(model, q, qd, t) -> (q, qd, max |Phi| left)`; a step
@@ -232,11 +247,10 @@ class ProjectedSolver(TransparentSolver):
         if reuse:  # per member (a cond, not diffrax's batch-wide re-evaluation flag), so a
             # vmapped run equals the loop of single runs
             first_step, last_stage = solver_state
-            last_stage = jax.lax.cond(
-                _keeps_last_stage((q, qd), y1, y_error),
-                lambda: last_stage,
-                lambda: self.solver.func(terms, t1, (q, qd), args),
+            keep = _keeps_last_stage((q, qd), y1, y_error)
+            solver_state = (
+                first_step,
+                _stage_where(keep, last_stage, terms, t1, (q, qd), args, self.solver),
             )
-            solver_state = (first_step, last_stage)
         y_error = jax.tree.map(lambda e: jnp.where(rejected, jnp.inf, e), y_error)
         return (q, qd), y_error, dense_info, solver_state, result

@@ -202,12 +202,6 @@ def _cholesky_by_columns(A):
     return jax.lax.fori_loop(0, n, step, jnp.zeros_like(A))
 
 
-cholesky = _vectorized(jnp.linalg.cholesky, _cholesky_by_columns)
-"""Lower L with A = L L^T (A symmetric positive definite): LAPACK potrf for one matrix, the
-column loop vectorized over the batch under vmap; nan where A is not positive definite. Not
-differentiated (factors are used under stop_gradient, solves differentiate implicitly)."""
-
-
 class SpdFactorization(eqx.Module):
     """A = L L^T factorized once, kept as A^-1 = L^-T L^-1 (one triangular solve with the
     identity and one product): `solve(b)` = A^-1 b is then one matrix-vector product, which
@@ -229,12 +223,30 @@ class SpdFactorization(eqx.Module):
         )
 
 
+def _spd_inverse_single(A):
+    """A^-1 = L^-T L^-1 with L the Cholesky factor (LAPACK potrf and trsm, one matrix)."""
+    l_inv = _tri_single(jnp.linalg.cholesky(A), jnp.eye(A.shape[0], dtype=A.dtype), True)
+    return l_inv.T @ l_inv
+
+
+def _spd_inverse_by_columns(A):
+    """The same, pure jnp: the column loop of `_cholesky_by_columns`, forward substitution."""
+    l_inv = _substitution(_cholesky_by_columns(A), jnp.eye(A.shape[0], dtype=A.dtype), True)
+    return l_inv.T @ l_inv
+
+
+spd_inverse = _vectorized(
+    _spd_inverse_single, _spd_inverse_by_columns, native=lambda A: _native.spd_inverse(A)
+)
+"""A^-1 of a symmetric positive-definite A by its Cholesky factor, nan where A is not
+positive definite: LAPACK for one matrix; under vmap the compiled kernel
+(`jaxmb._linalg.native.spd_inverse`, one call for the batch) where built, else the column
+loop vectorized over the batch. Not differentiated (used under stop_gradient)."""
+
+
 def factorize_spd(values: jax.Array) -> SpdFactorization:
     """`SpdFactorization` of the symmetric positive-definite `values` (n, n)."""
-    values_c = jax.lax.stop_gradient(values)
-    factor = cholesky(values_c)
-    l_inv = _tri[True](factor, jnp.eye(values.shape[0], dtype=values.dtype))
-    return SpdFactorization(values, l_inv.T @ l_inv)
+    return SpdFactorization(values, spd_inverse(jax.lax.stop_gradient(values)))
 
 
 # --------------------------------------------------------------------------------------------

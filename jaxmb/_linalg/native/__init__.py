@@ -10,7 +10,8 @@ cannot occur).
 
 Kernels: `pivoted_qr` (with or without pivoting), `left_null` (the columns of Q past the rank
 only), `svd` (one-sided Jacobi, for small matrices), `set_norms` (|C_X^T Q~_X|_F per row set,
-solvability), `triangular_solve`, `gauss_projection` (the null-space accelerations).
+solvability), `triangular_solve`, `gauss_projection` (the null-space accelerations),
+`spd_inverse` (the augmented Lagrangian's dense S^-1).
 
 `available()` says whether the kernels are in use: the library was built, it is the CPU
 backend, and JAXMB_NATIVE_KERNELS is not "0" (set it to "0" to compare against the jnp path;
@@ -38,6 +39,7 @@ _TARGETS = (
     "jaxmb_svd_f64",
     "jaxmb_set_norms_f64",
     "jaxmb_left_null_f64",
+    "jaxmb_spd_inverse_f64",
 )
 
 
@@ -250,3 +252,9 @@ def set_norms(C, Qt, row_sets):
         rows=flat,
         starts=starts,
     )
+
+
+def spd_inverse(A):
+    """A^-1 for a batch of symmetric positive-definite A (..., n, n), by Cholesky; nan where
+    a member is not positive definite."""
+    return _call("jaxmb_spd_inverse_f64", jax.ShapeDtypeStruct(A.shape, A.dtype), 2, A)

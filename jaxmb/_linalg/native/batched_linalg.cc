@@ -22,6 +22,9 @@
 //   jaxmb_set_norms_f64:    |B_X|_F = |C_X^T Q~_X|_F for sets X of rows of C (seed 001, eq. 27),
 //                           visiting only the nonzero columns of Q~ (the left null space).
 //   jaxmb_triangular_solve_f64: x with T x = b, T triangular (back or forward substitution).
+//   jaxmb_spd_inverse_f64:  A^-1 = L^-T L^-1 of a symmetric positive-definite A = L L^T
+//                           (Cholesky-Banachiewicz, then the inverse of L by forward
+//                           substitution): nan where A is not positive definite.
 //   jaxmb_gauss_projection_f64: the null-space formulation's accelerations (seed 001, eq. 13)
 //                           from one pivoted QR of the mass-scaled C^T, as
 //                           _dynamics.null_space_solve does it (see there).
@@ -30,6 +33,7 @@
 // A member with a nan or inf input gets nan outputs (pivoted QR alone would push a nan column
 // to the end and leave the others finite: a silently wrong answer).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -372,6 +376,59 @@ ffi::Error TriangularSolve(ffi::Buffer<ffi::F64> t, ffi::Buffer<ffi::F64> b,
   return ffi::Error::Success();
 }
 
+// A^-1 of symmetric positive-definite A (n, n) by its Cholesky factor: L_jj = sqrt(A_jj -
+// sum_{k<j} L_jk^2), L_ij = (A_ij - sum_{k<j} L_ik L_jk) / L_jj (i > j; Golub & Van Loan,
+// alg. 4.2.1), then X = L^-1 by forward substitution and A^-1 = X^T X. A pivot that is not
+// positive (A not positive definite) or a non-finite input makes the member's result nan.
+ffi::Error SpdInverse(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> inv) {
+  auto dims = a.dimensions();
+  const int64_t n = dims[dims.size() - 1];
+  const int64_t batch = batch_of(dims, 2);
+  std::vector<double> L(n * n), X(n * n);
+  for (int64_t b = 0; b < batch; ++b) {
+    const double* A = a.typed_data() + b * n * n;
+    double* out = inv->typed_data() + b * n * n;
+    bool ok = all_finite(A, n * n);
+    std::fill(L.begin(), L.end(), 0.0);
+    for (int64_t j = 0; j < n && ok; ++j) {
+      double d = A[j * n + j];
+      for (int64_t k = 0; k < j; ++k) d -= L[j * n + k] * L[j * n + k];
+      if (!(d > 0.0)) {
+        ok = false;
+        break;
+      }
+      const double ljj = std::sqrt(d);
+      L[j * n + j] = ljj;
+      for (int64_t i = j + 1; i < n; ++i) {
+        double s = A[i * n + j];
+        for (int64_t k = 0; k < j; ++k) s -= L[i * n + k] * L[j * n + k];
+        L[i * n + j] = s / ljj;
+      }
+    }
+    if (!ok) {
+      fill_nan(out, n * n);
+      continue;
+    }
+    std::fill(X.begin(), X.end(), 0.0);  // X = L^-1, lower triangular, column by column
+    for (int64_t c = 0; c < n; ++c) {
+      X[c * n + c] = 1.0 / L[c * n + c];
+      for (int64_t i = c + 1; i < n; ++i) {
+        double s = 0.0;
+        for (int64_t k = c; k < i; ++k) s -= L[i * n + k] * X[k * n + c];
+        X[i * n + c] = s / L[i * n + i];
+      }
+    }
+    for (int64_t i = 0; i < n; ++i)  // (X^T X)_ij = sum_{k >= max(i, j)} X_ki X_kj
+      for (int64_t j = 0; j <= i; ++j) {
+        double s = 0.0;
+        for (int64_t k = i; k < n; ++k) s += X[k * n + i] * X[k * n + j];
+        out[i * n + j] = s;
+        out[j * n + i] = s;
+      }
+  }
+  return ffi::Error::Success();
+}
+
 // qdd with C qdd = gamma (kept pivots) minimising (qdd - M^-1 F)^T M (qdd - M^-1 F): with
 // w = M^(-1/2), Ch = C diag(w), Ch^T[:, perm] = Q R, kept = |R_jj| > rtol max |R_jj|,
 // y0 = w F, R11^T u = [gamma - Ch y0]_perm (kept rows), qdd = w (y0 + Q u), Q u applied as
@@ -665,3 +722,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_left_null_f64, LeftNull,
                                   .Ret<ffi::Buffer<ffi::F64>>()
                                   .Ret<ffi::Buffer<ffi::F64>>()
                                   .Attr<double>("rtol"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(jaxmb_spd_inverse_f64, SpdInverse,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>());
