@@ -494,7 +494,13 @@ def load_file(path):
 
 
 class ModelFile(NamedTuple):
-    """What a model file holds: the model, and the optional entries (None when absent)."""
+    """What a model file holds: the model, and the optional entries (None when absent).
+
+    **Arguments:**
+    - `model`: the built model.
+    - `initial_velocity`: the `initial_velocity` entry (m/s and rad/s, n numbers), or None.
+    - `compliance`: the `compliance` entry as an `mb.Compliance`, or None.
+    """
 
     model: Model
     initial_velocity: Float[Array, " n"] | None

@@ -23,7 +23,7 @@ import contextlib
 import functools
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -923,7 +923,7 @@ def save_drawing(
     solvable: "SolvabilityReport | Mapping[str, bool] | None" = None,
     title: str | None = None,
     dpi: float = 130,
-    **kwargs,
+    **kwargs: Any,
 ) -> str | os.PathLike:
     """`draw_mechanism` into a new figure saved to `path`: its axes 7 in along the longer side
     of the drawing, the legend beside them, margins trimmed.

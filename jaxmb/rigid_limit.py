@@ -20,19 +20,25 @@ module builds that compliant model so the limit can be checked by simulation:
 """
 
 import difflib
-from typing import ClassVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from ._linalg.dense import solve
 from ._model.mechanism import checked_elements
 from ._model.model import Model
 from ._runtime import errors as _errors
 from .elements import AbstractForceElement, Bushing, KnifeEdge, Revolute, Weld
+from .elements.drive import Polynomial
 from .elements.geometry import Body, as_f64, direction, dot2, point
+
+if TYPE_CHECKING:
+    import diffrax
 
 NEWTON_TOL = 1e-12
 """Relative size of the last Newton step at which `static_equilibrium` stops."""
@@ -58,19 +64,21 @@ class LateralDamper(AbstractForceElement):
         self.check_vector(self.n, "n")
         self.check_scalar(self.damping, "damping")
 
-    def bodies(self):
+    def bodies(self) -> tuple[Body, ...]:
         return (self.body,)
 
-    def slip(self, q, qd):
+    def slip(self, q: Float[Array, " n"], qd: Float[Array, " n"]) -> Float[Array, ""]:
         """g = n^T v_K (global n of unit length)."""
         v_K = jax.jvp(lambda q_: point(q_, self.body, self.s), (q,), (qd,))[1]
         return dot2(direction(q, self.body, self.n / jnp.linalg.norm(self.n)), v_K)
 
-    def force(self, q, qd):
+    def force(self, q: Float[Array, " n"], qd: Float[Array, " n"]) -> Float[Array, "1"]:
         """lambda = d g, shape (1,)."""
         return jnp.reshape(self.damping * self.slip(q, qd), (1,))
 
-    def generalized_force(self, model, q, qd, t):
+    def generalized_force(
+        self, model: Model, q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
+    ) -> Float[Array, " n"]:
         return -self.force(q, qd)[0] * jax.grad(self.slip, argnums=1)(q, qd)
 
 
@@ -120,7 +128,11 @@ def _replaced(model, values, make, where):
     )
 
 
-def with_bushings(model, stiffness: dict, damping=0.0):
+def with_bushings(
+    model: Model,
+    stiffness: Mapping[str, Real[ArrayLike, " *rows"]],
+    damping: Real[ArrayLike, " *rows"] | Mapping[str, Real[ArrayLike, " *rows"]] = 0.0,
+) -> Model:
     """`model` with each pair named in `stiffness` (a Revolute or a Weld) replaced by a
     `Bushing` of that stiffness (one number, or one per row) and `damping` (a number for all,
     or a dict like `stiffness`); the bushings keep the pairs' names. Traceable."""
@@ -132,7 +144,7 @@ def with_bushings(model, stiffness: dict, damping=0.0):
     return _replaced(model, stiffness, make, "with_bushings")
 
 
-def with_slip(model, damping: dict):
+def with_slip(model: Model, damping: Mapping[str, Real[ArrayLike, ""]]) -> Model:
     """`model` with each knife edge named in `damping` replaced by a `LateralDamper` of that
     damping (N s/m), keeping its name. Traceable."""
 
@@ -146,7 +158,9 @@ def with_slip(model, damping: dict):
     return _replaced(model, damping, make, "with_slip")
 
 
-def pair_forces(model, q, qd, names):
+def pair_forces(
+    model: Model, q: Float[Array, " n"], qd: Float[Array, " n"], names: Sequence[str]
+) -> dict[str, Float[Array, " pair_rows"]]:
     """{name: lambda} for the named Bushings (3 values) and LateralDampers (1 value) of
     `model`: the counterparts of the rigid pairs' multipliers."""
     elements = {e.name: e for e in model.force_elements if isinstance(e, (Bushing, LateralDamper))}
@@ -167,7 +181,9 @@ BALANCE_RTOL = 1e-6
 applied forces (1e4 N/m bushings balance to 1e-13, 1e10 N/m to 3e-7, 1e14 N/m to 1e-3)."""
 
 
-def static_equilibrium(model, q, t=0.0, *, max_steps=50):
+def static_equilibrium(
+    model: Model, q: Real[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0, *, max_steps: int = 50
+) -> tuple[Float[Array, " n"], Float[Array, " rows"]]:
     """Equilibrium of `model` (typically a compliant variant) near `q` at time `t`:
     F(q, 0, t) = C^T lambda and Phi(q, t) = 0 for the constraint rows left (independent ones:
     the compliant model should have no redundancy left), by Newton's method with the Jacobian
@@ -238,7 +254,10 @@ PARALLELOGRAM_LOAD = (3.0, -5.0)
 """The load (N) at the coupler's right end, with gravity."""
 
 
-def observed_rates(scales, errors):
+def observed_rates(
+    scales: Real[ArrayLike, " scales"] | Sequence[float],
+    errors: Real[ArrayLike, " scales"] | Sequence[float],
+) -> np.ndarray:
     """d log(error) / d log(s) between consecutive scales (-1 for errors O(1/s))."""
     s, e = np.log(np.asarray(scales, float)), np.log(np.asarray(errors, float))
     return np.diff(e) / np.diff(s)
@@ -259,7 +278,11 @@ def _rigid_rows(lam, model, names):
     return np.concatenate([np.asarray(lam[..., model.rows(n)]) for n in names], axis=-1)
 
 
-def parallelogram_statics(scales, stiffness=PARALLELOGRAM_STIFFNESS, load=PARALLELOGRAM_LOAD):
+def parallelogram_statics(
+    scales: Real[ArrayLike, " scales"] | Sequence[float],
+    stiffness: Mapping[str, float] = PARALLELOGRAM_STIFFNESS,
+    load: Real[ArrayLike, "2"] | Sequence[float] = PARALLELOGRAM_LOAD,
+) -> dict[str, Any]:
     """(a) The triple-crank parallelogram held by its motor under gravity and `load`, its six
     revolutes replaced by bushings of stiffness s K: static equilibrium (Newton) for each
     scale s, bushing forces against the `Compliance(K)` statics of the rigid model.
@@ -291,27 +314,25 @@ def parallelogram_statics(scales, stiffness=PARALLELOGRAM_STIFFNESS, load=PARALL
     )
 
 
-def cycle_drive(theta0=0.7, amplitude=0.6, period=1.0):
+def cycle_drive(theta0: float = 0.7, amplitude: float = 0.6, period: float = 1.0) -> Polynomial:
     """Crank angle theta0 + amplitude 256 tau^4 (1 - tau)^4, tau = t / period: out and back in
     one period, at rest at both ends with zero acceleration and jerk (C3), so a compliant model
     started in equilibrium is not shaken."""
     c = amplitude * 256.0 * np.array([0, 0, 0, 0, 1, -4, 6, -4, 1]) / period ** np.arange(9)
     c[0] = theta0
-    from .elements.drive import Polynomial
-
     return Polynomial(jnp.asarray(c))
 
 
 def parallelogram_cycle(
-    scales,
-    stiffness=PARALLELOGRAM_STIFFNESS,
+    scales: Real[ArrayLike, " scales"] | Sequence[float],
+    stiffness: Mapping[str, float] = PARALLELOGRAM_STIFFNESS,
     *,
-    damping=200.0,
-    period=1.0,
-    num_saves=41,
-    rtol=1e-6,
-    load=PARALLELOGRAM_LOAD,
-):
+    damping: float = 200.0,
+    period: float = 1.0,
+    num_saves: int = 41,
+    rtol: float = 1e-6,
+    load: Real[ArrayLike, "2"] | Sequence[float] = PARALLELOGRAM_LOAD,
+) -> dict[str, Any]:
     """(b) The parallelogram driven through `cycle_drive`, its revolutes replaced by bushings
     of stiffness s K and damping `damping` (N s/m, not scaled, so the damping force is O(1/s)
     too), started in static equilibrium and integrated with diffrax's Kvaerno5 (L-stable
@@ -370,8 +391,15 @@ def parallelogram_cycle(
 
 
 def robot_slip(
-    scales, damping=ROBOT_DAMPING, *, t_end=5.0, t1=1.5, num_saves=31, rtol=1e-11, solver=None
-):
+    scales: Real[ArrayLike, " scales"] | Sequence[float],
+    damping: Mapping[str, float] = ROBOT_DAMPING,
+    *,
+    t_end: float = 5.0,
+    t1: float = 1.5,
+    num_saves: int = 31,
+    rtol: float = 1e-11,
+    solver: "diffrax.AbstractSolver | None" = None,
+) -> dict[str, Any]:
     """(c) The robot of seed 001 (manoeuvre compressed to `t_end`), its knife edges W1-W4
     replaced by tyres (`LateralDamper`, damping s D), the bearings B and C kept rigid (far
     stiffer than the tyres: the quasi-static limit of the derivation); integrated with

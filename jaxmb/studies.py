@@ -10,6 +10,8 @@ jaxmb; seed 001's 1-based rows 6 and 21, 18 and 21, 19 and 21).
 import os
 import time
 import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import diffrax
 import jax
@@ -40,7 +42,13 @@ FIG4_PANELS = (("B", "holder_W1"), ("W3", "platform"), ("D", "link_4"), ("W5", "
 """Seed 001 Fig. 4: two non-unique reactions (B, W3) and two unique ones (D, W5)."""
 
 
-def mobile_robot_study(t_end=20.0, num_saves=401, out_dir=None, resimulate=True, log=print):
+def mobile_robot_study(
+    t_end: float = 20.0,
+    num_saves: int = 401,
+    out_dir: str | os.PathLike | None = None,
+    resimulate: bool = True,
+    log: Callable[[str], Any] = print,
+) -> dict[str, Any]:
     """Simulate the robot, compute reactions for every variant and (with `out_dir`) write
     `robot_paths.png` (like Fig. 3) and `robot_reactions.png` (like Fig. 4).
 
@@ -113,7 +121,7 @@ def _reactions_figure(ts, rxs, report, out_dir):
     return plotting.save_figure(fig, os.path.join(out_dir, "robot_reactions.png"))
 
 
-def variant_spread(result, names):
+def variant_spread(result: dict[str, Any], names: Sequence[str]) -> dict[str, float]:
     """Largest relative difference of each pair's generalized reaction across the variants."""
     rxs = list(result["reactions"].values())
     out = {}

@@ -211,9 +211,7 @@ def text_of(fragment, tag=" "):
 def parameter_rows(html, identifier):
     """{name: (type, description, default)} of the parameter table of the object whose heading
     has id `identifier`, read from the rendered page (rows in order)."""
-    start = html.index(f'id="{identifier}"')
-    end = html.find('class="doc doc-heading"', html.index(">", start))
-    section = html[start : end if end > 0 else len(html)]
+    section = heading_section(html, identifier)
     table = section[section.index("Parameters:") :]
     table = table[: table.index("</table>")]
     rows = {}
@@ -235,8 +233,8 @@ def test_parameter_tables_give_name_type_description_and_default(site):
     rows = parameter_rows(html, "jaxmb.simulate")
     assert list(rows) == list(inspect.signature(jaxmb.simulate).parameters)
     described = "error tolerances of the adaptive step-size controller (positive)."
-    assert rows["rtol"] == ("Real[ArrayLike, '']", described, "1e-08")
-    assert rows["atol"] == ("Real[ArrayLike, '']", described, "1e-10")
+    assert rows["rtol"] == ('Real[ArrayLike, ""]', described, "1e-08")
+    assert rows["atol"] == ('Real[ArrayLike, ""]', described, "1e-10")
     assert rows["model"] == ("Model", "a built Model.", "required")
     assert rows["max_steps"][0::2] == ("int", "200000")
     assert all(description for _, description, _ in rows.values())  # every one documented
@@ -254,9 +252,40 @@ def test_parameter_tables_give_name_type_description_and_default(site):
         "name": "str",
         "i": "Body",
         "j": "Body",
-        "s_i": "Float[Array, 2]",
-        "s_j": "Float[Array, 2]",
+        "s_i": 'Float[Array, "2"]',
+        "s_j": 'Float[Array, "2"]',
     }
+    heading = elements.index('id="jaxmb.Revolute"')
+    signature = text_of(elements[heading : elements.index("Parameters:", heading)], "")
+    assert 's_i: Float[Array, "2"], s_j: Float[Array, "2"]' in signature  # quotes kept
+
+
+def test_shape_strings_keep_their_quotes():
+    """griffe parses a string in an annotation as a forward reference (`"2"` becomes the number
+    2, `"n"` a name); the extension keeps the shape strings of jaxtyping types as written and
+    leaves forward references and `Literal` strings as griffe reads them (hand-written)."""
+    griffe = pytest.importorskip("griffe")
+    ext = load_extension()
+    code = (
+        "from typing import Literal\n"
+        "from jaxtyping import Array, Float, Real\n"
+        'def f(x: Float[Array, "2"], y: tuple[Real[Array, "n"], int] | None, '
+        'z: Literal[\'a\'], w: "Model", *v: Float[Array, ""]) -> Float[Array, " n"]: ...\n'
+        "class C:\n"
+        '    s: Float[Array, "3"]\n'
+    )
+    extensions = griffe.load_extensions(ext.ShapeStrings())
+    with griffe.temporary_visited_module(code, extensions=extensions) as module:
+        f = module["f"]
+        assert [str(p.annotation) for p in f.parameters] == [
+            'Float[Array, "2"]',
+            'tuple[Real[Array, "n"], int] | None',
+            "Literal['a']",
+            "Model",
+            'Float[Array, ""]',
+        ]
+        assert str(f.returns) == 'Float[Array, " n"]'
+        assert str(module["C.s"].annotation) == 'Float[Array, "3"]'
 
 
 def test_argument_lists_of_the_public_api_become_tables():
@@ -388,28 +417,82 @@ def test_every_public_function_and_class_is_reachable_from_the_navigation(site):
     """Every public function and class, of jaxmb and of its public modules, has an anchor on a
     page of the navigation (under its own name or another public spelling of the same object,
     as `jaxmb.elements.Revolute` is documented as `jaxmb.Revolute`). Every public-named module
-    is either part of the API or the command line, so a new module has to be placed."""
+    is either part of the API or the command line, so a new module has to be placed. Each of
+    them shows its types: a parameter table with a type in every row where it has parameters,
+    and a function its return annotation; and every row of every parameter table of the
+    reference (methods included) has a type."""
     modules = [m.name for m in pkgutil.iter_modules(jaxmb.__path__) if not m.name.startswith("_")]
     assert {f"jaxmb.{m}" for m in modules} - {"jaxmb.models"} == set(PUBLIC_MODULES) | NOT_API
     models = [f"jaxmb.models.{m.name}" for m in pkgutil.iter_modules(jaxmb.models.__path__)]
-    anchors = set()
+    pages = {}  # anchor -> the HTML of its page
     for page in nav_pages():
         path = site / page / "index.html"
         assert path.is_file(), page
-        anchors |= set(re.findall(r'id="(jaxmb[\w.]*)"', path.read_text(encoding="utf-8")))
+        html = path.read_text(encoding="utf-8")
+        pages.update((anchor, html) for anchor in re.findall(r'id="(jaxmb[\w.]*)"', html))
+    anchors = set(pages)
     spellings = {}  # object id -> its documented public names
     for name in public_names():
         spellings.setdefault(id(getattr(jaxmb, name)), set()).add(f"jaxmb.{name}")
-    missing, count = [], 0
+    missing, count, shown = [], 0, {}
     for module in PUBLIC_MODULES + models:
         assert module in anchors or module in {"jaxmb.elements"}, module
         for name, obj in module_api(module).items():
             count += 1
-            if not ({f"{module}.{name}"} | spellings.get(id(obj), set())) & anchors:
+            found = ({f"{module}.{name}"} | spellings.get(id(obj), set())) & anchors
+            if found:
+                shown[min(found)] = obj
+            else:
                 missing.append(f"{module}.{name}")
     missing += [f"jaxmb.{n}" for n in public_names() if f"jaxmb.{n}" not in anchors]
     assert missing == []
     assert count > 60
+    shown.update(
+        (f"jaxmb.{n}", getattr(jaxmb, n))
+        for n in public_names()
+        if inspect.isfunction(getattr(jaxmb, n)) or inspect.isclass(getattr(jaxmb, n))
+    )
+    lacking = [
+        problem
+        for identifier, obj in sorted(shown.items())
+        for problem in untyped(pages[identifier], identifier, obj)
+    ]
+    assert lacking == []
+    everywhere = [
+        f"{identifier}.{name}"
+        for html in {id(h): h for h in pages.values()}.values()
+        for identifier in re.findall(r'id="(jaxmb[\w.]*)" class="doc doc-heading"', html)
+        if "Parameters:" in heading_section(html, identifier)
+        for name, (kind, _, _) in parameter_rows(html, identifier).items()
+        if not kind
+    ]
+    assert everywhere == []  # methods too: every row of every table has its type
+
+
+def heading_section(html, identifier):
+    """The HTML from the heading with id `identifier` to the next heading."""
+    start = html.index(f'id="{identifier}"')
+    end = html.find('class="doc doc-heading"', html.index(">", start))
+    return html[start : end if end > 0 else len(html)]
+
+
+def untyped(html, identifier, obj):
+    """What the reference lacks of `obj`'s types (documented at `identifier` in `html`): a
+    parameter table where it has parameters, a type in each row, a return annotation of a
+    function."""
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):  # no signature to show
+        return []
+    problems = []
+    if inspect.isfunction(obj) and signature.return_annotation is inspect.Signature.empty:
+        problems.append(f"{identifier} -> (no return annotation)")
+    if not signature.parameters:
+        return problems
+    if "Parameters:" not in heading_section(html, identifier):
+        return [*problems, f"{identifier} (no parameter table)"]
+    rows = parameter_rows(html, identifier)
+    return problems + [f"{identifier}.{name}" for name, (kind, _, _) in rows.items() if not kind]
 
 
 PRIVATE = re.compile(r"jaxmb[./]_\w[\w./]*")

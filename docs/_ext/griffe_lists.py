@@ -6,7 +6,8 @@
 - `EquinoxSignatures`: an equinox Module is a dataclass whose `__init__` is generated from its
   annotated fields, which static analysis does not see; this builds that signature (fields in
   definition order, base classes first, defaults from `= value` or `eqx.field(default=...)`,
-  class variables and `eqx.AbstractVar` skipped), so `Revolute(name, i, j, s_i, s_j)` is shown.
+  class variables and `eqx.AbstractVar` skipped), so `Revolute(name, i, j, s_i, s_j)` is shown;
+  a `typing.NamedTuple` gets its generated signature the same way (`ModelFile`).
 - `ParameterTables`: every function, method and class with parameters gets a parameter table
   (name, type and default from the signature); the items of its `**Arguments:**` list
   (`- `name`: description`, or `- `a`, `b`: description` for several) fill the descriptions
@@ -14,8 +15,12 @@
   annotation. An `**Arguments:**` block that is not such a list stays prose (tests/test_docs.py
   checks that the public API has none). Names of private objects in signatures are shown
   as plain names, so the site names no private path.
+- `ShapeStrings`: griffe reads a string inside an annotation as a forward reference and
+  parses it, so the jaxtyping shape of `Float[Array, "2"]` would show as `Float[Array, 2]`
+  (and `"n"` as a name `n`); the shape strings of jaxtyping types are shown as written.
 """
 
+import ast
 import re
 
 import griffe
@@ -103,6 +108,11 @@ def _init_parameters(cls):
     return list(params.values())
 
 
+def _is_named_tuple(cls) -> bool:
+    paths = {getattr(b, "canonical_path", str(b)) for b in cls.bases}
+    return bool(paths & {"typing.NamedTuple", "typing_extensions.NamedTuple"})
+
+
 def _classes(obj):
     for member in obj.members.values():
         if member.is_alias:
@@ -114,13 +124,14 @@ def _classes(obj):
 
 
 class EquinoxSignatures(griffe.Extension):
-    """Give each concrete equinox Module without its own `__init__` the generated signature."""
+    """Give each concrete equinox Module (and each NamedTuple) without its own `__init__` the
+    generated signature."""
 
     def on_package(self, *, pkg, **kwargs):
         for cls in _classes(pkg):
             if "__init__" in cls.all_members or cls.name.startswith("Abstract"):
                 continue
-            if not _is_equinox_module(cls):
+            if not (_is_equinox_module(cls) or _is_named_tuple(cls)):
                 continue
             self_param = griffe.Parameter("self", kind=griffe.ParameterKind.positional_or_keyword)
             init = griffe.Function(
@@ -393,3 +404,78 @@ class ParameterTables(griffe.Extension):
             if sections is not None:
                 obj.docstring.__dict__["parsed"] = sections  # the cached `Docstring.parsed`
         detach_private_names(pkg)
+
+
+def _is_jaxtyping(expr) -> bool:
+    """Whether `expr` names a jaxtyping object (`Float`, `Real`, ...)."""
+    if not isinstance(expr, (griffe.ExprName, griffe.ExprAttribute)):
+        return False
+    try:
+        return expr.canonical_path.split(".")[0] == "jaxtyping"
+    except Exception:  # unresolvable: not one
+        return False
+
+
+def keep_shape_strings(expr, node, code: str):
+    """`expr` (griffe's annotation built from the AST `node`) with each string constant in
+    the brackets of a jaxtyping type replaced by its source text (`"2"`, quotes included);
+    the two trees are walked side by side, and a part where they differ is left as it is."""
+    if isinstance(node, ast.Subscript) and isinstance(expr, griffe.ExprSubscript):
+        expr.left = keep_shape_strings(expr.left, node.value, code)
+        if isinstance(node.slice, ast.Tuple) and isinstance(expr.slice, griffe.ExprTuple):
+            pairs = zip(expr.slice.elements, node.slice.elts)
+            if len(expr.slice.elements) == len(node.slice.elts):
+                shapes = _is_jaxtyping(expr.left)
+                expr.slice.elements = [
+                    _shape_text(n, code)
+                    if shapes and _is_string(n)
+                    else keep_shape_strings(e, n, code)
+                    for e, n in pairs
+                ]
+        elif _is_jaxtyping(expr.left) and _is_string(node.slice):
+            expr.slice = _shape_text(node.slice, code)
+        else:
+            expr.slice = keep_shape_strings(expr.slice, node.slice, code)
+    elif isinstance(node, ast.BinOp) and isinstance(expr, griffe.ExprBinOp):
+        expr.left = keep_shape_strings(expr.left, node.left, code)
+        expr.right = keep_shape_strings(expr.right, node.right, code)
+    elif isinstance(node, (ast.Tuple, ast.List)) and isinstance(
+        expr, (griffe.ExprTuple, griffe.ExprList)
+    ):
+        if len(expr.elements) == len(node.elts):
+            expr.elements = [
+                keep_shape_strings(e, n, code) for e, n in zip(expr.elements, node.elts)
+            ]
+    return expr
+
+
+def _is_string(node) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _shape_text(node, code: str) -> str:
+    return ast.get_source_segment(code, node) or repr(node.value)
+
+
+class ShapeStrings(griffe.Extension):
+    """Apply `keep_shape_strings` to the annotations of every function (parameters and
+    return) and attribute griffe visits (equinox fields included)."""
+
+    def on_function_instance(self, *, node, func, agent, **kwargs):
+        code = getattr(agent, "code", None)
+        if code is None or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return  # dynamic analysis: no source
+        args = node.args
+        nodes = [*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg]
+        for arg in nodes:
+            if arg is not None and arg.annotation is not None and arg.arg in func.parameters:
+                p = func.parameters[arg.arg]
+                p.annotation = keep_shape_strings(p.annotation, arg.annotation, code)
+        if node.returns is not None:
+            func.returns = keep_shape_strings(func.returns, node.returns, code)
+
+    def on_attribute_instance(self, *, node, attr, agent, **kwargs):
+        code = getattr(agent, "code", None)
+        annotation = getattr(node, "annotation", None) or getattr(node, "returns", None)
+        if code is not None and annotation is not None and attr.annotation is not None:
+            attr.annotation = keep_shape_strings(attr.annotation, annotation, code)

@@ -17,21 +17,26 @@ welded to the ground, 4 n m - 2 (n + m) + 3 rows (2 per hinge, 3 for the weld) o
 (n - 2)(m - 2) are redundant (the square grid n = m: 4 n (n - 1) + 3 rows, p = (n - 2)^2).
 """
 
+from collections.abc import Sequence
+from typing import Any, Literal
+
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._model.mechanism import Mechanism
+from .._model.model import Model
 from ..elements import AbsoluteDriver, Force, Gravity, RelativeAngleDriver, Revolute, Weld
 
 CORNERS = {"tr": (1.0, 1.0), "tl": (-1.0, 1.0), "bl": (-1.0, -1.0), "br": (1.0, -1.0)}
 
 
-def rotation(i, j, theta):
+def rotation(i: int, j: int, theta: float | Array) -> float | Array:
     """The angle of plate (i, j): -theta for i + j even, +theta for odd."""
     return -theta if (i + j) % 2 == 0 else theta
 
 
-def hinges(n, m):
+def hinges(n: int, m: int) -> list[tuple[str, tuple[int, int], tuple[int, int], str, str]]:
     """The hinges as (name, plate a, plate b, corner of a, corner of b): horizontal pairs
     ("H{i}_{j}" between (i, j) and (i + 1, j)) first, then vertical ones ("V{i}_{j}")."""
     out = []
@@ -50,7 +55,13 @@ def hinges(n, m):
     return out
 
 
-def configuration(n, m=None, theta=0.3, side=1.0, aspect=1.0):
+def configuration(
+    n: int,
+    m: int | None = None,
+    theta: Real[ArrayLike, ""] = 0.3,
+    side: Real[ArrayLike, ""] = 1.0,
+    aspect: Real[ArrayLike, ""] = 1.0,
+) -> Float[Array, " n"]:
     """q of every plate (column-major: plate (i, j) is body i + n j) on the mode at `theta`
     (traceable in theta, side and aspect). Rectangles a x b (a = side, b = aspect a: the
     rotating-rectangles pattern, Grima et al. 2004) have their centres (i Lx, j Ly) with
@@ -66,7 +77,15 @@ def configuration(n, m=None, theta=0.3, side=1.0, aspect=1.0):
     return jnp.stack([i * Lx, j * Ly, sign * theta + 0.0 * Lx], axis=1).reshape(-1)
 
 
-def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None, aspect=1.0):
+def hinge_points(
+    n: int,
+    m: int | None = None,
+    theta: Real[ArrayLike, ""] = 0.3,
+    side: Real[ArrayLike, ""] = 1.0,
+    sizes: Real[ArrayLike, " plates"] | Sequence[float] | None = None,
+    offsets: Real[ArrayLike, "hinges 2"] | Sequence[Sequence[float]] | None = None,
+    aspect: Real[ArrayLike, ""] = 1.0,
+) -> tuple[Float[Array, "plates 3"], Float[Array, "hinges 2 2"]]:
     """(q, local points): the configuration `configuration(n, m, theta, side)` and, per hinge
     of `hinges(n, m)`, the hinge's point in plate a's and plate b's frames, (hinges, 2, 2).
 
@@ -114,20 +133,20 @@ def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None, aspec
 
 
 def build(
-    n,
-    m=None,
+    n: int,
+    m: int | None = None,
     *,
-    theta=0.3,
-    side=1.0,
-    mass=1.0,
-    gravity=None,
-    pull=None,
-    lock_mode=False,
-    sizes=None,
-    offsets=None,
-    aspect=1.0,
-    hold="plate",
-):
+    theta: Real[ArrayLike, ""] = 0.3,
+    side: Real[ArrayLike, ""] = 1.0,
+    mass: Real[ArrayLike, ""] = 1.0,
+    gravity: Real[ArrayLike, "2"] | Sequence[float] | None = None,
+    pull: Real[ArrayLike, ""] | None = None,
+    lock_mode: bool = False,
+    sizes: Real[ArrayLike, " plates"] | Sequence[float] | None = None,
+    offsets: Real[ArrayLike, "hinges 2"] | Sequence[Sequence[float]] | None = None,
+    aspect: Real[ArrayLike, ""] = 1.0,
+    hold: Literal["plate", "edge"] = "plate",
+) -> Model:
     """The n x m linkage on its mode at `theta`, plate (0, 0) welded to the ground ("hold").
 
     **Arguments:**
@@ -142,11 +161,12 @@ def build(
     - `lock_mode` (static): adds "mode", a relative angle driver that holds the angle between
       plates (0, 0) and (1, 0) at 2 theta, so the linkage is a structure (dof 0) and any load
       is an equilibrium (its reaction is the torque that holds the mode).
-    - `sizes`: one side per plate (m), designing the pattern with `offsets` (`hinge_points`;
-      a plate of side s has mass `mass` (s / side)^2).
-    - `offsets`: per hinge, a 2-vector (m, global frame).
-    - `aspect`: makes the plates rectangles side x aspect side (rotating rectangles: the
-      mode's Poisson ratio is -1 only for squares).
+    - `sizes`: one side per plate, n m of them in the order of the bodies (m), designing the
+      pattern with `offsets` (`hinge_points`; a plate of side s has mass `mass` (s / side)^2),
+      or None for `side` everywhere.
+    - `offsets`: per hinge of `hinges(n, m)`, a 2-vector (m, global frame), or None for none.
+    - `aspect`: makes the plates rectangles side x aspect side (dimensionless; rotating
+      rectangles: the mode's Poisson ratio is -1 only for squares).
     - `hold` (static): "plate" welds plate (0, 0) to the ground; "edge" holds the left edge
       instead, a pin "hold" at the centre of plate (0, 0) and a roller "roller{j}" (x held, y
       and the angle free) at the centre of every other plate of column 0: the mode keeps every
@@ -204,7 +224,9 @@ def build(
     return mech.build()
 
 
-def hinge_forces(model, lam):
+def hinge_forces(
+    model: Model, lam: Real[ArrayLike, "*batch rows"]
+) -> Float[Array, "*batch hinges"]:
     """|lambda| of every hinge (the magnitude of the force its ligament carries), in the order
     of `hinges`, from the multipliers `lam` (rows of C; a leading batch axis allowed)."""
     names = [name for name in model.pair_names if name[0] in "HV" and name[1:2].isdigit()]
@@ -212,7 +234,9 @@ def hinge_forces(model, lam):
     return jnp.sqrt(jnp.sum(jnp.asarray(lam)[..., rows] ** 2, axis=-1))
 
 
-def counts(n, m=None, lock_mode=False, hold="plate"):
+def counts(
+    n: int, m: int | None = None, lock_mode: bool = False, hold: Literal["plate", "edge"] = "plate"
+) -> tuple[int, int, int, int, int]:
     """The hand-derived (n_coordinates, rows, rank, p, dof) of the module docstring (the mode
     driver adds a row and removes the degree of freedom; the held edge has a pin and m - 1
     rollers, m + 1 rows, where the weld has 3)."""
@@ -224,8 +248,13 @@ def counts(n, m=None, lock_mode=False, hold="plate"):
     return coords, rows, rank, rows - rank, dof
 
 
-def rotating_squares(n, m=None, **options):
-    """`build(n, m, **options)`: the rotating-squares linkage (module docstring)."""
+def rotating_squares(n: int, m: int | None = None, **options: Any) -> Model:
+    """`build(n, m, **options)`: the rotating-squares linkage (module docstring).
+
+    **Arguments:**
+    - `n`, `m`: plates per row and column (m = n by default, both >= 2).
+    - `**options`: the keyword arguments of `build` (`theta`, `side`, `mass`, ...).
+    """
     return build(n, m, **options)
 
 

@@ -11,10 +11,14 @@ so paper (x, y) = (-Y, X). `build_fictitious` adds the paper's fictitious mobili
 support O1 (section 4 and eq. 5.8); `closed_form` evaluates the closed forms (5.7), (5.8).
 """
 
+from collections.abc import Sequence
+
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Real
 
 from .._model.mechanism import Mechanism
+from .._model.model import Model
 from ..elements import (
     Gravity,
     RelativeAngleDriver,
@@ -28,17 +32,35 @@ L1, L2, M1, M2, G = 0.5, 0.75, 0.25, 1.0, 9.81
 AMP10, AMP21, OMEGA = np.pi / 12, np.pi / 6, np.pi / 6
 
 
-def phi10(amplitude=jnp.pi / 12):
+def phi10(amplitude: float = np.pi / 12) -> drive.Harmonic:
     """phi10(t) = A (1 - cos(pi t / 6)) as a Harmonic drive."""
     return drive.Harmonic(-amplitude, jnp.pi / 6, 0.0, amplitude)
 
 
-def build(l1=L1, l2=L2, m1=M1, m2=M2, g=G, *, driven=True):
-    """Build the pendulum (at t = 0 both rods hang vertically)."""
+def build(
+    l1: Real[ArrayLike, ""] = L1,
+    l2: Real[ArrayLike, ""] = L2,
+    m1: Real[ArrayLike, ""] = M1,
+    m2: Real[ArrayLike, ""] = M2,
+    g: Real[ArrayLike, ""] = G,
+    *,
+    driven: bool = True,
+) -> Model:
+    """Build the pendulum (at t = 0 both rods hang vertically).
+
+    **Arguments:**
+    - `l1`, `l2`: the lengths of rod 1 and rod 2 (m).
+    - `m1`, `m2`: their masses (kg; slender rods).
+    - `g`: the gravitational acceleration (m/s^2), along -y.
+    - `driven`: adds the motors "M1" (ground - rod 1) and "M2" (rod 1 - rod 2) that impose
+      phi10(t) and phi21(t) (module docstring; dof 0); without them the pendulum swings
+      freely (dof 2).
+    """
+    l1, l2, g = (jnp.asarray(x, jnp.float64) for x in (l1, l2, g))
     m = Mechanism()
     down = -jnp.pi / 2
-    rod1 = m.body("rod1", mass=m1, inertia=m1 * l1**2 / 12, q=(0.0, -l1 / 2, down))
-    rod2 = m.body("rod2", mass=m2, inertia=m2 * l2**2 / 12, q=(0.0, -l1 - l2 / 2, down))
+    rod1 = m.body("rod1", mass=m1, inertia=m1 * l1**2 / 12, q=jnp.stack([0.0, -l1 / 2, down]))
+    rod2 = m.body("rod2", mass=m2, inertia=m2 * l2**2 / 12, q=jnp.stack([0.0, -l1 - l2 / 2, down]))
     m.add(Revolute("O1", m.ground, rod1, s_i=(0.0, 0.0), s_j=(-l1 / 2, 0.0)))
     m.add(Revolute("O2", rod1, rod2, s_i=(l1 / 2, 0.0), s_j=(-l2 / 2, 0.0)))
     if driven:
@@ -49,12 +71,26 @@ def build(l1=L1, l2=L2, m1=M1, m2=M2, g=G, *, driven=True):
 
 
 def build_fictitious(
-    l1=L1, l2=L2, m1=M1, m2=M2, g=G, *, direction=(0.0, -1.0), support_mass=1.0, support_inertia=1.0
-):
+    l1: Real[ArrayLike, ""] = L1,
+    l2: Real[ArrayLike, ""] = L2,
+    m1: Real[ArrayLike, ""] = M1,
+    m2: Real[ArrayLike, ""] = M2,
+    g: Real[ArrayLike, ""] = G,
+    *,
+    direction: Real[ArrayLike, "2"] | Sequence[float] = (0.0, -1.0),
+    support_mass: Real[ArrayLike, ""] = 1.0,
+    support_inertia: Real[ArrayLike, ""] = 1.0,
+) -> Model:
     """The driven pendulum with the fictitious mobility of seed 004, section 4: the support O1
     is a body "support" that may slide along the global unit vector `direction` (Translational
     pair "slide" with the ground), carries rod 1 through the Revolute "O1" and motor "M1", and is
     held at the origin by the TranslationalDriver "X" with the constant d = 0.
+
+    **Arguments:**
+    - `l1`, `l2`, `m1`, `m2`, `g`: as `build` (m, kg, m/s^2).
+    - `direction`: the global direction along which the support may slide (normalized here).
+    - `support_mass`: the support's mass (kg; positive).
+    - `support_inertia`: its moment of inertia (kg m^2; positive).
 
     The paper's choice (eq. 5.8, "fictitious vertical displacement x") is its x axis, which points
     down: `direction=(0, -1)` (the default); `direction=(1, 0)` frees the horizontal instead.
@@ -74,11 +110,12 @@ def build_fictitious(
     u = jnp.asarray(direction, jnp.float64)
     u = u / jnp.linalg.norm(u)
     v = jnp.stack([-u[1], u[0]])  # perpendicular to the sliding axis
+    l1, l2, g = (jnp.asarray(x, jnp.float64) for x in (l1, l2, g))
     m = Mechanism()
     down = -jnp.pi / 2
     support = m.body("support", mass=support_mass, inertia=support_inertia, q=(0.0, 0.0, 0.0))
-    rod1 = m.body("rod1", mass=m1, inertia=m1 * l1**2 / 12, q=(0.0, -l1 / 2, down))
-    rod2 = m.body("rod2", mass=m2, inertia=m2 * l2**2 / 12, q=(0.0, -l1 - l2 / 2, down))
+    rod1 = m.body("rod1", mass=m1, inertia=m1 * l1**2 / 12, q=jnp.stack([0.0, -l1 / 2, down]))
+    rod2 = m.body("rod2", mass=m2, inertia=m2 * l2**2 / 12, q=jnp.stack([0.0, -l1 - l2 / 2, down]))
     m.add(Translational("slide", support, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=v))
     m.add(
         TranslationalDriver(
@@ -93,7 +130,17 @@ def build_fictitious(
     return m.build()
 
 
-def closed_form(ts, l1=L1, l2=L2, m1=M1, m2=M2, g=G, amp10=AMP10, amp21=AMP21, omega=OMEGA):
+def closed_form(
+    ts: Real[ArrayLike, " T"] | Sequence[float],
+    l1: float = L1,
+    l2: float = L2,
+    m1: float = M1,
+    m2: float = M2,
+    g: float = G,
+    amp10: float = AMP10,
+    amp21: float = AMP21,
+    omega: float = OMEGA,
+) -> dict[str, np.ndarray]:
     """Seed 004's closed forms in numpy, for the drive laws (5.11) phi = A (1 - cos(omega t)).
 
     Returns a dict of arrays over `ts`: the relative angles phi10, phi21 and their rates and

@@ -1,13 +1,24 @@
 """A crank-rocker four-bar: ground pivots O2 = (0, 0) and O4 = (d, 0), crank a, coupler b,
 rocker c, optional coupler point (u, v) in the coupler frame. Links are slender rods."""
 
+from collections.abc import Sequence
+
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._model.mechanism import Mechanism
+from .._model.model import Model
 from ..elements import Gravity, RelativeAngleDriver, Revolute, drive
 
 
-def configuration(theta, a, b, c, d, branch=1.0):
+def configuration(
+    theta: Real[ArrayLike, ""],
+    a: Real[ArrayLike, ""],
+    b: Real[ArrayLike, ""],
+    c: Real[ArrayLike, ""],
+    d: Real[ArrayLike, ""],
+    branch: float = 1.0,
+) -> tuple[Float[Array, "3"], Float[Array, "3"], Float[Array, "3"]]:
     """Closed-form link poses for crank angle theta: A = a(cos, sin); B is the intersection of
     the circles |B - A| = b and |B - O4| = c on the side selected by `branch` (+1: open)."""
     A = jnp.stack([a * jnp.cos(theta), a * jnp.sin(theta)])
@@ -28,18 +39,31 @@ def configuration(theta, a, b, c, d, branch=1.0):
 
 
 def build(
-    a=0.1,
-    b=0.35,
-    c=0.3,
-    d=0.35,
+    a: Real[ArrayLike, ""] = 0.1,
+    b: Real[ArrayLike, ""] = 0.35,
+    c: Real[ArrayLike, ""] = 0.3,
+    d: Real[ArrayLike, ""] = 0.35,
     *,
-    masses=(1.0, 2.0, 1.5),
-    theta0=0.5,
-    omega=None,
-    gravity=(0.0, -9.81),
-):
+    masses: Sequence[Real[ArrayLike, ""]] = (1.0, 2.0, 1.5),
+    theta0: Real[ArrayLike, ""] = 0.5,
+    omega: Real[ArrayLike, ""] | None = None,
+    gravity: Real[ArrayLike, "2"] | Sequence[float] | None = (0.0, -9.81),
+) -> Model:
     """Build the four-bar (Grashof crank-rocker with the defaults). With `omega` the crank is
-    driven at constant speed (dof = 0)."""
+    driven at constant speed (dof = 0).
+
+    **Arguments:**
+    - `a`, `b`, `c`: the lengths of the crank, the coupler and the rocker (m).
+    - `d`: the distance between the ground pivots O2 = (0, 0) and O4 = (d, 0) (m).
+    - `masses`: of the crank, the coupler and the rocker (kg; slender rods).
+    - `theta0`: the crank angle from +x at the start (rad).
+    - `omega`: the crank's constant speed (rad/s; the motor "motor" turns it to
+      theta0 + omega t), or None for a free crank (dof = 1).
+    - `gravity`: (gx, gy) in m/s^2, or None for none.
+
+    Every argument is traceable.
+    """
+    a, b, c = (jnp.asarray(x, jnp.float64) for x in (a, b, c))
     m = Mechanism()
     lengths = (a, b, c)
     q_links = configuration(jnp.asarray(theta0, jnp.float64), a, b, c, d)
@@ -65,7 +89,15 @@ def _rotate(beta, v):
     return jnp.stack([c * v[0] - s * v[1], s * v[0] + c * v[1]])
 
 
-def configuration_pivots(theta, a, b, c, o2, o4, branch=1.0):
+def configuration_pivots(
+    theta: Real[ArrayLike, ""],
+    a: Real[ArrayLike, ""],
+    b: Real[ArrayLike, ""],
+    c: Real[ArrayLike, ""],
+    o2: Real[ArrayLike, "2"] | Sequence[float],
+    o4: Real[ArrayLike, "2"] | Sequence[float],
+    branch: float = 1.0,
+) -> tuple[Float[Array, "3"], ...]:
     """`configuration` with the ground pivots at arbitrary global points o2 and o4: the closed
     form in the frame with origin o2 and x axis along o4 - o2 (crank angle theta - beta,
     beta = angle of o4 - o2), rotated and translated back. theta is the absolute crank angle."""
@@ -78,24 +110,35 @@ def configuration_pivots(theta, a, b, c, o2, o4, branch=1.0):
 
 
 def build_pivots(
-    a,
-    b,
-    c,
-    o2,
-    o4,
+    a: Real[ArrayLike, ""],
+    b: Real[ArrayLike, ""],
+    c: Real[ArrayLike, ""],
+    o2: Real[ArrayLike, "2"] | Sequence[float],
+    o4: Real[ArrayLike, "2"] | Sequence[float],
     *,
-    density=None,
-    masses=(1.0, 2.0, 1.5),
-    theta0=0.5,
-    omega=None,
-    gravity=(0.0, -9.81),
-):
+    density: Real[ArrayLike, ""] | None = None,
+    masses: Sequence[Real[ArrayLike, ""]] = (1.0, 2.0, 1.5),
+    theta0: Real[ArrayLike, ""] = 0.5,
+    omega: Real[ArrayLike, ""] | None = None,
+    gravity: Real[ArrayLike, "2"] | Sequence[float] | None = (0.0, -9.81),
+) -> Model:
     """Four-bar with ground pivots at the global points o2 (crank) and o4 (rocker), crank a,
     coupler b, rocker c (slender rods; with `density`, mass = density * length instead of
     `masses`). Same bodies and pairs as `build` ("O2", "A", "B", "O4", "motor" with `omega`:
-    absolute crank angle theta0 + omega t). Traceable in every argument but the names."""
+    absolute crank angle theta0 + omega t). Traceable in every argument but the names.
+
+    **Arguments:**
+    - `a`, `b`, `c`: the lengths of the crank, the coupler and the rocker (m).
+    - `o2`, `o4`: the ground pivots of the crank and the rocker, global (x, y) (m).
+    - `density`: mass per length of the links (kg/m), or None to use `masses`.
+    - `masses`: of the crank, the coupler and the rocker (kg; slender rods).
+    - `theta0`: the absolute crank angle at the start (rad).
+    - `omega`: the crank's constant speed (rad/s), or None for a free crank.
+    - `gravity`: (gx, gy) in m/s^2, or None for none.
+    """
     o2 = jnp.asarray(o2, jnp.float64)
     o4 = jnp.asarray(o4, jnp.float64)
+    a, b, c = (jnp.asarray(x, jnp.float64) for x in (a, b, c))
     lengths = (a, b, c)
     if density is not None:
         masses = tuple(density * ll for ll in lengths)
@@ -118,7 +161,9 @@ def build_pivots(
     return m.build()
 
 
-def coupler_point(q, u, v):
+def coupler_point(
+    q: Float[Array, "*batch 9"], u: Real[ArrayLike, ""], v: Real[ArrayLike, ""]
+) -> Float[Array, "*batch 2"]:
     """Global position of the coupler point (u, v), given in the coupler frame (origin at the
     coupler's centre, the midpoint of AB; x axis from A to B). q: (..., 9) coordinates."""
     x, y, phi = q[..., 3], q[..., 4], q[..., 5]
@@ -126,9 +171,12 @@ def coupler_point(q, u, v):
     return jnp.stack([x + c * u - s * v, y + s * u + c * v], axis=-1)
 
 
-def grashof_margins(a, b, c, d):
+def grashof_margins(
+    a: Real[ArrayLike, ""], b: Real[ArrayLike, ""], c: Real[ArrayLike, ""], d: Real[ArrayLike, ""]
+) -> Float[Array, "3"]:
     """Margins (b + c - d - a, d - a - b + c, d - a + b - c) of the crank-rocker closure
     condition |b - c| <= |O4 - A| <= b + c for every crank angle (|O4 - A| ranges over
     [d - a, d + a]): all positive iff the linkage assembles over the whole crank revolution
     (crank shorter than the ground link); a zero margin is a toggle (dead-centre) position."""
+    a, b, c, d = (jnp.asarray(x, jnp.float64) for x in (a, b, c, d))
     return jnp.stack([b + c - d - a, d - a - b + c, d - a + b - c])

@@ -6,10 +6,18 @@ paper's row order: revolutes A-G (rows 0-13), translational H (14-15), the steer
 knife edges W1-W5 (17-21). So row 5 is eq. 6 (y of joint C), row 17 is W1 and row 20 is W4.
 """
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._model.mechanism import Mechanism
+from .._model.model import Model
 from ..elements import KnifeEdge, Revolute, Translational, TranslationalDriver, drive
+
+if TYPE_CHECKING:
+    from .._reaction_methods.compliance import Compliance
 
 A_UNIT = 0.05
 """The paper's length unit a (m)."""
@@ -38,9 +46,10 @@ DEFAULT_STIFFNESS = 1e8
 """N/m, N m/rad and N s/m of the pairs not in `STIFFNESS`."""
 
 
-def geometry(a=A_UNIT):
+def geometry(a: Real[ArrayLike, ""] = A_UNIT) -> tuple[Array, Array, Array, Array]:
     """bx, by, cx, cy of Table 3: zeta = arctan(1/4), bx = a sin zeta, by = a cos zeta,
     cx = 4a - bx, cy = sqrt((5a)^2 - cx^2)."""
+    a = jnp.asarray(a, jnp.float64)
     zeta = jnp.arctan(0.25)
     bx, by = a * jnp.sin(zeta), a * jnp.cos(zeta)
     cx = 4 * a - bx
@@ -48,7 +57,9 @@ def geometry(a=A_UNIT):
     return bx, by, cx, cy
 
 
-def steering_profile(amplitude=0.02, t_end=T_END):
+def steering_profile(
+    amplitude: Real[ArrayLike, ""] = 0.02, t_end: Real[ArrayLike, ""] = T_END
+) -> drive.SmoothSteps:
     """Steering offset delta(t) relative to the q0 slider distance (seed 001, Fig. 2).
 
     Zero (with zero rate, so eq. 39's initial velocity is consistent) at t = 0, a C2 ramp from
@@ -64,16 +75,28 @@ def steering_profile(amplitude=0.02, t_end=T_END):
 
 
 def build(
-    a=A_UNIT,
+    a: Real[ArrayLike, ""] = A_UNIT,
     *,
-    masses=(10.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0),
-    inertias=(0.25, 0.005, 0.005, 0.005, 0.005, 0.005, 0.05),
-    steering=None,
-    amplitude=0.02,
-    t_end=T_END,
-):
+    masses: Sequence[Real[ArrayLike, ""]] = (10.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0),
+    inertias: Sequence[Real[ArrayLike, ""]] = (0.25, 0.005, 0.005, 0.005, 0.005, 0.005, 0.05),
+    steering: drive.AbstractDrive | None = None,
+    amplitude: Real[ArrayLike, ""] = 0.02,
+    t_end: Real[ArrayLike, ""] = T_END,
+) -> Model:
     """Build the robot. `a` scales every length (traceable); `steering` is a drive function of
-    the offset delta(t) (default: `steering_profile(amplitude)`)."""
+    the offset delta(t) (default: `steering_profile(amplitude)`).
+
+    **Arguments:**
+    - `a`: the paper's length unit (m; `A_UNIT` by default), which scales every length.
+    - `masses`: of the seven bodies, in the order platform, holder_W1, holder_W2, link_4,
+      link_5, slider, trolley (kg).
+    - `inertias`: their moments of inertia about the centres of mass, in the same order
+      (kg m^2).
+    - `steering`: the steering offset delta(t) (m): a drive function of time t (s), added to
+      the slider distance 20 a of q0; None for `steering_profile(amplitude, t_end)`.
+    - `amplitude`: the steering offset of the default manoeuvre (m; unused with `steering`).
+    - `t_end`: the duration of the default manoeuvre (s; unused with `steering`).
+    """
     bx, by, cx, cy = geometry(a)
     dx, dy = cx / 2, cy / 2 - by
     z = 0.0 * a
@@ -116,12 +139,12 @@ def build(
     return m.build()
 
 
-def initial_velocity(model, v=V0):
+def initial_velocity(model: Model, v: Real[ArrayLike, ""] = V0) -> Float[Array, " n"]:
     """qd0 of seed 001 eq. 39: every body moves along x0 at speed v."""
     return jnp.tile(jnp.array([v, 0.0, 0.0]), model.num_bodies)
 
 
-def compliance():
+def compliance() -> "Compliance":
     """`mb.Compliance(STIFFNESS, default=DEFAULT_STIFFNESS)`: the reaction method with the
     plausible stiffness (also the `compliance` entry of examples/models/mobile_robot.yaml)."""
     from .._reaction_methods.compliance import Compliance

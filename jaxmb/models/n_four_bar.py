@@ -27,10 +27,14 @@ rank 3N + 5, p = N - 1 (axial crank forces t_k with sum t_k = sum k t_k = 0), so
 revolute reaction is unique; horizontal: dof 2, rank 3N + 4, p = N.
 """
 
+from collections.abc import Sequence
+
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._model.mechanism import Mechanism
+from .._model.model import Model
 from ..elements import Gravity, Revolute
 
 SINGULAR_ANGLES = {
@@ -45,7 +49,12 @@ def _check_n(N):
     return int(N)
 
 
-def configuration(angle, N, length=1.0, rigid_coupler=False):
+def configuration(
+    angle: Real[ArrayLike, ""],
+    N: int,
+    length: Real[ArrayLike, ""] = 1.0,
+    rigid_coupler: bool = False,
+) -> Float[Array, " n"]:
     """Coordinates q with every crank at `angle` (from +x) and the couplers horizontal.
 
     Crank k: centre A_k + (L / 2) u, u = (cos, sin)(angle); coupler j: centre A_j + L u +
@@ -63,7 +72,13 @@ def configuration(angle, N, length=1.0, rigid_coupler=False):
     return jnp.concatenate(poses)
 
 
-def velocity(angle, rate, N, length=1.0, rigid_coupler=False):
+def velocity(
+    angle: Real[ArrayLike, ""],
+    rate: Real[ArrayLike, ""],
+    N: int,
+    length: Real[ArrayLike, ""] = 1.0,
+    rigid_coupler: bool = False,
+) -> Float[Array, " n"]:
     """Velocities qd of `configuration` when every crank turns at `rate` (rad/s): the couplers
     translate with the crank tips. The benchmark's start is velocity(pi/2, -1/L, N) (B_0 moving
     at 1 m/s along +x)."""
@@ -79,8 +94,14 @@ def velocity(angle, rate, N, length=1.0, rigid_coupler=False):
 
 
 def build(
-    N=2, angle0=np.pi / 2, *, length=1.0, mass=1.0, gravity=(0.0, -9.81), rigid_coupler=False
-):
+    N: int = 2,
+    angle0: Real[ArrayLike, ""] = np.pi / 2,
+    *,
+    length: Real[ArrayLike, ""] = 1.0,
+    mass: Real[ArrayLike, ""] = 1.0,
+    gravity: Real[ArrayLike, "2"] | Sequence[float] | None = (0.0, -9.81),
+    rigid_coupler: bool = False,
+) -> Model:
     """Build the N-four-bar (benchmark A02 with the defaults and N = 2) at crank angle `angle0`.
 
     **Arguments:**
@@ -122,7 +143,9 @@ def build(
     return m.build()
 
 
-def counts(N, *, horizontal=False, rigid_coupler=False):
+def counts(
+    N: int, *, horizontal: bool = False, rigid_coupler: bool = False
+) -> tuple[int, int, int, int, int]:
     """The hand-derived (n, rows, rank, p, dof) of the module docstring."""
     N = _check_n(N)
     if rigid_coupler:

@@ -13,16 +13,22 @@ so no revolute reaction is unique; the motor torque is. With the motor dof = 0 (
 rows), without it dof = 1.
 """
 
+from collections.abc import Sequence
+
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._model.mechanism import Mechanism
+from .._model.model import Model
 from ..elements import Force, Gravity, RelativeAngleDriver, Revolute, drive
 
 PIVOTS = {"1": 0.0, "2": 1.0, "3": 0.5}
 """Ground pivot of each crank as a fraction of d."""
 
 
-def configuration(theta, L=0.2, d=0.4):
+def configuration(
+    theta: Real[ArrayLike, ""], L: Real[ArrayLike, ""] = 0.2, d: Real[ArrayLike, ""] = 0.4
+) -> Float[Array, "12"]:
     """q of crank1, crank2, crank3, coupler with every crank at `theta` (traceable)."""
     theta = jnp.asarray(theta, jnp.float64)
     u = jnp.stack([jnp.cos(theta), jnp.sin(theta)])
@@ -33,28 +39,29 @@ def configuration(theta, L=0.2, d=0.4):
 
 
 def build(
-    L=0.2,
-    d=0.4,
-    theta=0.7,
+    L: Real[ArrayLike, ""] = 0.2,
+    d: Real[ArrayLike, ""] = 0.4,
+    theta: Real[ArrayLike, ""] = 0.7,
     *,
-    motor=True,
-    masses=(0.5, 0.5, 0.5, 1.0),
-    gravity=(0.0, -9.81),
-    load=None,
-):
+    motor: bool | drive.AbstractDrive = True,
+    masses: Sequence[Real[ArrayLike, ""]] = (0.5, 0.5, 0.5, 1.0),
+    gravity: Real[ArrayLike, "2"] | Sequence[float] | None = (0.0, -9.81),
+    load: Real[ArrayLike, "2"] | Sequence[float] | None = None,
+) -> Model:
     """Build the linkage at crank angle `theta` (every argument but the flags is traceable).
 
     **Arguments:**
     - `L`: the crank length (m).
     - `d`: the coupler length (m).
     - `theta`: the crank angle from +x (rad).
-    - `motor`: True (hold crank 1 at `theta`), False, or a drive function of crank 1's
-      absolute angle.
+    - `motor`: True (hold crank 1 at `theta`), False (no motor), or a drive function of
+      time t (s) giving crank 1's absolute angle (rad).
     - `masses`: of the three cranks and the coupler (kg; slender rods).
     - `gravity`: (gx, gy) in m/s^2, or None for none.
     - `load`: a constant global force (fx, fy) in N at the coupler's right end (the Force
       element "load"), or None.
     """
+    L, d = jnp.asarray(L, jnp.float64), jnp.asarray(d, jnp.float64)
     m = Mechanism()
     q = configuration(theta, L, d).reshape(4, 3)
     lengths = (L, L, L, d)

@@ -5,15 +5,22 @@ Pairs: revolutes O (ground-crank), A (crank-rod), B (rod-slider), translational 
 (slider-ground); optionally a crank-angle driver.
 """
 
+from collections.abc import Sequence
+
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Real
 
 from .._model.mechanism import Mechanism
+from .._model.model import Model
 from ..elements import Gravity, RelativeAngleDriver, Revolute, Translational, drive
 
 
-def configuration(theta, r, l):
+def configuration(
+    theta: Real[ArrayLike, ""], r: Real[ArrayLike, ""], l: Real[ArrayLike, ""]
+) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array], tuple[Array, Array, Array]]:
     """Closed-form q for crank angle theta (slider on the +x side): crank tip A = r(cos, sin),
     slider at x_B = r cos theta + sqrt(l^2 - (r sin theta)^2)."""
+    theta, r, l = (jnp.asarray(x, jnp.float64) for x in (theta, r, l))
     ax, ay = r * jnp.cos(theta), r * jnp.sin(theta)
     xb = ax + jnp.sqrt(l**2 - ay**2)
     beta = jnp.arctan2(-ay, xb - ax)
@@ -26,18 +33,32 @@ def configuration(theta, r, l):
 
 
 def build(
-    r=0.1,
-    l=0.3,
+    r: Real[ArrayLike, ""] = 0.1,
+    l: Real[ArrayLike, ""] = 0.3,
     *,
-    m_crank=1.0,
-    m_rod=2.0,
-    m_slider=0.5,
-    theta0=0.3,
-    gravity=(0.0, -9.81),
-    omega=None,
-):
+    m_crank: Real[ArrayLike, ""] = 1.0,
+    m_rod: Real[ArrayLike, ""] = 2.0,
+    m_slider: Real[ArrayLike, ""] = 0.5,
+    theta0: Real[ArrayLike, ""] = 0.3,
+    gravity: Real[ArrayLike, "2"] | Sequence[float] | None = (0.0, -9.81),
+    omega: Real[ArrayLike, ""] | None = None,
+) -> Model:
     """Build the slider-crank. With `omega`, the crank is driven at constant speed
-    (dof = 0); otherwise it is free (dof = 1) and, without damping, conservative."""
+    (dof = 0); otherwise it is free (dof = 1) and, without damping, conservative.
+
+    **Arguments:**
+    - `r`: the crank length (m).
+    - `l`: the connecting rod length (m).
+    - `m_crank`, `m_rod`: the masses of the crank and the rod (kg; slender rods).
+    - `m_slider`: the slider's mass (kg; its moment of inertia is 1e-3 kg m^2).
+    - `theta0`: the crank angle from +x at the start (rad).
+    - `gravity`: (gx, gy) in m/s^2, or None for none.
+    - `omega`: the crank's constant speed (rad/s; the motor "motor" turns it to
+      theta0 + omega t), or None for a free crank.
+
+    Every argument is traceable.
+    """
+    r, l = jnp.asarray(r, jnp.float64), jnp.asarray(l, jnp.float64)
     m = Mechanism()
     q_crank, q_rod, q_slider = configuration(jnp.asarray(theta0, jnp.float64), r, l)
     crank = m.body("crank", mass=m_crank, inertia=m_crank * r**2 / 12, q=q_crank)
