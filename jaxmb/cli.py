@@ -298,12 +298,40 @@ def _trajectory(spec, t1, num_saves, rtol=1e-8, progress=False):
         from jaxmb.plotting import default_duration
 
         t1 = default_duration(model, qd0)
-    ts = jnp.linspace(0.0, t1, num_saves)
     say(f"simulating {t1:g} s of {os.path.basename(spec)}")
     start = time.perf_counter()
-    traj = mb.simulate(model, q0, qd0, t1, ts=ts, rtol=rtol, progress=progress)
+    traj = mb.simulate(
+        model, q0, qd0, t1, ts=_save_grid(t1, num_saves), rtol=rtol, progress=progress
+    )
     say(f"simulated in {time.perf_counter() - start:.1f} s ({int(traj.num_steps)} steps)")
-    return model, traj
+    return model, _first_saves(traj, num_saves)
+
+
+SAVE_GRID = 201
+"""The save grids of the commands are padded to at least this many instants (the default
+`--num-saves`), so that `simulate`, `plot` and `animate` of one model run one compiled
+simulate program (its shape is the number of saves): an animation's 50 frames are the first
+50 of 201 saves, the rest repeating t1."""
+
+
+def _save_grid(t1, num_saves):
+    """`num_saves` instants evenly spaced over [0, t1], then t1 repeated up to SAVE_GRID."""
+    import jax.numpy as jnp
+
+    ts = jnp.linspace(0.0, t1, num_saves)
+    return jnp.concatenate([ts, jnp.full(max(0, SAVE_GRID - num_saves), ts[-1])])
+
+
+def _first_saves(traj, num_saves):
+    """The trajectory at its first `num_saves` saved instants (the grid without its padding)."""
+    import dataclasses
+
+    cut = {
+        name: getattr(traj, name)[:num_saves]
+        for name in ("ts", "q", "qd", "repartitioned")
+        if getattr(traj, name) is not None
+    }
+    return dataclasses.replace(traj, **cut)
 
 
 SAVED_BYTES_LIMIT = 2 << 30

@@ -337,10 +337,12 @@ def test_cli_with_a_file_as_cache_folder_says_one_line(tmp_path, monkeypatch, ca
     assert out.exists() and "wrote" in captured.out
 
 
-def test_cli_plot_after_simulate_compiles_no_simulate(tmp_path):
-    """`jaxmb plot` of a model after `jaxmb simulate` of the same model (each with its own
-    defaults) loads the simulate program from the cache: its stderr announces no simulate
-    compile, while the first command's did (the announcement comes exactly with a compile)."""
+def test_cli_commands_of_one_model_share_their_programs(tmp_path):
+    """`jaxmb plot`, `animate` (10 frames against simulate's 201 saves) and `report` of a
+    model after `jaxmb simulate` of the same model (each with its own defaults) load the
+    simulate program from the cache: their stderr announces no simulate compile, while the
+    first command's did (the announcement comes exactly with a compile); `report` after `plot`
+    compiles nothing."""
     env = dict(
         os.environ,
         JAX_COMPILATION_CACHE_DIR=str(tmp_path / "cache"),
@@ -360,6 +362,8 @@ def test_cli_plot_after_simulate_compiles_no_simulate(tmp_path):
         for args in (
             ["simulate", "slider_crank", "--t1", "0.5", "--out", "s.npz"],
             ["plot", "slider_crank", "--t1", "0.5", "--out", "s.png"],
+            ["animate", "slider_crank", "--t1", "0.5", "--frames", "10", "--out", "s.gif"],
+            ["report", "slider_crank"],
         )
     ]
     for run in runs:
@@ -367,3 +371,5 @@ def test_cli_plot_after_simulate_compiles_no_simulate(tmp_path):
     assert "jaxmb: compiling simulate for slider_crank ..." in runs[0].stderr
     assert "compiling simulate" not in runs[1].stderr
     assert "compiling reactions for slider_crank ..." in runs[1].stderr  # new to plot
+    assert "compiling" not in runs[2].stderr and "(10 frames" in runs[2].stdout
+    assert "compiling" not in runs[3].stderr
