@@ -52,6 +52,7 @@ def main(argv=None):
     speeds = jnp.asarray(rng.uniform(0.05, 0.15, size))
     run = make_run(t_end, 101)
 
+    print(f"{size} robot trajectories of {t_end:g} s: compiling and running ...", flush=True)
     if num_devices > 1:  # unsharded reference: one jit(vmap) on one device
         one_device = jax.devices()[0]
         paths, ok = jax.block_until_ready(

@@ -224,9 +224,11 @@ def main(argv=None):
     mb.log_progress()  # say on stderr what compiles, and for how long
     os.makedirs(args.out, exist_ok=True)
     start = time.perf_counter()
+    print("robot: simulating the manoeuvre and resolving its reactions 5 ways ...", flush=True)
     robot = robot_reactions(*((5.0, 51) if args.quick else (20.0, 201)))
     figures = [plot_robot(robot, os.path.join(args.out, "robot_compliance.png"))]
     print(f"robot: reactions by 5 methods along the manoeuvre, {time.perf_counter() - start:.1f} s")
+    print("rigid limit: compliance studies at decreasing flexibility ...", flush=True)
     studies = convergence(args.quick)
     figures.append(plot_convergence(studies, os.path.join(args.out, "rigid_limit.png")))
     for study in studies.values():

@@ -54,6 +54,7 @@ def main(argv=None):
     solve = jax.jit(lambda m: mb.inverse_dynamics(m, ts))
 
     model = cp.build()
+    print(f"composed pendulum: inverse dynamics at {len(ts)} instants ...", flush=True)
     traj, rx = solve(model)
     q = np.asarray(traj.q)
     fx1, fy1, _ = (np.asarray(a) for a in rx.on_body("O1", "rod1"))

@@ -391,8 +391,10 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     samples = 72 if args.quick else 720
     start = time.perf_counter()
+    print(f"slider-crank with friction: inverse dynamics at {samples} instants ...", flush=True)
     crank = slider_crank_study(samples)
     print_slider_crank(crank)
+    print("redundant parallelogram with friction: Compliance-resolved loads ...", flush=True)
     linkage = parallelogram_study(samples)
     print_parallelogram(linkage)
     print(f"method='min_norm' refused: {linkage['refusal']}")

@@ -353,6 +353,7 @@ def main(argv=None):
         f"four-bar synthesis: {s.num_samples} crank angles, {s.num_targets} targets, "
         f"{iterations} Adam iterations"
     )
+    print("  compiling the loss and its gradient ...", flush=True)
 
     start = time.perf_counter()
     target_points = targets(s)
@@ -360,6 +361,7 @@ def main(argv=None):
     (_, before), _ = value_and_grad(p0, target_points, s)
     cycles = {"initial": before.pop("cycle")}
     print(f"  compiled in {time.perf_counter() - start:.1f} s")
+    print(f"  optimizing: {iterations} iterations ...", flush=True)
     p, history, seconds = optimize(
         p0, target_points, s, iterations, log_every=max(iterations // 6, 1)
     )

@@ -29,7 +29,7 @@ def main(argv=None):
     mb.log_progress()  # say on stderr what compiles, and for how long
     t_end = 2.0 if args.quick else 20.0
     how = "one shared integration" if args.quick else "each integrated separately"
-    print(f"Mobile robot, {t_end:g} s, four ways to resolve the redundancy ({how}):")
+    print(f"Mobile robot, {t_end:g} s, four ways to resolve the redundancy ({how}) ...", flush=True)
     result = mobile_robot_study(
         t_end, num_saves=101 if args.quick else 401, out_dir=args.out, resimulate=not args.quick
     )

@@ -61,6 +61,7 @@ def main(argv=None):
             1
         ]
     )
+    print("joint D reaction and its derivative: compiling and running ...", flush=True)
     start = time.perf_counter()
     value, grad = f(a), df(a)
     elapsed = time.perf_counter() - start

@@ -747,15 +747,19 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     timings = {}
     start = time.perf_counter()
+    print("four-bar -> parallelogram: solvability over a grid ...", flush=True)
     fb = four_bar_family(args.quick)
     timings["four_bar"] = time.perf_counter() - start
     start = time.perf_counter()
+    print("slider-crank: solvability over crank angles ...", flush=True)
     sc = slider_crank_family(args.quick)
     timings["slider_crank"] = time.perf_counter() - start
     start = time.perf_counter()
+    print(f"N-four-bar (N = {args.N}): solvability over coupler angles ...", flush=True)
     nfb = n_four_bar_family(args.N, args.quick)
     timings["n_four_bar"] = time.perf_counter() - start
     start = time.perf_counter()
+    print("drawing the maps ...", flush=True)
     figures = [
         plot_four_bar(fb, os.path.join(args.out, "solvability_four_bar.png")),
         plot_slider_crank(sc, os.path.join(args.out, "solvability_slider_crank.png")),

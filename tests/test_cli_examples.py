@@ -479,11 +479,35 @@ def _example(name):
         sys.path.pop(0)
 
 
+def _run_printing(main, argv):
+    """main(argv) and the lines it printed."""
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        result = main(argv)
+    return result, buffer.getvalue().splitlines()
+
+
 @pytest.fixture(scope="module")
 def robot_example(tmp_path_factory):
     example = _example("mobile_robot")
     out = tmp_path_factory.mktemp("robot")
-    return example.main(["--quick", "--out", str(out)]), out
+    result, printed = _run_printing(example.main, ["--quick", "--out", str(out)])
+    return result, out, printed
+
+
+def test_examples_say_what_they_start_before_they_start_it(robot_example, friction_example):
+    """A script is not silent while it works: each long step is announced by a line ending in
+    "..." before it starts (the compiles are announced on stderr by `mb.log_progress`)."""
+    assert robot_example[2][0].endswith("...")
+    printed = friction_example[3]
+    starts = [k for k, line in enumerate(printed) if line.endswith("...")]
+    assert starts[0] == 0 and len(starts) == 2
+    assert any(
+        line.startswith("Slider-crank at 120 rpm") for line in printed[starts[0] : starts[1]]
+    )
 
 
 def test_mobile_robot_example_quick(robot_example):
@@ -492,7 +516,7 @@ def test_mobile_robot_example_quick(robot_example):
     relative, non-unique ones differ by O(1); both figures are written."""
     from jaxmb.studies import variant_spread
 
-    result, out = robot_example
+    result, out, _ = robot_example
     spread = variant_spread(result, result["model"].pair_names)
     for name in ("A", "D", "E", "F", "G", "H", "driver", "W5"):
         assert spread[name] < 1e-8, name
@@ -509,7 +533,8 @@ def test_mobile_robot_example_quick(robot_example):
 def friction_example(tmp_path_factory):
     example = _example("friction")
     out = tmp_path_factory.mktemp("friction")
-    return example, example.main(["--quick", "--out", str(out)]), out
+    result, printed = _run_printing(example.main, ["--quick", "--out", str(out)])
+    return example, result, out, printed
 
 
 def friction_power(model, lam, qd):
@@ -567,7 +592,7 @@ def test_friction_example_slider_crank(friction_example):
     multipliers (`check_power_balance`; without friction dE/dt alone); over the turn the motor
     work equals the loss (E periodic) to round-off, the mean torque is loss / (2 pi) (constant
     crank speed) and is zero without friction."""
-    example, result, out = friction_example
+    example, result, out, _ = friction_example
     runs = result["slider_crank"]
     for mu, (label, c) in zip((0.0, 0.1), runs.items()):
         model = example.slider_crank_model(mu, 1.5 * mu)
@@ -588,7 +613,7 @@ def test_friction_example_parallelogram(friction_example):
     n^T K^-1 lambda = 0 to 1e-9 relative; the sharing changes the loss (stiff middle crank,
     whose pins have 4 times the radius, dissipates more than twice what the compliant one
     does); method='min_norm' is refused naming a pair and the remedy."""
-    example, result, out = friction_example
+    example, result, out, _ = friction_example
     linkage = result["parallelogram"]
     model = linkage["model"]
     some = slice(None, None, 9)  # every run has the same kinematics: C(q) once
