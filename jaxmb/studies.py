@@ -10,6 +10,7 @@ jaxmb; seed 001's 1-based rows 6 and 21, 18 and 21, 19 and 21).
 import os
 import time
 import warnings
+from typing import Any
 
 import diffrax
 import jax
@@ -40,7 +41,9 @@ FIG4_PANELS = (("B", "holder_W1"), ("W3", "platform"), ("D", "link_4"), ("W5", "
 """Seed 001 Fig. 4: two non-unique reactions (B, W3) and two unique ones (D, W5)."""
 
 
-def mobile_robot_study(t_end=20.0, num_saves=401, out_dir=None, resimulate=True, log=print):
+def mobile_robot_study(
+    t_end=20.0, num_saves=401, out_dir=None, resimulate=True, log=print
+) -> dict[str, Any]:
     """Simulate the robot, compute reactions for every variant and (with `out_dir`) write
     `robot_paths.png` (like Fig. 3) and `robot_reactions.png` (like Fig. 4).
 

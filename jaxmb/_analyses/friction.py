@@ -39,8 +39,9 @@ import jax
 import jax.numpy as jnp
 import lineax as lx
 import optimistix as optx
-from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
+from jaxtyping import Array, Bool, Float, Int
 
+from .._custom_types import Coordinates, CoordinatesLike, Scalar, ScalarLike
 from .._formulations.base import AbstractStateFormulation, with_ratios
 from .._formulations.eliminated import eliminated_solve
 from .._linalg.dense import solve
@@ -286,12 +287,12 @@ def _friction_accelerations(model, q, qd, t, gamma, method):
 
 def friction_forces(
     model: Model,
-    q: Real[ArrayLike, " n"],
-    qd: Real[ArrayLike, " n"],
-    t: Real[ArrayLike, ""] = 0.0,
+    q: CoordinatesLike,
+    qd: CoordinatesLike,
+    t: ScalarLike = 0.0,
     method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
     *,
-    qdd: Real[ArrayLike, " n"] | None = None,
+    qdd: CoordinatesLike | None = None,
 ) -> FrictionForces:
     """The friction forces at a state: the equations of motion with friction solved there.
 
@@ -344,9 +345,8 @@ def check_stop(model, method, failed, stop):
     """Eagerly, after a failed simulate of a model with friction: raise RuntimeError when the
     friction equations have no (converging) solution at the last state reached, `stop` =
     (t, q, qd); otherwise return and let the generic diagnosis speak."""
-    failed = _errors.concrete(failed)
-    t, q, qd = (_errors.concrete(x) for x in stop)
-    if not model.friction or failed is None or not bool(failed) or q is None:
+    failed, t, q, qd = (_errors.concrete(x) for x in (failed, *stop))
+    if not model.friction or failed is None or not bool(failed) or t is None or q is None:
         return
     solution = _friction_forces(model, q, qd, t, method, None, check=False)
     if not bool(solution.converged):
@@ -375,12 +375,12 @@ class WithFriction(AbstractStateFormulation):
 
     stabilizable: ClassVar[bool] = True  # the coupled friction solve reads the terms' gamma
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
+    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Coordinates:
         return simulate_accelerations(model, terms.q, terms.qd, terms.t, terms, self.method, label)
 
     def accelerations_and_ratios(
         self, model: Model, terms: StateTerms, label: str
-    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+    ) -> tuple[Coordinates, Float[Array, " width"]]:
         return with_ratios(self, model, terms, label)
 
     def wrap_solver(
@@ -388,9 +388,7 @@ class WithFriction(AbstractStateFormulation):
     ) -> diffrax.AbstractSolver:
         return self.formulation.wrap_solver(solver, model, from_rhs)
 
-    def check_start(
-        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
-    ) -> Float[Array, " n"]:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar, label: str) -> Coordinates:
         q0 = self.formulation.check_start(model, q0, t0, label)
         return check_unique_at(q0, model, q0, t0, self.method, "simulate")
 

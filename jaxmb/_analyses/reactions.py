@@ -22,9 +22,11 @@ from typing import Literal
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
+from .._custom_types import CoordinatesLike, ScalarLike
 from .._formulations import augmented_lagrangian as al
 from .._formulations.trajectory import Trajectory
 from .._model.input_checks import check_shapes
@@ -113,7 +115,10 @@ class Reactions(eqx.Module):
     @property
     def friction(self) -> dict[str, Float[Array, "*batch n"]]:
         """Friction element name -> its generalized force -T (ds/dq)^T."""
-        return {nm: self.friction_array[..., k, :] for k, nm in enumerate(self.friction_names)}
+        forces = self.friction_array
+        if forces is None:
+            return {}
+        return {nm: forces[..., k, :] for k, nm in enumerate(self.friction_names)}
 
     @property
     def generalized(self) -> dict[str, Float[Array, "*batch n"]]:
@@ -193,7 +198,7 @@ def _traced(*trees):
     return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(trees))
 
 
-def flags_method(model: Model) -> str:
+def flags_method(model: Model) -> Literal["qr", "sparse"]:
     """The solvability test behind `Reactions.solvable`: seed 001's pivoted QR ("qr") for the
     models the dense path serves, "sparse" above (no dense factorization of C: a statics call
     of a 400-plate linkage costs milliseconds instead of seconds)."""
@@ -260,9 +265,9 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
 
 def reactions(
     model: Model,
-    q: Real[ArrayLike, " n"] | Trajectory,
-    qd: Real[ArrayLike, " n"] | None = None,
-    t: Real[ArrayLike, ""] = 0.0,
+    q: CoordinatesLike | Trajectory,
+    qd: CoordinatesLike | None = None,
+    t: ScalarLike = 0.0,
     method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
     *,
     check: bool = True,
@@ -341,13 +346,18 @@ _reactions_one = _errors.checked_jit(_reactions_at)
 @_errors.checked_jit
 def _reactions_along(model, xs, method, label, check=False):
     """Reactions along the time axis of xs = (q, qd, ts) or (q, qd, ts, qdd)."""
-    return jax.vmap(lambda x: _reactions_at(model, *x[:3], method, label, *x[3:], check=check))(xs)
+
+    def at(x):
+        qdd = x[3] if len(x) > 3 else None
+        return _reactions_at(model, x[0], x[1], x[2], method, label, qdd, check=check)
+
+    return jax.vmap(at)(xs)
 
 
 def inverse_dynamics(
     model: Model,
     ts: Real[ArrayLike, " T"],
-    q: Real[ArrayLike, " n"] | None = None,
+    q: CoordinatesLike | None = None,
     method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
 ) -> tuple[Trajectory, Reactions]:
     """Inverse dynamics of a kinematically driven model (dof = 0; seed 003): kinematics at the
@@ -398,11 +408,11 @@ def _success_codes(n_t):
 
 def statics(
     model: Model,
-    q: Real[ArrayLike, " n"],
-    t: Real[ArrayLike, ""] = 0.0,
+    q: CoordinatesLike,
+    t: ScalarLike = 0.0,
     method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
     *,
-    velocity: Real[ArrayLike, " n"] | None = None,
+    velocity: CoordinatesLike | None = None,
 ) -> Reactions:
     """Static reactions: qd = 0, qdd = 0, C^T lambda = F (seed 003, "Statics"); redundancy
     handled by `method` as in `reactions`.
@@ -438,7 +448,7 @@ def _statics(model, q, t, bound, label, velocity=None):
     qd = zeros if velocity is None else _consistent(model, q, velocity, t)
     rx = _reactions_at(model, q, qd, t, bound, label, qdd=zeros)
     F = model.forces(q, qd, t)
-    if model.friction:
+    if model.friction and rx.friction_array is not None:
         F = F + jnp.sum(rx.friction_array, axis=0)
     unbalanced = F + jnp.sum(rx.generalized_array, axis=0)
     scale = 1.0 + jnp.max(jnp.abs(F))

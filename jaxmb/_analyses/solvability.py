@@ -34,10 +34,12 @@ from typing import Literal
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
+from jaxtyping import Array, Bool, Float, Int
 
+from .._custom_types import CoordinatesLike, ScalarLike
 from .._formulations.eliminated import NOT_REMOVABLE
 from .._linalg import native as _native
 from .._linalg.dense import (
@@ -375,8 +377,8 @@ def _row_sets(model, names_per_set):
 
 def solvability(
     model: Model,
-    q: Real[ArrayLike, " n"],
-    t: Real[ArrayLike, ""] = 0.0,
+    q: CoordinatesLike,
+    t: ScalarLike = 0.0,
     method: Literal["qr", "svd", "rank", "sparse"] = "qr",
     *,
     groups: Mapping[str, Sequence[str]] | None = None,
@@ -405,8 +407,8 @@ def solvability(
         raise ValueError(
             f"solvability: method must be 'qr', 'svd', 'rank' or 'sparse', got {method!r}"
         )
-    groups = tuple((name, tuple(members)) for name, members in dict(groups or {}).items())
-    for name, members in groups:
+    named = tuple((name, tuple(members)) for name, members in dict(groups or {}).items())
+    for name, members in named:
         if not members:
             raise ValueError(
                 f"solvability: group {name!r} has no pairs; give it the names of "
@@ -418,11 +420,11 @@ def solvability(
     for label, value in (("rtol", rtol), ("btol", btol)):
         q = checked_option(q, value, label, "solvability", below_one=True)
     if method != "sparse":
-        return _solvability_compiled(model, q, t, method, groups, rtol, btol)
+        return _solvability_compiled(model, q, t, method, named, rtol, btol)
     strict = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((model, q, t)))
     block = _sparse.block_size(model)
     while True:  # eagerly, a full block of modes is repeated with a larger one
-        report = _solvability_compiled(model, q, t, method, groups, rtol, btol, block, strict)
+        report = _solvability_compiled(model, q, t, method, named, rtol, btol, block, strict)
         if strict or not bool(np.any(report.block_saturated)):
             return report
         block = min(model.n, 4 * block)

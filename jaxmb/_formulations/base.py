@@ -23,6 +23,7 @@ import diffrax
 import equinox as eqx
 from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, Scalar
 from .._model.model import Model
 from .._model.terms import StateTerms
 from .passages import PassageMonitor, ratios_of
@@ -64,13 +65,13 @@ class AbstractStateFormulation(AbstractFormulation):
     stabilizable: eqx.AbstractVar[bool]
 
     @abc.abstractmethod
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
+    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Coordinates:
         """qdd at the state whose terms are `terms`."""
 
     @abc.abstractmethod
     def accelerations_and_ratios(
         self, model: Model, terms: StateTerms, label: str
-    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+    ) -> tuple[Coordinates, Float[Array, " width"]]:
         """(qdd, the pivot ratios of the mass-scaled C that the passage monitor follows)."""
 
     @abc.abstractmethod
@@ -80,9 +81,7 @@ class AbstractStateFormulation(AbstractFormulation):
         """The diffrax solver as this formulation runs it."""
 
     @abc.abstractmethod
-    def check_start(
-        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
-    ) -> Float[Array, " n"]:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar, label: str) -> Coordinates:
         """q0, with this formulation's checks of the initial configuration."""
 
     @abc.abstractmethod
@@ -106,7 +105,7 @@ class AbstractAccelerationFormulation(AbstractStateFormulation):
 
     def accelerations_and_ratios(
         self, model: Model, terms: StateTerms, label: str
-    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+    ) -> tuple[Coordinates, Float[Array, " width"]]:
         return with_ratios(self, model, terms, label)
 
     def wrap_solver(
@@ -114,9 +113,7 @@ class AbstractAccelerationFormulation(AbstractStateFormulation):
     ) -> diffrax.AbstractSolver:
         return monitored_solver(solver, model, from_rhs)
 
-    def check_start(
-        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
-    ) -> Float[Array, " n"]:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar, label: str) -> Coordinates:
         return q0
 
     def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
@@ -125,7 +122,7 @@ class AbstractAccelerationFormulation(AbstractStateFormulation):
 
 def with_ratios(
     formulation: AbstractStateFormulation, model: Model, terms: StateTerms, label: str
-) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+) -> tuple[Coordinates, Float[Array, " width"]]:
     """`accelerations` and, apart, the pivoted QR ratios of the mass-scaled C."""
     return formulation.accelerations(model, terms, label), ratios_of(terms.M, terms.C)
 

@@ -172,13 +172,13 @@ def check_stop(model, result, start, stop, dtmin, saved, throw):
         return saved, singular
     if _errors.concrete(cause) is None:
         return _errors.branched_error_if(saved, cause != 0, cause, messages(model)), singular
-    code = int(_errors.concrete(cause))
-    text = messages(model, when=f"{float(_errors.concrete(t)):.10g}")[code]
+    code = int(_errors.known(cause))
+    text = messages(model, when=f"{float(_errors.known(t)):.10g}")[code]
     E, P = len(model.force_elements), len(model.pairs)
     if 1 + E + P <= code <= 1 + 2 * E + P:  # a step-size collapse: how short dtmin was
-        text += f"; dtmin = {float(_errors.concrete(dtmin)):.3g} s"
+        text += f"; dtmin = {float(_errors.known(dtmin)):.3g} s"
     if E < code <= E + P:
-        share, ratio = _errors.concrete(share), float(_errors.concrete(ratio))
+        share, ratio = _errors.known(share), float(_errors.known(ratio))
         names = [nm for nm, w in zip(model.pair_names, share) if w > 0.1]
         text += f"; pairs involved: {names}; sigma_k / sigma_max = {ratio:.2e}"
     raise RuntimeError(text)

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
+from .._custom_types import ScalarLike
 from .._model.model import Model
 from .._model.terms import state_terms
 from .._runtime import errors as _errors
@@ -35,7 +36,7 @@ class VectorField(eqx.Module):
     stabilization: Baumgarte | None
     formulation: "AbstractStateFormulation"
     label: str = eqx.field(static=True, default="simulate")  # how errors name the call
-    direction: object = 1.0  # sign(t1 - t0), for the Baumgarte damping
+    direction: ScalarLike = 1.0  # sign(t1 - t0), for the Baumgarte damping
     ratios: bool = eqx.field(static=True, default=False)  # y = (q, qd, r), r' the pivot ratios
 
     def __call__(self, t, y, args):
@@ -195,9 +196,10 @@ def _integrate(model, formulation, problem, label):
             ),
         )
     # the last state reached follows the saved instants reached (inf after it)
+    assert sol.ts is not None and sol.ys is not None  # SaveAt(ts=...)
     stop = jnp.sum(jnp.isfinite(sol.ts)) - 1
     reached = (jnp.arange(ts.shape[0]) < stop)[:, None]
     q, qd = (jnp.where(reached, y[:-1], jnp.inf) for y in sol.ys[:2])
     last = (sol.ts[stop], sol.ys[0][stop], sol.ys[1][stop])
-    t_passage = sol.solver_state[1][2] if monitored else None
+    t_passage = sol.solver_state[1][2] if monitored and sol.solver_state is not None else None
     return q, qd, sol.result, sol.stats["num_steps"], last, dtmin, q0, start_error, t_passage

@@ -4,16 +4,13 @@ import abc
 from typing import TYPE_CHECKING
 
 import equinox as eqx
-from jaxtyping import Array, Float
+
+from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector
 
 if TYPE_CHECKING:  # the model imports nothing from here; this keeps the package import-free
     from .._model.model import Model
 
-MassMatrix = Float[Array, "n n"]
-Forces = Float[Array, " n"]  # also accelerations: one number per coordinate
-ConstraintMatrix = Float[Array, "rows n"]
-RowValues = Float[Array, " rows"]  # gamma, the multipliers: one number per row of C
-Solution = tuple[Forces, RowValues]  # (qdd, lambda)
+Solution = tuple[Coordinates, RowVector]  # (qdd, lambda)
 
 
 class AbstractReactionMethod(eqx.Module):
@@ -50,10 +47,10 @@ class AbstractReactionMethod(eqx.Module):
         self,
         model: "Model",
         M: MassMatrix,
-        F: Forces,
+        F: Coordinates,
         C: ConstraintMatrix,
-        gamma: RowValues,
-        qdd: Forces | None,
+        gamma: RowVector,
+        qdd: Coordinates | None,
         label: str,
     ) -> Solution:
         """(qdd, lambda) with C^T lambda = F - M qdd."""

@@ -9,18 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
+from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector, Scalar
 from .._formulations.base import AbstractStateFormulation, monitored_solver, with_ratios
 from .._formulations.eliminated import check_removable, eliminated_solve
 from .._model.model import Model
 from .._model.terms import StateTerms
-from ._base import (
-    AbstractReactionMethod,
-    ConstraintMatrix,
-    Forces,
-    MassMatrix,
-    RowValues,
-    Solution,
-)
+from ._base import AbstractReactionMethod, Solution
 
 
 class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
@@ -53,28 +47,26 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
         self,
         model: Model,
         M: MassMatrix,
-        F: Forces,
+        F: Coordinates,
         C: ConstraintMatrix,
-        gamma: RowValues,
-        qdd: Forces | None,
+        gamma: RowVector,
+        qdd: Coordinates | None,
         label: str,
     ) -> Solution:
         return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd, label)
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
+    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Coordinates:
         keep = keep_mask(model, self)
         return eliminated_solve(terms.M, terms.F, terms.C, terms.gamma, keep, label=label)[0]
 
-    def check_start(
-        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
-    ) -> Float[Array, " n"]:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar, label: str) -> Coordinates:
         """The rows in range (trace time) and removable at (q0, t0) (run time)."""
         keep = keep_mask(model, self)
         return check_removable(q0, model.C(q0, t0), keep, label)
 
     def accelerations_and_ratios(
         self, model: Model, terms: StateTerms, label: str
-    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+    ) -> tuple[Coordinates, Float[Array, " width"]]:
         return with_ratios(self, model, terms, label)
 
     def wrap_solver(
@@ -105,10 +97,10 @@ class KeptRows(AbstractReactionMethod):
         self,
         model: Model,
         M: MassMatrix,
-        F: Forces,
+        F: Coordinates,
         C: ConstraintMatrix,
-        gamma: RowValues,
-        qdd: Forces | None,
+        gamma: RowVector,
+        qdd: Coordinates | None,
         label: str,
     ) -> Solution:
         C = check_removable(C, C, self.keep, label)

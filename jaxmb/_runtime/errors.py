@@ -1,3 +1,5 @@
+# pyright: reportPrivateImportUsage=false
+# (this module is the seam to equinox's error policy, kept in its private _errors module)
 """Runtime checks that keep host callbacks out of the programs jaxmb compiles for eager calls.
 
 JAX's persistent compilation cache does not store programs that contain host callbacks, and
@@ -35,9 +37,12 @@ own delegated checks pass the process policy explicitly and are not affected.
 import contextlib
 import functools
 import threading
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from equinox import _errors as _eqx_errors  # the module holding equinox's default policy
@@ -89,6 +94,14 @@ def concrete(x):
         return None
 
 
+def known(x) -> np.ndarray:
+    """x's value, where the caller has established that it is known now (`concrete`)."""
+    value = concrete(x)
+    if value is None:
+        raise TypeError("a value known only inside a compiled program was read as a number")
+    return value
+
+
 def branched_error_if(x, pred, index, msgs):
     """x unchanged; fails with msgs[index] where any(pred) (see the module docstring)."""
     msgs = tuple(msgs)
@@ -134,7 +147,18 @@ def raise_collected(out, flags, indices, msgs):
     return out
 
 
-def checked_jit(fn=None, *, analysis=None):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@overload
+def checked_jit(fn: _F, *, analysis: str | None = None) -> _F: ...
+
+
+@overload
+def checked_jit(fn: None = None, *, analysis: str | None = None) -> Callable[[_F], _F]: ...
+
+
+def checked_jit(fn: Callable | None = None, *, analysis: str | None = None) -> Any:
     """`eqx.filter_jit(fn)` whose runtime checks (`error_if`, `branched_error_if`) are returned
     as data and raised in Python after the call: no host callback in the compiled program.
     `analysis`: the name a first compile is announced under (default: fn's module)."""
@@ -163,7 +187,6 @@ def checked_jit(fn=None, *, analysis=None):
             out, flags, indices, msgs = program(*args, **kwargs) if stored is None else stored
         return raise_collected(out, flags, indices, msgs)
 
-    wrapper.program = program
     return wrapper
 
 

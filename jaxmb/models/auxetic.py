@@ -20,6 +20,7 @@ welded to the ground, 4 n m - 2 (n + m) + 3 rows (2 per hinge, 3 for the weld) o
 import jax.numpy as jnp
 import numpy as np
 
+from .._custom_types import Coordinates, ScalarLike
 from .._model.mechanism import Mechanism
 from ..elements import AbsoluteDriver, Force, Gravity, RelativeAngleDriver, Revolute, Weld
 
@@ -50,7 +51,13 @@ def hinges(n, m):
     return out
 
 
-def configuration(n, m=None, theta=0.3, side=1.0, aspect=1.0):
+def configuration(
+    n: int,
+    m: int | None = None,
+    theta: ScalarLike = 0.3,
+    side: ScalarLike = 1.0,
+    aspect: ScalarLike = 1.0,
+) -> Coordinates:
     """q of every plate (column-major: plate (i, j) is body i + n j) on the mode at `theta`
     (traceable in theta, side and aspect). Rectangles a x b (a = side, b = aspect a: the
     rotating-rectangles pattern, Grima et al. 2004) have their centres (i Lx, j Ly) with
@@ -66,7 +73,15 @@ def configuration(n, m=None, theta=0.3, side=1.0, aspect=1.0):
     return jnp.stack([i * Lx, j * Ly, sign * theta + 0.0 * Lx], axis=1).reshape(-1)
 
 
-def hinge_points(n, m=None, theta=0.3, side=1.0, sizes=None, offsets=None, aspect=1.0):
+def hinge_points(
+    n: int,
+    m: int | None = None,
+    theta: ScalarLike = 0.3,
+    side: ScalarLike = 1.0,
+    sizes=None,
+    offsets=None,
+    aspect: ScalarLike = 1.0,
+):
     """(q, local points): the configuration `configuration(n, m, theta, side)` and, per hinge
     of `hinges(n, m)`, the hinge's point in plate a's and plate b's frames, (hinges, 2, 2).
 
@@ -191,7 +206,7 @@ def build(
     for h, (name, a, b, _, _) in enumerate(hinges(n, m)):
         mech.add(Revolute(name, plates[a], plates[b], s_i=local[h, 0], s_j=local[h, 1]))
     if gravity is not None:
-        mech.add(Gravity(gravity))
+        mech.add(Gravity(g=gravity))
     if pull is not None:
         pull = jnp.asarray(pull, jnp.float64)
         for j in range(m):

@@ -56,7 +56,7 @@ def build(
     if omega is not None:
         m.add(RelativeAngleDriver("motor", m.ground, crank, f=drive.Linear(omega, theta0)))
     if gravity is not None:
-        m.add(Gravity(gravity))
+        m.add(Gravity(g=gravity))
     return m.build()
 
 
@@ -114,7 +114,7 @@ def build_pivots(
     if omega is not None:
         m.add(RelativeAngleDriver("motor", m.ground, crank, f=drive.Linear(omega, theta0)))
     if gravity is not None:
-        m.add(Gravity(gravity))
+        m.add(Gravity(g=gravity))
     return m.build()
 
 

@@ -30,6 +30,7 @@ revolute reaction is unique; horizontal: dof 2, rank 3N + 4, p = N.
 import jax.numpy as jnp
 import numpy as np
 
+from .._custom_types import Coordinates, ScalarLike
 from .._model.mechanism import Mechanism
 from ..elements import Gravity, Revolute
 
@@ -45,7 +46,9 @@ def _check_n(N):
     return int(N)
 
 
-def configuration(angle, N, length=1.0, rigid_coupler=False):
+def configuration(
+    angle: ScalarLike, N: int, length: ScalarLike = 1.0, rigid_coupler: bool = False
+) -> Coordinates:
     """Coordinates q with every crank at `angle` (from +x) and the couplers horizontal.
 
     Crank k: centre A_k + (L / 2) u, u = (cos, sin)(angle); coupler j: centre A_j + L u +
@@ -118,7 +121,7 @@ def build(
             m.add(Revolute(f"B{j}c{j}", cranks[j], bar, s_i=tip, s_j=foot))
             m.add(Revolute(f"B{j + 1}c{j}", cranks[j + 1], bar, s_i=tip, s_j=tip))
     if gravity is not None:
-        m.add(Gravity(gravity))
+        m.add(Gravity(g=gravity))
     return m.build()
 
 
