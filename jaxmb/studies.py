@@ -12,7 +12,6 @@ import time
 import warnings
 from typing import Any
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,6 +21,7 @@ from ._analyses.reactions import NonUniqueReactionWarning, reactions
 from ._analyses.simulate import simulate
 from ._analyses.solvability import solvability
 from ._reaction_methods.eliminate import Eliminate
+from ._runtime.results import RESULTS
 from .models import mobile_robot
 
 PAPER_VARIANTS = {
@@ -94,7 +94,7 @@ def mobile_robot_study(
 
 
 def _result_name(result):
-    return "ok" if bool(result == diffrax.RESULTS.successful) else "FAILED"
+    return "ok" if bool(result == RESULTS.successful) else "FAILED"
 
 
 def _paths_figure(model, trajectories, out_dir):

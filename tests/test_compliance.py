@@ -141,7 +141,7 @@ class LeastSquares(mb.AbstractReactionMethod):
     def bind(self, model, where):
         return self
 
-    def multipliers(self, model, M, F, C, gamma, qdd, label):
+    def multipliers(self, model, M, F, C, gamma, qdd):
         qdd = (
             mb.accelerations(model, jnp.zeros(model.n), jnp.zeros(model.n)) if qdd is None else qdd
         )

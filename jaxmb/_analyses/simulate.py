@@ -83,7 +83,8 @@ def simulate(
       involved, a non-finite force element, step-size collapse, max_steps); with False,
       inspect `Trajectory.result`, `t_stop` and `singular` (per item under vmap); an initial
       state that would raise (non-finite, off the constraints, non-finite forces) is then
-      refused per item instead: `start_error` > 0 indexes `START_ERRORS`, and nothing is
+      refused per item instead: its `result` is `mb.RESULTS.inconsistent_start`,
+      `start_error` > 0 indexes `START_ERRORS` (which check refused it), and nothing is
       integrated for that item.
     - `progress`: print a text progress meter.
     - `stepsize_controller`: replaces the default `diffrax.PIDController(rtol, atol)` (with

@@ -40,7 +40,6 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import CoordinatesLike, ScalarLike
-from .._formulations.eliminated import NOT_REMOVABLE
 from .._linalg import native as _native
 from .._linalg.dense import (
     RANK_RTOL,
@@ -58,6 +57,8 @@ from .._model.arguments import checked_option
 from .._model.input_checks import check_shapes, checked_finite
 from .._model.model import Model
 from .._runtime import errors as _errors
+from .._runtime.exceptions import JaxmbError
+from .._runtime.results import RESULTS
 from ..elements.geometry import is_concrete
 from . import sparse_solvability as _sparse
 
@@ -546,8 +547,8 @@ def suggesting_rows(model, q, t, where="here"):
     (`redundant_rows` of the solvability report; `where` says which state that is)."""
     try:
         yield
-    except Exception as err:  # equinox's runtime error (its type depends on the JAX version)
-        if NOT_REMOVABLE not in str(err) or not is_concrete(q):
+    except JaxmbError as err:
+        if not is_concrete(q) or err.cause is None or not err.cause == RESULTS.not_removable:
             raise
         rows = solvability(model, q, t).redundant_rows
         hint = (
@@ -555,4 +556,4 @@ def suggesting_rows(model, q, t, where="here"):
             if rows
             else f"No row is redundant {where} (p = 0): eliminate none, use method='min_norm'"
         )
-        raise eqx.EquinoxRuntimeError(f"{str(err).rstrip()} {hint}") from None
+        raise err.extended(hint) from None

@@ -70,6 +70,8 @@ from .._model.blocks import (
 from .._model.model import Model
 from .._model.terms import StateTerms, state_terms
 from .._runtime import errors as _errors
+from .._runtime.exceptions import JaxmbRuntimeError
+from .._runtime.results import RESULTS
 from .base import AbstractStateFormulation, with_ratios
 from .projection import ProjectedSolver
 
@@ -128,20 +130,20 @@ class AugmentedLagrangian(AbstractStateFormulation):
                     f"number, got {getattr(self, name)!r}"
                 )
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Coordinates:
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         return accelerations(model, self, terms)
 
     def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms, label: str
+        self, model: Model, terms: StateTerms
     ) -> tuple[Coordinates, Float[Array, " width"]]:
-        return with_ratios(self, model, terms, label)
+        return with_ratios(self, model, terms)
 
     def wrap_solver(
         self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
     ) -> diffrax.AbstractSolver:
         return ProjectedSolver(solver, model, self)
 
-    def check_start(self, model: Model, q0: Coordinates, t0: Scalar, label: str) -> Coordinates:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         """q0, after the check of penalty, tol and projection_tol where they are traced (the
         concrete ones were checked at construction)."""
         for name in ("penalty", "tol", "projection_tol"):
@@ -162,13 +164,16 @@ class AugmentedLagrangian(AbstractStateFormulation):
             return
         converged = _converged_at(model, self, jnp.asarray(q), jnp.asarray(qd), jnp.asarray(t))
         if not bool(converged):
-            raise RuntimeError(
-                f"simulate(formulation={self!r}) stopped at t = {float(t):.10g}: the "
+            function = f"simulate(formulation={self!r})"
+            raise JaxmbRuntimeError(
+                f"{function} stopped at t = {float(t):.10g}: the "
                 "augmented-Lagrangian iteration leaves C qdd = gamma unsatisfied there "
                 f"(residual above tol = {float(np.asarray(self.tol)):g} after {self.iterations} "
                 "iterations): the constraints are inconsistent (e.g. two drivers that "
                 "contradict each other), or the penalty is too small for the mechanism "
-                "(raise `penalty` or `iterations`)"
+                "(raise `penalty` or `iterations`)",
+                function=function,
+                cause=RESULTS.nonlinear_divergence,
             )
 
     def project_state(

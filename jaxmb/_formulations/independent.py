@@ -42,6 +42,8 @@ from .._linalg.dense import (
 from .._model.arguments import checked_direction
 from .._model.model import Model
 from .._runtime import errors as _errors
+from .._runtime.exceptions import JaxmbRuntimeError
+from .._runtime.results import RESULTS
 from . import failures as _failures
 from .base import AbstractFormulation
 from .passages import PASSAGE_DROP
@@ -145,7 +147,10 @@ def check_stop(model, cause, start, stop, saved):
         _, share = _failures.singular_share(model, q0, t0, q_stop, t_stop)
         names = [nm for nm, w in zip(model.pair_names, np.asarray(share)) if w > 0.1]
         text += f"; pairs involved: {names}"
-    raise RuntimeError(text)
+    codes = {SINGULAR: RESULTS.singular_configuration, UNSOLVABLE: RESULTS.nonlinear_divergence}
+    raise JaxmbRuntimeError(
+        text, function="simulate(formulation=IndependentCoordinates())", cause=codes.get(code)
+    )
 
 
 def _check_holonomic(model):

@@ -49,11 +49,11 @@ class NullSpace(AbstractStateFormulation):
     stabilizable: ClassVar[bool] = True
     monitored: ClassVar[bool] = True
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Coordinates:
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
 
     def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms, label: str
+        self, model: Model, terms: StateTerms
     ) -> tuple[Coordinates, Float[Array, " width"]]:
         """Both from one factorization (`null_space_solve_with_ratios`)."""
         return null_space_solve_with_ratios(terms.M, terms.F, terms.C, terms.gamma)
@@ -66,7 +66,7 @@ class NullSpace(AbstractStateFormulation):
     def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
         return None
 
-    def check_start(self, model: Model, q0: Coordinates, t0: Scalar, label: str) -> Coordinates:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         return q0
 
 

@@ -78,7 +78,7 @@ class Projection(AbstractStateFormulation):
         if not (isinstance(self.tol, float | int) and np.isfinite(self.tol) and self.tol > 0):
             raise ValueError(f"Projection: tol must be a positive finite number, got {self.tol!r}")
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Coordinates:
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
 
     def wrap_solver(
@@ -100,14 +100,14 @@ class Projection(AbstractStateFormulation):
         return self.tol
 
     def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms, label: str
+        self, model: Model, terms: StateTerms
     ) -> tuple[Coordinates, Float[Array, " width"]]:
-        return with_ratios(self, model, terms, label)
+        return with_ratios(self, model, terms)
 
     def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
         return None
 
-    def check_start(self, model: Model, q0: Coordinates, t0: Scalar, label: str) -> Coordinates:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         return q0
 
 

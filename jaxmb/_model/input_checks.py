@@ -36,4 +36,4 @@ def checked_finite(model, x: Array, where: str, label: str) -> Array:
         for c, comp in enumerate(("x", "y", "phi"))
     )
     bad = ~jnp.isfinite(x)
-    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
+    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages, "nonfinite_state")

@@ -26,9 +26,9 @@ class AbstractReactionMethod(eqx.Module):
       and the problem); returns the method as the compiled program receives it, with any
       model-dependent data as arrays, so that methods differing only in data share one
       compiled program (`Eliminate` returns its kept-row mask; by default the method itself);
-    - `multipliers(model, M, F, C, gamma, qdd, label)`: `(qdd, lam)`, where `qdd` is the
-      given acceleration or, when None, the unique one of the model; runtime errors start with
-      `label`;
+    - `multipliers(model, M, F, C, gamma, qdd)`: `(qdd, lam)`, where `qdd` is the
+      given acceleration or, when None, the unique one of the model; runtime errors name the
+      analysis being run (`jaxmb._runtime.errors.named`);
     - `name`: how `Reactions.method` and error messages name it;
     - `physical`: True when the reactions of non-unique pairs are the physical ones (e.g.
       `Compliance`), False when they are a mathematical choice (then `reactions` warns,
@@ -51,7 +51,6 @@ class AbstractReactionMethod(eqx.Module):
         C: ConstraintMatrix,
         gamma: RowVector,
         qdd: Coordinates | None,
-        label: str,
     ) -> Solution:
         """(qdd, lambda) with C^T lambda = F - M qdd."""
 

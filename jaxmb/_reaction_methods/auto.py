@@ -29,10 +29,9 @@ class Auto(AbstractReactionMethod, AbstractAccelerationFormulation):
         C: ConstraintMatrix,
         gamma: RowVector,
         qdd: Coordinates | None,
-        label: str,
     ) -> Solution:
-        qdd_e, lam = eliminated_solve(M, F, C, gamma, independent_rows(C), label=label)
+        qdd_e, lam = eliminated_solve(M, F, C, gamma, independent_rows(C))
         return (qdd_e if qdd is None else qdd), lam
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Coordinates:
-        return self.multipliers(model, terms.M, terms.F, terms.C, terms.gamma, None, label)[0]
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
+        return self.multipliers(model, terms.M, terms.F, terms.C, terms.gamma, None)[0]

@@ -342,7 +342,6 @@ class Compliance(AbstractReactionMethod):
         C: ConstraintMatrix,
         gamma: RowVector,
         qdd: Coordinates | None,
-        label: str,
     ) -> Solution:
         qdd = unique_accelerations(model, M, F, C, gamma, qdd)
         k = self.row_stiffness(model)

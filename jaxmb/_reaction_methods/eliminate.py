@@ -51,23 +51,22 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
         C: ConstraintMatrix,
         gamma: RowVector,
         qdd: Coordinates | None,
-        label: str,
     ) -> Solution:
-        return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd, label)
+        return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd)
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Coordinates:
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         keep = keep_mask(model, self)
-        return eliminated_solve(terms.M, terms.F, terms.C, terms.gamma, keep, label=label)[0]
+        return eliminated_solve(terms.M, terms.F, terms.C, terms.gamma, keep)[0]
 
-    def check_start(self, model: Model, q0: Coordinates, t0: Scalar, label: str) -> Coordinates:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         """The rows in range (trace time) and removable at (q0, t0) (run time)."""
         keep = keep_mask(model, self)
-        return check_removable(q0, model.C(q0, t0), keep, label)
+        return check_removable(q0, model.C(q0, t0), keep)
 
     def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms, label: str
+        self, model: Model, terms: StateTerms
     ) -> tuple[Coordinates, Float[Array, " width"]]:
-        return with_ratios(self, model, terms, label)
+        return with_ratios(self, model, terms)
 
     def wrap_solver(
         self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
@@ -101,10 +100,9 @@ class KeptRows(AbstractReactionMethod):
         C: ConstraintMatrix,
         gamma: RowVector,
         qdd: Coordinates | None,
-        label: str,
     ) -> Solution:
-        C = check_removable(C, C, self.keep, label)
-        qdd_e, lam = eliminated_solve(M, F, C, gamma, self.keep, label=label)
+        C = check_removable(C, C, self.keep)
+        qdd_e, lam = eliminated_solve(M, F, C, gamma, self.keep)
         return (qdd_e if qdd is None else qdd), lam
 
 

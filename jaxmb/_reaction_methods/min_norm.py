@@ -35,7 +35,6 @@ class MinNorm(AbstractReactionMethod):
         C: ConstraintMatrix,
         gamma: RowVector,
         qdd: Coordinates | None,
-        label: str,
     ) -> Solution:
         qdd = unique_accelerations(model, M, F, C, gamma, qdd)
         if C.shape[0] and not al.is_dense(model):

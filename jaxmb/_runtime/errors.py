@@ -50,6 +50,8 @@ from equinox.internal import unvmap_any, unvmap_max
 from jax.extend.core import concrete_or_error
 
 from . import announce as _announce, program_store as _program_store
+from .exceptions import JaxmbRuntimeError
+from .results import RESULTS
 
 _ON_ERROR = _eqx_errors.EQX_ON_ERROR  # the process policy (environment EQX_ON_ERROR)
 _state = threading.local()
@@ -74,6 +76,44 @@ def _stack():
     if not hasattr(_state, "stack"):
         _state.stack = []
     return _state.stack
+
+
+@contextlib.contextmanager
+def reporting(function: str):
+    """Within the body, failures are reported as `function`'s (an analysis entry point sets it,
+    e.g. "reactions(method=min_norm)"): messages written with `named` start with it and
+    `JaxmbError.function` holds it. Numerical code reads it here; it is never passed down."""
+    names = _names()
+    names.append(function)
+    try:
+        yield
+    finally:
+        names.pop()
+
+
+def function_name() -> str | None:
+    """The function failures are reported as (`reporting`), or None outside any."""
+    names = _names()
+    return names[-1] if names else None
+
+
+def named(text: str) -> str:
+    """`text` (a cause, e.g. "the remaining rows leave a singular system") as a message of the
+    function being reported (`reporting`): "function: text"."""
+    function = function_name()
+    return text if function is None else f"{function}: {text}"
+
+
+def _names():
+    if not hasattr(_state, "names"):
+        _state.names = []
+    return _state.names
+
+
+def _failure(text: str, cause: str) -> JaxmbRuntimeError:
+    """The exception of a failed check whose RESULTS code is named `cause` ("" for none)."""
+    code = getattr(RESULTS, cause) if cause else None
+    return JaxmbRuntimeError(text, function=function_name(), cause=code)
 
 
 def _delegate(x, pred, index, msgs):
@@ -102,14 +142,17 @@ def known(x) -> np.ndarray:
     return value
 
 
-def branched_error_if(x, pred, index, msgs):
-    """x unchanged; fails with msgs[index] where any(pred) (see the module docstring)."""
+def branched_error_if(x, pred, index, msgs, cause: str = ""):
+    """x unchanged; fails with msgs[index] where any(pred) (see the module docstring).
+    `cause`: the name of the RESULTS code the failure reports (`JaxmbError.cause`)."""
     msgs = tuple(msgs)
+    if cause:
+        getattr(RESULTS, cause)  # an unknown name fails here, when the check is written
     stack = _stack()
     known, where = concrete(pred), concrete(index)
     if known is not None and where is not None:  # values known now (eager, also under an
         if np.any(known):  # eager jax.grad): decided here, no program
-            raise eqx.EquinoxRuntimeError(msgs[int(np.max(where))])
+            raise _failure(msgs[int(np.max(where))], cause)
         return x
     if not stack:
         return _delegate(x, pred, index, msgs)
@@ -122,13 +165,14 @@ def branched_error_if(x, pred, index, msgs):
         return _delegate(x, pred, index, msgs)  # inside a loop or branch body
     collector.preds.append(flag)
     collector.indices.append(jnp.broadcast_to(where, ()).astype(jnp.int32))
-    collector.msgs.append(msgs)
+    collector.msgs.append((cause, *msgs))  # static: the code's name, then the messages
     return x
 
 
-def error_if(x, pred, msg):
-    """x unchanged; fails with msg where any(pred) (see the module docstring)."""
-    return branched_error_if(x, pred, 0, (msg,))
+def error_if(x, pred, msg, cause: str = ""):
+    """x unchanged; fails with msg where any(pred) (see the module docstring and
+    `branched_error_if`)."""
+    return branched_error_if(x, pred, 0, (msg,), cause)
 
 
 def raise_collected(out, flags, indices, msgs):
@@ -138,12 +182,12 @@ def raise_collected(out, flags, indices, msgs):
         return out
     failed, where = concrete(flags), concrete(indices)  # also under an eager jax.grad
     if failed is None or where is None:
-        for k, texts in enumerate(msgs):
-            out = branched_error_if(out, flags[k], indices[k], texts)
+        for k, (cause, *texts) in enumerate(msgs):
+            out = branched_error_if(out, flags[k], indices[k], texts, cause)
         return out
-    for k, texts in enumerate(msgs):
+    for k, (cause, *texts) in enumerate(msgs):
         if failed[k]:
-            raise eqx.EquinoxRuntimeError(texts[int(where[k])])
+            raise _failure(texts[int(where[k])], cause)
     return out
 
 
@@ -166,11 +210,12 @@ def checked_jit(fn: Callable | None = None, *, analysis: str | None = None) -> A
         return functools.partial(checked_jit, analysis=analysis)
     name = analysis or fn.__module__.rsplit(".", 1)[-1].lstrip("_")
 
-    def collect(*args, **kwargs):
+    def collect(function, *args, **kwargs):  # `function` (static): the one reported as
         collector = _Collector()
         _stack().append(collector)
         try:
-            out = fn(*args, **kwargs)
+            with reporting(function) if function else contextlib.nullcontext():
+                out = fn(*args, **kwargs)
         finally:
             _stack().pop()
         flags = jnp.stack(collector.preds) if collector.preds else jnp.zeros(0, bool)
@@ -181,7 +226,8 @@ def checked_jit(fn: Callable | None = None, *, analysis: str | None = None) -> A
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        with _announce.compiling(_announce.public_name(name), args):
+        args = (function_name(), *args)
+        with _announce.compiling(_announce.public_name(name), args[1:]):
             # an eager call with the compilation cache on: the traced program from disk
             stored = _program_store.call(fn, collect, args, kwargs, name)
             out, flags, indices, msgs = program(*args, **kwargs) if stored is None else stored

@@ -20,6 +20,7 @@ import numpy as np
 from jaxtyping import ArrayLike, Real
 
 from .._custom_types import Coordinates, PairRowVector, Scalar, ScalarLike, Vector2
+from .._runtime.exceptions import JaxmbError
 from .drive import AbstractDrive, as_drive
 from .geometry import Body, is_concrete, point
 
@@ -92,8 +93,9 @@ class AbstractElement(eqx.Module):
         """The bodies this element acts on (ground included where it takes part)."""
 
     def fail(self, problem: str) -> NoReturn:
-        """Raise a ValueError naming this element and the problem."""
-        raise ValueError(f"{_describe(self)}: {problem}")
+        """Raise a JaxmbError (a ValueError) naming this element and the problem."""
+        name = self.name if isinstance(self.name, str) else None
+        raise JaxmbError(f"{_describe(self)}: {problem}", element=name)
 
     def check_not_text(self, value: Any, label: str) -> None:
         """Build-time check that a numeric field was not given as text."""
