@@ -14,7 +14,8 @@ Outside a `checked_jit` program (inside the user's own jit, vmap or grad) they a
 While a `checked_jit` function is traced they *collect* the check instead: x comes back
 unchanged, the flag and index become extra outputs of the compiled program (the message tuples
 are static outputs, returned also on cache hits), and the Python wrapper raises
-`eqx.EquinoxRuntimeError` with the first failed check's message after the call. So the
+`JaxmbRuntimeError` (an `eqx.EquinoxRuntimeError`) with the first failed check's message after
+the call. So the
 program holds no callback and the persistent cache keeps it. When the wrapper's outputs are
 traced (an outer jit or vmap), the collected checks are re-issued through `branched_error_if`
 at that level, i.e. they behave as before.
@@ -23,6 +24,12 @@ Checks traced inside a loop or branch body (lax.while_loop, scan, cond: diffrax'
 field, Newton loops) cannot leave that body as data; there these functions delegate to equinox
 (a callback stays in such programs). Prefer returning a status from the loop and checking it
 after the loop.
+
+A check may name its `RESULTS` code (`cause="not_removable"`), which the raised error carries
+as `cause`. Messages name the analysis being run through `named`, which reads the function an
+entry point set with `reporting(...)`; `checked_jit` makes that function part of the compiled
+program's key (a program never shows another function's name) and the raised error's
+`function`.
 
 `quiet_third_party_checks()` switches equinox's *default* policy off while a library call is
 traced (diffrax's own `SaveAt(ts)` checks, which jaxmb performs itself before the call); jaxmb's
