@@ -546,7 +546,7 @@ def test_compliance_takes_the_sparse_path_for_large_models(grid, count_calls):
     M = jnp.diag(model.mass_diagonal())
     method = mb.Compliance(default=2.0)
     _, lam = method.multipliers(
-        model, M, f, C, jnp.zeros(model.num_rows), jnp.zeros(model.n), "test"
+        model, M, f, C, jnp.zeros(model.num_rows), jnp.zeros(model.n)
     )
     assert calls
     dense = cp.compliance_multipliers(C, f, jnp.full(model.num_rows, 2.0), model.holonomic_rows)
@@ -557,7 +557,7 @@ def test_compliance_takes_the_sparse_path_for_large_models(grid, count_calls):
 
     calls = count_calls(min_norm, "sparse_compliance_multipliers")
     _, lam = mb.MinNorm().multipliers(
-        model, M, f, C, jnp.zeros(model.num_rows), jnp.zeros(model.n), "test"
+        model, M, f, C, jnp.zeros(model.num_rows), jnp.zeros(model.n)
     )
     assert calls
     pinv = np.linalg.pinv(np.asarray(C).T) @ np.asarray(f)
