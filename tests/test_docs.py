@@ -254,8 +254,8 @@ def test_parameter_tables_give_name_type_description_and_default(site):
         "name": "str",
         "i": "Body",
         "j": "Body",
-        "s_i": "Float[Array, 2]",
-        "s_j": "Float[Array, 2]",
+        "s_i": "Float[Array, '2']",
+        "s_j": "Float[Array, '2']",
     }
 
 

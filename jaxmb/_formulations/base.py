@@ -45,8 +45,8 @@ class AbstractStateFormulation(AbstractFormulation):
     simulate's diffrax program. It supplies
 
     - `accelerations(model, terms)`: qdd from the terms of the equations of motion at
-      a state (M, F, C, gamma; runtime errors name the analysis through
-      `jaxmb._runtime.errors.named`, never an argument);
+      a state (M, F, C, gamma; runtime errors name the analysis being run, which the hook
+      is never told);
     - `accelerations_and_ratios(model, terms)`: qdd and the pivot ratios the passage
       monitor follows (`with_ratios` forms them apart);
     - `wrap_solver(solver, model, from_rhs)`: the diffrax solver as this formulation runs it

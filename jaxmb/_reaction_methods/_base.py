@@ -28,7 +28,7 @@ class AbstractReactionMethod(eqx.Module):
       compiled program (`Eliminate` returns its kept-row mask; by default the method itself);
     - `multipliers(model, M, F, C, gamma, qdd)`: `(qdd, lam)`, where `qdd` is the
       given acceleration or, when None, the unique one of the model; runtime errors name the
-      analysis being run (`jaxmb._runtime.errors.named`);
+      analysis being run, which the hook is never told;
     - `name`: how `Reactions.method` and error messages name it;
     - `physical`: True when the reactions of non-unique pairs are the physical ones (e.g.
       `Compliance`), False when they are a mathematical choice (then `reactions` warns,
