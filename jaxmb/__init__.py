@@ -75,6 +75,11 @@ from ._reaction_methods.eliminate import Eliminate as Eliminate
 from ._reaction_methods.min_norm import MinNorm as MinNorm
 from ._runtime.announce import log_progress as log_progress
 from ._runtime.cache import enable_compilation_cache as enable_compilation_cache
+from ._runtime.exceptions import (
+    JaxmbError as JaxmbError,
+    JaxmbRuntimeError as JaxmbRuntimeError,
+)
+from ._runtime.results import RESULTS as RESULTS
 from .elements import (
     AbsoluteDriver as AbsoluteDriver,
     Bushing as Bushing,

@@ -29,9 +29,9 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float, Real
 
 from . import elements as _elements
+from ._custom_types import Coordinates, CoordinatesLike
 from ._model.mechanism import Mechanism
 from ._model.model import Model
 from ._reaction_methods.compliance import Compliance
@@ -88,7 +88,7 @@ def _suggest(word, choices) -> str:
 def to_dict(
     model: Model,
     *,
-    initial_velocity: Real[ArrayLike, " n"] | None = None,
+    initial_velocity: CoordinatesLike | None = None,
     compliance: Compliance | None = None,
 ) -> dict:
     """The model as plain Python data (the schema above); `initial_velocity` (n numbers) is kept
@@ -452,7 +452,7 @@ def save(
     model: Model,
     path: str | os.PathLike,
     *,
-    initial_velocity: Real[ArrayLike, " n"] | None = None,
+    initial_velocity: CoordinatesLike | None = None,
     compliance: Compliance | None = None,
 ) -> None:
     """Write `model` to a .json, .yaml or .yml model file (schema: docs/model_files.md).
@@ -503,7 +503,7 @@ class ModelFile(NamedTuple):
     """
 
     model: Model
-    initial_velocity: Float[Array, " n"] | None
+    initial_velocity: Coordinates | None
     compliance: Compliance | None
 
 

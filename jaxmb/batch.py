@@ -37,6 +37,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import ArrayLike, PyTree, Real
 
 BATCH_AXIS = "batch"
+Devices = Sequence[jax.Device]  # pyright: ignore[reportInvalidTypeForm]
+"""A sequence of jax devices (jax.Device is an alias that pyright does not read as a class)."""
+
 DEFAULT_CHUNK = 64
 """Members vmapped together on one device by `map` (a chunk runs its slowest member's steps)."""
 
@@ -46,7 +49,11 @@ def use_all_cores(count: int | None = None) -> int:
     `map` and sharded batches run on every core. Call before any JAX computation: the CPU
     backend reads the count when it starts (JAX raises if it has already started)."""
     if count is None:
-        count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        count = (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1)
+        )
     count = int(count)
     if count < 1:
         raise ValueError(f"batch.use_all_cores: count must be at least 1, got {count}")
@@ -54,20 +61,20 @@ def use_all_cores(count: int | None = None) -> int:
     return count
 
 
-def mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
+def mesh(devices: Devices | None = None) -> Mesh:
     """A 1-D mesh over `devices` (default: all devices) with axis name "batch"."""
     devices = jax.devices() if devices is None else list(devices)
     return Mesh(np.asarray(devices), (BATCH_AXIS,))
 
 
-def batch_sharding(devices: Sequence[jax.Device] | None = None) -> NamedSharding:
+def batch_sharding(devices: Devices | None = None) -> NamedSharding:
     """Shard the leading axis over the mesh, replicate the others."""
     return NamedSharding(mesh(devices), PartitionSpec(BATCH_AXIS))
 
 
-def _batch_size(leaves, where):
-    sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in leaves}
-    if None in sizes or len(sizes) != 1:
+def _batch_size(leaves, where) -> int:
+    sizes = {np.shape(leaf)[0] for leaf in leaves if np.ndim(leaf)}
+    if len(sizes) != 1 or not all(np.ndim(leaf) for leaf in leaves):
         raise ValueError(
             f"{where}: every input needs the same leading (batch) axis; got shapes "
             f"{[np.shape(leaf) for leaf in leaves]}"
@@ -75,7 +82,7 @@ def _batch_size(leaves, where):
     return sizes.pop()
 
 
-def shard(tree: PyTree, devices: Sequence[jax.Device] | None = None) -> PyTree:
+def shard(tree: PyTree, devices: Devices | None = None) -> PyTree:
     """Place every array of `tree` with its leading axis split across the devices.
 
     Raises when the batch size is not a multiple of the number of devices (pad the batch)."""
@@ -120,7 +127,7 @@ def map(  # noqa: A001 (mb.batch.map reads well)
     fn: Callable[..., Any],
     *xs: PyTree,
     chunk: int = DEFAULT_CHUNK,
-    devices: Sequence[jax.Device] | None = None,
+    devices: Devices | None = None,
     cost: Callable[..., Any] | Real[ArrayLike, " batch"] | None = None,
 ) -> PyTree:
     """`fn` over the leading axis of the arrays `xs` (pytrees allowed), on every device, each

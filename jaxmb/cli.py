@@ -47,6 +47,8 @@ def load_model_module(spec: str):
     if spec.lower().endswith((".json", ".yaml", ".yml")):
         return _model_file(spec)
     module_spec = importlib.util.spec_from_file_location("jaxmb_user_model", spec)
+    if module_spec is None or module_spec.loader is None:
+        raise ValueError(f"{spec}: not a Python file that can be imported")
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
     if not callable(getattr(module, "build", None)):
@@ -425,8 +427,9 @@ def cmd_plot(args):
     with warnings.catch_warnings():  # said below in one line, in the command's terms
         warnings.simplefilter("ignore", mb.NonUniqueReactionWarning)
         rx = mb.reactions(model, traj)
-    flags = np.reshape(np.asarray(rx.solvable_array), (-1, len(rx.pair_names))).all(axis=0)
-    not_unique = [name for name, ok in zip(rx.pair_names, flags.tolist()) if not ok]
+    solvable = np.reshape(rx.solvable_array, (-1, len(rx.pair_names)))
+    flags = [bool(np.all(solvable[:, k])) for k in range(len(rx.pair_names))]
+    not_unique = [name for name, ok in zip(rx.pair_names, flags) if not ok]
     if not_unique:
         say(
             f"the reactions of {', '.join(not_unique)} are not unique: drawn dashed, the "

@@ -204,7 +204,8 @@ def _draw_body(ax, name, pts, color, scale, block):
                 ax,
                 pts[0],
                 np.array([1.0, 0.0]),
-                *np.multiply(_BOX, scale),
+                _BOX[0] * scale,
+                _BOX[1] * scale,
                 color,
                 2,
                 f"body:{name}",
@@ -235,6 +236,11 @@ def _draw_body(ax, name, pts, color, scale, block):
     )
     plate.set_gid(f"body:{name}")
     ax.add_patch(plate)
+
+
+def _xy(p) -> tuple[float, float]:
+    """A point as matplotlib's patches take it."""
+    return float(p[0]), float(p[1])
 
 
 def _box(ax, centre, axis, w, h, color, zorder, gid):
@@ -327,7 +333,7 @@ def _draw_revolute(ax, pair, q, scale):
             0.35 * h,
             f"support:{pair.name}",
         )
-    pin = Circle(p, _PIN * scale, facecolor="white", edgecolor="black", lw=1.5, zorder=5)
+    pin = Circle(_xy(p), _PIN * scale, facecolor="white", edgecolor="black", lw=1.5, zorder=5)
     pin.set_gid(f"pin:{pair.name}")
     ax.add_patch(pin)
     return ("ground pivot" if ground else "revolute"), p
@@ -433,10 +439,14 @@ def _draw_bushing(ax, element, q, scale):
     """A rubber ring (grey annulus) around a pin at P_i, a zigzag to P_j when they differ."""
     pi, pj = _point(q, element.i, element.s_i), _point(q, element.j, element.s_j)
     gid = f"force:{element.name}"
-    ring = Circle(pi, 2.1 * _PIN * scale, facecolor="0.6", edgecolor="0.25", lw=1.2, zorder=4.5)
+    ring = Circle(
+        _xy(pi), 2.1 * _PIN * scale, facecolor="0.6", edgecolor="0.25", lw=1.2, zorder=4.5
+    )
     ring.set_gid(gid)
     ax.add_patch(ring)
-    ax.add_patch(Circle(pi, _PIN * scale, facecolor="white", edgecolor="black", lw=1.2, zorder=4.6))
+    ax.add_patch(
+        Circle(_xy(pi), _PIN * scale, facecolor="white", edgecolor="black", lw=1.2, zorder=4.6)
+    )
     if np.linalg.norm(pj - pi) > 1e-9 * scale:
         ax.plot(*_zigzag(pi, pj, scale).T, color="0.3", lw=1.3, zorder=3, gid=f"{gid}:link")
     return "bushing", pi
@@ -829,7 +839,7 @@ _LEGEND = {
 }
 
 
-def _legend(ax, model, kinds, with_flags, where=True):
+def _legend(ax, model, kinds, with_flags, where: bool | matplotlib.axes.Axes = True):
     handles = [Line2D([], [], label=k, **_LEGEND[k]) for k in _LEGEND if k in kinds]
     for g in (np.asarray(e.g, float) for e in model.force_elements if isinstance(e, Gravity)):
         angle = np.degrees(np.arctan2(g[1], g[0])) - 90.0  # the marker (3, 0, 0) points up
@@ -1186,7 +1196,7 @@ def animate(
                     model,
                     qs[k],
                     ax,
-                    t=ts[k],
+                    t=float(ts[k]),
                     labels=labels,
                     solvable=solvable,
                     scale=scale,
@@ -1202,7 +1212,7 @@ def animate(
             crop = _crop_box(fig)
             ax.set_title("")
             fig.canvas.draw()
-            background = fig.canvas.copy_from_bbox(fig.bbox)
+            background = fig.canvas.copy_from_bbox(fig.bbox)  # pyright: ignore[reportAttributeAccessIssue]
             images = []
             for k in shown:
                 draw_frame(k)

@@ -8,7 +8,7 @@ the command line shows by default (one cycle of the driven motion, or the drive'
 """
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import matplotlib
@@ -47,7 +47,7 @@ __all__ = [
 
 METHOD_DEPENDENT = "method-dependent"
 
-COLORS = plt.get_cmap("tab10").colors
+COLORS = plt.get_cmap("tab10").colors  # pyright: ignore[reportAttributeAccessIssue]
 """The colours of the curves of a panel, in order."""
 
 DASHES = ("-", (0, (6, 2)), (0, (1.2, 1.6)), (0, (6, 2, 1.2, 2)))
@@ -178,7 +178,7 @@ def pair_body(model: "Model", pair_name: str) -> str:
     return next(b.name for b in model.pair(pair_name).bodies() if not b.is_ground)
 
 
-def pair_styles(names: list[str], unique: Mapping[str, bool]) -> dict[str, dict]:
+def pair_styles(names: Sequence[str], unique: Mapping[str, bool]) -> dict[str, dict]:
     """{pair name: plot style} for the reaction curves of `names`: solid where `unique[name]`,
     dashed where not, and within each kind pairwise distinct colours and markers
     (`curve_styles` without dashes), so that every curve differs from every other."""

@@ -13,7 +13,6 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,6 +22,7 @@ from ._analyses.reactions import NonUniqueReactionWarning, reactions
 from ._analyses.simulate import simulate
 from ._analyses.solvability import solvability
 from ._reaction_methods.eliminate import Eliminate
+from ._runtime.results import RESULTS
 from .models import mobile_robot
 
 PAPER_VARIANTS = {
@@ -99,7 +99,7 @@ def mobile_robot_study(
 
 
 def _result_name(result):
-    return "ok" if bool(result == diffrax.RESULTS.successful) else "FAILED"
+    return "ok" if bool(result == RESULTS.successful) else "FAILED"
 
 
 def _paths_figure(model, trajectories, out_dir):

@@ -376,7 +376,7 @@ def test_singular_configuration_during_run():
     message gives the time and both pairs whose rows become dependent."""
     model, qd0 = _pushed_pendulum()
     traj = _run_quietly(model, model.q0, qd0)
-    assert traj.result == diffrax.RESULTS.dt_min_reached
+    assert traj.result == mb.RESULTS.dt_min_reached
     assert bool(traj.singular)
     np.testing.assert_allclose(traj.t_stop, L / 1.0, atol=1e-6)
     before = np.asarray(TS) <= float(traj.t_stop)
@@ -803,7 +803,7 @@ def test_vmapped_simulate_refuses_bad_starts_per_member(chain_model):
     batch; now each member gets its own code (Trajectory.start_error, indexing
     START_ERRORS): consistent (0), b2 1 mm off pin B (3), a nan coordinate (1), b2 moving
     vertically alone (4, velocity constraints of B). The refused members integrate nothing
-    (0 steps, t_stop = t0, states inf, result nonfinite_input); the consistent member equals
+    (0 steps, t_stop = t0, states inf, result inconsistent_start); the consistent member equals
     the run of the backward test's batch (the same program, 1e-12)."""
     q0, qd0 = chain_model.q0, jnp.zeros(6)
     q0s = jnp.stack([q0, q0.at[4].add(1e-3), q0.at[1].set(np.nan), q0])
@@ -816,7 +816,7 @@ def test_vmapped_simulate_refuses_bad_starts_per_member(chain_model):
         "qd0 violates the velocity constraints (call mb.consistent_velocity first)",
     ]
     np.testing.assert_array_equal(traj.success, [True, False, False, False])
-    refused = jax.vmap(lambda r: r == diffrax.RESULTS.nonfinite_input)(traj.result)
+    refused = jax.vmap(lambda r: r == mb.RESULTS.inconsistent_start)(traj.result)
     np.testing.assert_array_equal(refused, [False, True, True, True])
     for k in (1, 2, 3):
         assert int(traj.num_steps[k]) == 0 and float(traj.t_stop[k]) == 0.0
@@ -1117,7 +1117,7 @@ def test_raw_python_errors_became_messages(chain_model):
         rigid_limit.pair_forces(soft, soft.q0, qd0, ["O9"])
 
     class ThreeNumbers(mb.AbstractAccelerationFormulation):
-        def accelerations(self, model, terms, label):
+        def accelerations(self, model, terms):
             return jnp.zeros(3)
 
     with pytest.raises(

@@ -457,7 +457,7 @@ def test_every_public_function_and_class_is_reachable_from_the_navigation(site):
         for identifier, obj in sorted(shown.items())
         for problem in untyped(pages[identifier], identifier, obj)
     ]
-    assert lacking == []
+    assert lacking == [], lacking
     everywhere = [
         f"{identifier}.{name}"
         for html in {id(h): h for h in pages.values()}.values()

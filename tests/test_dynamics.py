@@ -262,7 +262,7 @@ def test_throw_false_returns_result_codes():
         )
     )(jnp.array([0.05, 10.0]))
     assert bool(traj.success[0]) and not bool(traj.success[1])
-    assert not bool(jnp.all(traj.result == diffrax.RESULTS.successful))
+    assert not bool(jnp.all(traj.result == mb.RESULTS.successful))
 
 
 def _example(name):

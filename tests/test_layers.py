@@ -15,6 +15,9 @@ says what each holds):
 5. `_reaction_methods/`: how the multipliers are chosen;
 6. `_analyses/`: the user-facing analyses (accelerations, simulate, reactions, solvability, ...);
 7. the top level: the public namespace, model files, bundled models, batches, pictures, the CLI.
+
+Below them all, `_custom_types` (the array annotations, named once) imports nothing of jaxmb,
+so every layer may use it.
 """
 
 import ast
@@ -35,9 +38,15 @@ LAYERS = (
 top layer."""
 
 
+BASE = ("_custom_types",)
+"""Modules below every layer: they import nothing of jaxmb."""
+
+
 def _layer(module):
-    """Layer of a dotted module path relative to jaxmb ("" is the package itself): the index of
-    its top folder in LAYERS, or the top layer."""
+    """Layer of a dotted module path relative to jaxmb ("" is the package itself): -1 for BASE,
+    the index of its top folder in LAYERS, or the top layer."""
+    if module in BASE:
+        return -1
     top = module.split(".")[0]
     return LAYERS.index(top) if top in LAYERS else len(LAYERS)
 
@@ -102,12 +111,12 @@ def test_every_layer_folder_exists_and_holds_modules():
 
 
 def test_private_top_level_modules_are_few():
-    """Private modules live in their layer folder; the top level keeps the public modules and
-    model files (`_io`)."""
+    """Private modules live in their layer folder; the top level keeps the public modules, model
+    files (`_io`) and the modules below every layer (BASE)."""
     private = sorted(
         m for m, package, _ in _modules() if "." not in m and m.startswith("_") and not package
     )
-    assert private == ["_io"], private
+    assert private == sorted(["_io", *BASE]), private
 
 
 def test_no_module_imports_a_higher_layer():
@@ -131,6 +140,8 @@ def test_the_check_sees_imports():
     assert ("elements._base", "elements.drive") in found
     assert ("elements._base", "_model.model") not in found  # under `if TYPE_CHECKING:` only
     assert _layer("_formulations.base") < _layer("_reaction_methods.eliminate")
+    assert ("elements.revolute", "_custom_types") in found
+    assert _layer("_custom_types") < _layer("_linalg.dense")
 
 
 def test_quick_subset_names_existing_modules():

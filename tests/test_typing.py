@@ -261,6 +261,8 @@ def matches(value, annotation) -> bool:
         return any(matches(value, a) for a in typing.get_args(annotation))
     if annotation is type(None):
         return value is None
+    if isinstance(typing.get_origin(annotation), type):  # Sequence[float]: a sequence
+        return isinstance(value, typing.get_origin(annotation))
     return isinstance(value, annotation)
 
 

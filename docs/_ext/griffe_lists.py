@@ -14,13 +14,15 @@
   and leave the prose, and `**Returns:** text` becomes a returns table with the return
   annotation. An `**Arguments:**` block that is not such a list stays prose (tests/test_docs.py
   checks that the public API has none). Names of private objects in signatures are shown
-  as plain names, so the site names no private path.
+  as plain names, so the site names no private path; annotations written with jaxmb's aliases
+  (`jaxmb._custom_types`: `Coordinates`, `ScalarLike`, ...) show what they stand for.
 - `ShapeStrings`: griffe reads a string inside an annotation as a forward reference and
   parses it, so the jaxtyping shape of `Float[Array, "2"]` would show as `Float[Array, 2]`
   (and `"n"` as a name `n`); the shape strings of jaxtyping types are shown as written.
 """
 
 import ast
+import dataclasses
 import re
 
 import griffe
@@ -393,12 +395,63 @@ def detach_private_names(pkg) -> None:
                         name.parent = None
 
 
+def _expanded(expr, aliases):
+    """`expr` with every name of `aliases` (canonical path -> expression) replaced by its
+    expression; `aliases` None: with every name plain (no parent to resolve it in)."""
+    if isinstance(expr, griffe.ExprName):
+        if aliases is None:
+            return dataclasses.replace(expr, parent=None)
+        try:
+            return aliases.get(expr.canonical_path, expr)
+        except Exception:  # unresolvable: left as it is
+            return expr
+    if isinstance(expr, list):
+        return [_expanded(e, aliases) for e in expr]
+    if not (isinstance(expr, griffe.Expr) and dataclasses.is_dataclass(expr)):
+        return expr
+    changes = {
+        f.name: _expanded(getattr(expr, f.name), aliases)
+        for f in dataclasses.fields(expr)
+        if f.init
+    }
+    return dataclasses.replace(expr, **changes)
+
+
+def expand_type_aliases(pkg, module="_custom_types") -> None:
+    """Annotations written with the aliases of `jaxmb._custom_types` show the jaxtyping
+    annotation each stands for (`ScalarLike` as `Real[ArrayLike, '']`): the module is private,
+    what the aliases mean is not."""
+    source = pkg.members.get(module)
+    if source is None:
+        return
+    aliases = {
+        member.path: _expanded(member.value, None)  # names resolve in the alias's module only
+        for member in source.members.values()
+        if not member.is_alias and member.is_attribute and isinstance(member.value, griffe.Expr)
+    }
+    todo = [pkg]
+    while todo:
+        obj = todo.pop()
+        for member in obj.members.values():
+            if member.is_alias or member.path.startswith(source.path + "."):
+                continue
+            if member.is_module or member.is_class:
+                todo.append(member)
+            elif member.is_function:
+                for p in member.parameters:
+                    p.annotation = _expanded(p.annotation, aliases)
+                member.returns = _expanded(member.returns, aliases)
+            elif member.is_attribute:
+                member.annotation = _expanded(member.annotation, aliases)
+
+
 class ParameterTables(griffe.Extension):
     """Give every function and class its parameter (and returns) table: the parsed sections
     are set once, after `EquinoxSignatures` has given equinox Modules their `__init__`; and
     show names of private objects in signatures as plain names (`detach_private_names`)."""
 
     def on_package(self, *, pkg, **kwargs):
+        expand_type_aliases(pkg)
         for obj in _objects(pkg):
             sections = parameter_sections(obj)
             if sections is not None:
@@ -459,7 +512,8 @@ def _shape_text(node, code: str) -> str:
 
 class ShapeStrings(griffe.Extension):
     """Apply `keep_shape_strings` to the annotations of every function (parameters and
-    return) and attribute griffe visits (equinox fields included)."""
+    return) and attribute griffe visits (equinox fields included), and to the values of
+    attributes (the type aliases of `jaxmb._custom_types`)."""
 
     def on_function_instance(self, *, node, func, agent, **kwargs):
         code = getattr(agent, "code", None)
@@ -479,3 +533,6 @@ class ShapeStrings(griffe.Extension):
         annotation = getattr(node, "annotation", None) or getattr(node, "returns", None)
         if code is not None and annotation is not None and attr.annotation is not None:
             attr.annotation = keep_shape_strings(attr.annotation, annotation, code)
+        value = getattr(node, "value", None)  # a type alias: `Scalar = Float[Array, ""]`
+        if code is not None and value is not None and isinstance(attr.value, griffe.Expr):
+            attr.value = keep_shape_strings(attr.value, value, code)

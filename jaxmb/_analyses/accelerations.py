@@ -5,8 +5,9 @@
 from typing import Literal
 
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float, Real
+from jaxtyping import ArrayLike, Real
 
+from .._custom_types import Coordinates, CoordinatesLike, ScalarLike
 from .._formulations.null_space import null_space_solve
 from .._model.input_checks import check_shapes, checked_finite
 from .._model.model import Model
@@ -17,13 +18,13 @@ from .friction import friction_accelerations
 
 def accelerations(
     model: Model,
-    q: Real[ArrayLike, " n"],
-    qd: Real[ArrayLike, " n"],
-    t: Real[ArrayLike, ""] = 0.0,
+    q: CoordinatesLike,
+    qd: CoordinatesLike,
+    t: ScalarLike = 0.0,
     *,
     gamma: Real[ArrayLike, " rows"] | None = None,
     method: AbstractReactionMethod | Literal["min_norm", "auto"] | None = None,
-) -> Float[Array, " n"]:
+) -> Coordinates:
     """Accelerations qdd from the null-space formulation (seed 001, eq. 13).
 
     **Arguments:**

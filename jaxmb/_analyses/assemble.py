@@ -19,8 +19,8 @@ which has a unique dq (dmu is not unique); it is solved in the null space of Phi
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float, Real
 
+from .._custom_types import Coordinates, CoordinatesLike, ScalarLike
 from .._linalg.dense import (
     masked_reciprocal,
     materialise,
@@ -131,13 +131,13 @@ def _worst_pair(model, r):
 
 def assemble(
     model: Model,
-    q: Real[ArrayLike, " n"] | None = None,
-    t: Real[ArrayLike, ""] = 0.0,
+    q: CoordinatesLike | None = None,
+    t: ScalarLike = 0.0,
     *,
     tol: float = 1e-12,
     max_steps: int = 100,
     throw: bool = True,
-) -> Float[Array, " n"]:
+) -> Coordinates:
     """Nearest configuration to q that satisfies Phi(q, t) = 0 (redundant constraints allowed).
 
     **Arguments:**

@@ -39,8 +39,9 @@ import jax
 import jax.numpy as jnp
 import lineax as lx
 import optimistix as optx
-from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
+from jaxtyping import Array, Bool, Float, Int
 
+from .._custom_types import Coordinates, CoordinatesLike, Scalar, ScalarLike
 from .._formulations.base import AbstractStateFormulation, with_ratios
 from .._formulations.eliminated import eliminated_solve
 from .._linalg.dense import solve
@@ -51,6 +52,8 @@ from .._reaction_methods._base import AbstractReactionMethod
 from .._reaction_methods.eliminate import KeptRows
 from .._reaction_methods.spellings import as_method
 from .._runtime import errors as _errors
+from .._runtime.exceptions import JaxmbRuntimeError
+from .._runtime.results import RESULTS
 from .solvability import solvability
 
 NEWTON_RTOL = 1e-12
@@ -194,33 +197,35 @@ def solve_friction(model, q, qd, multipliers, F, gamma, qdd=None) -> FrictionFor
     )
 
 
-def method_multipliers(model, method, M, C, label, *, in_loop=False):
+def method_multipliers(model, method, M, C, *, in_loop=False):
     """`multipliers(F, gamma, qdd)` of the bound reaction `method` for `solve_friction`. In
     the integrator's loop (`in_loop`) an elimination skips the removable-set check of every
     call (simulate checks the rows at the start)."""
     if in_loop and isinstance(method, KeptRows):
 
         def eliminated(F, gamma, qdd):
-            qdd_e, lam = eliminated_solve(M, F, C, gamma, method.keep, label=label)
+            qdd_e, lam = eliminated_solve(M, F, C, gamma, method.keep)
             return (qdd_e if qdd is None else qdd), lam
 
         return eliminated
-    return lambda F, gamma, qdd: method.multipliers(model, M, F, C, gamma, qdd, label)
+    return lambda F, gamma, qdd: method.multipliers(model, M, F, C, gamma, qdd)
 
 
-def not_unique_messages(model, method_name, where):
+def not_unique_messages(model, method_name):
     return tuple(
-        f"{where}: the reactions of pair {f.pair!r}, which carries the friction element "
-        f"{f.name!r}, are not unique (the mechanism is overconstrained there, seed 001 section "
-        f"3), so its friction depends on how the joints share the load; method "
-        f"{method_name!r} picks one of infinitely many sharings and would give an arbitrary "
-        "motion. Pass method=mb.Compliance(stiffness, default), the joints' stiffness, "
-        "which decides the sharing."
+        _errors.named(
+            f"the reactions of pair {f.pair!r}, which carries the friction element "
+            f"{f.name!r}, are not unique (the mechanism is overconstrained there, seed 001 section "
+            f"3), so its friction depends on how the joints share the load; method "
+            f"{method_name!r} picks one of infinitely many sharings and would give an arbitrary "
+            "motion. Pass method=mb.Compliance(stiffness, default), the joints' stiffness, "
+            "which decides the sharing."
+        )
         for f in model.friction
     )
 
 
-def check_unique(x, model, solvable, method, where):
+def check_unique(x, model, solvable, method):
     """x, raising (also inside jit) when `method` is not physical and the reactions of a pair
     with friction are not unique (`solvable`: the per-pair flags of `solvability`)."""
     if not model.friction or method.physical:
@@ -229,11 +234,11 @@ def check_unique(x, model, solvable, method, where):
     bad = ~jnp.stack([solvable[..., index[f.pair]] for f in model.friction], axis=-1)
     bad = jnp.reshape(bad, (-1, len(model.friction))).any(axis=0)
     return _errors.branched_error_if(
-        x, jnp.any(bad), jnp.argmax(bad), not_unique_messages(model, method.name, where)
+        x, jnp.any(bad), jnp.argmax(bad), not_unique_messages(model, method.name)
     )
 
 
-def check_unique_at(x, model, q, t, method, where):
+def check_unique_at(x, model, q, t, method):
     """`check_unique` with the solvability analysis at (q, t) (no derivative flows into it)."""
     if not model.friction or method.physical:
         return x
@@ -241,31 +246,35 @@ def check_unique_at(x, model, q, t, method, where):
         lambda v: jax.lax.stop_gradient(v) if eqx.is_inexact_array(v) else v, model
     )
     report = solvability(frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t))
-    return check_unique(x, model, report.solvable, method, where)
+    return check_unique(x, model, report.solvable, method)
 
 
 def not_converged_message(model, where):
+    return f"{where}: {_not_converged(model)}"
+
+
+def _not_converged(model):
     names = ", ".join(f.name for f in model.friction)
     return (
-        f"{where}: the equations of motion with friction ({names}) have no solution that "
+        f"the equations of motion with friction ({names}) have no solution that "
         f"Newton's method finds in {NEWTON_MAX_STEPS} steps: the friction can lock the "
         "mechanism here (mu N comparable to or above the load that drives the pair, e.g. a "
         "jamming slider); check the friction coefficients and the geometry"
     )
 
 
-def checked_converged(x, model, solution, where):
+def checked_converged(x, model, solution):
     """x, raising (also inside jit) when Newton's method did not converge."""
-    return _errors.error_if(x, ~jnp.all(solution.converged), not_converged_message(model, where))
+    return _errors.error_if(x, ~jnp.all(solution.converged), _errors.named(_not_converged(model)))
 
 
-def at_state(model, q, qd, t, method, label, *, gamma=None, qdd=None, in_loop=False, terms=None):
+def at_state(model, q, qd, t, method, *, gamma=None, qdd=None, in_loop=False, terms=None):
     """`solve_friction` at (q, qd, t) with the bound reaction `method`: M, F, C and gamma
     from `terms` (the `StateTerms` at the state, formed here when None; `gamma` replaces
     theirs when given), `qdd` given or None."""
     terms = state_terms(model, q, qd, t) if terms is None else terms
     gamma = terms.gamma if gamma is None else gamma
-    multipliers = method_multipliers(model, method, terms.M, terms.C, label, in_loop=in_loop)
+    multipliers = method_multipliers(model, method, terms.M, terms.C, in_loop=in_loop)
     return solve_friction(model, q, qd, multipliers, terms.F, gamma, qdd)
 
 
@@ -273,25 +282,25 @@ def friction_accelerations(model, q, qd, t, gamma, method):
     """qdd with friction (for `accelerations`), raising when a friction pair's reactions are
     not unique and `method` is not physical, or when Newton's method does not converge."""
     method = default_method(method, where="accelerations").bind(model, "accelerations")
-    return _friction_accelerations(model, q, qd, t, gamma, method)
+    with _errors.reporting("accelerations"):
+        return _friction_accelerations(model, q, qd, t, gamma, method)
 
 
 @_errors.checked_jit
 def _friction_accelerations(model, q, qd, t, gamma, method):
-    where = "accelerations"
-    solution = at_state(model, q, qd, t, method, where, gamma=gamma)
-    qdd = check_unique_at(solution.qdd, model, q, t, method, where)
-    return checked_converged(qdd, model, solution, where)
+    solution = at_state(model, q, qd, t, method, gamma=gamma)
+    qdd = check_unique_at(solution.qdd, model, q, t, method)
+    return checked_converged(qdd, model, solution)
 
 
 def friction_forces(
     model: Model,
-    q: Real[ArrayLike, " n"],
-    qd: Real[ArrayLike, " n"],
-    t: Real[ArrayLike, ""] = 0.0,
+    q: CoordinatesLike,
+    qd: CoordinatesLike,
+    t: ScalarLike = 0.0,
     method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
     *,
-    qdd: Real[ArrayLike, " n"] | None = None,
+    qdd: CoordinatesLike | None = None,
 ) -> FrictionForces:
     """The friction forces at a state: the equations of motion with friction solved there.
 
@@ -320,38 +329,41 @@ def friction_forces(
     qdd = None if qdd is None else jnp.asarray(qdd, jnp.float64)
     if qdd is not None:
         check_shapes(model, "friction_forces", qdd=qdd)
-    return _friction_forces(model, q, qd, jnp.asarray(t, jnp.float64), bound, qdd)
+    with _errors.reporting("friction_forces"):
+        return _friction_forces(model, q, qd, jnp.asarray(t, jnp.float64), bound, qdd)
 
 
 @_errors.checked_jit
 def _friction_forces(model, q, qd, t, method, qdd, check=True):
-    solution = at_state(model, q, qd, t, method, "friction_forces", qdd=qdd)
+    solution = at_state(model, q, qd, t, method, qdd=qdd)
     if not check:
         return solution
-    force = check_unique_at(solution.force, model, q, t, method, "friction_forces")
+    force = check_unique_at(solution.force, model, q, t, method)
     return eqx.tree_at(lambda s: s.force, solution, force)
 
 
-def simulate_accelerations(model, q, qd, t, terms, method, label):
+def simulate_accelerations(model, q, qd, t, terms, method):
     """qdd with friction for the integrator's right-hand side: nan where Newton's method does
     not converge, so that the step is rejected (and, where that persists, the run stops and
     `check_stop` names the cause)."""
-    solution = at_state(model, q, qd, t, method, label, in_loop=True, terms=terms)
+    solution = at_state(model, q, qd, t, method, in_loop=True, terms=terms)
     return jnp.where(solution.converged, solution.qdd, jnp.nan)
 
 
 def check_stop(model, method, failed, stop):
     """Eagerly, after a failed simulate of a model with friction: raise RuntimeError when the
-    friction equations have no (converging) solution at the last state reached, `stop` =
+    friction equations have no (converging) solution at the last state reached (a
+    JaxmbRuntimeError, RESULTS.nonlinear_divergence), `stop` =
     (t, q, qd); otherwise return and let the generic diagnosis speak."""
-    failed = _errors.concrete(failed)
-    t, q, qd = (_errors.concrete(x) for x in stop)
-    if not model.friction or failed is None or not bool(failed) or q is None:
+    failed, t, q, qd = (_errors.concrete(x) for x in (failed, *stop))
+    if not model.friction or failed is None or not bool(failed) or t is None or q is None:
         return
     solution = _friction_forces(model, q, qd, t, method, None, check=False)
     if not bool(solution.converged):
-        raise RuntimeError(
-            not_converged_message(model, f"simulate (stopped at t = {float(t):.10g})")
+        raise JaxmbRuntimeError(
+            not_converged_message(model, f"simulate (stopped at t = {float(t):.10g})"),
+            function="simulate",
+            cause=RESULTS.nonlinear_divergence,
         )
 
 
@@ -375,24 +387,22 @@ class WithFriction(AbstractStateFormulation):
 
     stabilizable: ClassVar[bool] = True  # the coupled friction solve reads the terms' gamma
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
-        return simulate_accelerations(model, terms.q, terms.qd, terms.t, terms, self.method, label)
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
+        return simulate_accelerations(model, terms.q, terms.qd, terms.t, terms, self.method)
 
     def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms, label: str
-    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
-        return with_ratios(self, model, terms, label)
+        self, model: Model, terms: StateTerms
+    ) -> tuple[Coordinates, Float[Array, " width"]]:
+        return with_ratios(self, model, terms)
 
     def wrap_solver(
         self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
     ) -> diffrax.AbstractSolver:
         return self.formulation.wrap_solver(solver, model, from_rhs)
 
-    def check_start(
-        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
-    ) -> Float[Array, " n"]:
-        q0 = self.formulation.check_start(model, q0, t0, label)
-        return check_unique_at(q0, model, q0, t0, self.method, "simulate")
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
+        q0 = self.formulation.check_start(model, q0, t0)
+        return check_unique_at(q0, model, q0, t0, self.method)
 
     def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
         check_stop(model, self.method, failed, stop)

@@ -15,16 +15,17 @@ the base `AbstractReactionMethod`, see `jaxmb._reaction_methods`) picks one:
 Only the reactions of solvable pairs (see `solvability`) are the same whichever is used.
 """
 
-import contextlib
 import dataclasses
 import warnings
 from typing import Literal
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
+from .._custom_types import CoordinatesLike, ScalarLike
 from .._formulations import augmented_lagrangian as al
 from .._formulations.trajectory import Trajectory
 from .._model.input_checks import check_shapes
@@ -34,6 +35,7 @@ from .._model.terms import state_terms
 from .._reaction_methods._base import AbstractReactionMethod
 from .._reaction_methods.spellings import as_method
 from .._runtime import errors as _errors
+from .._runtime.results import RESULTS
 from . import friction as _friction
 from .solvability import solvability, suggesting_rows
 from .velocity import kinematics
@@ -113,7 +115,10 @@ class Reactions(eqx.Module):
     @property
     def friction(self) -> dict[str, Float[Array, "*batch n"]]:
         """Friction element name -> its generalized force -T (ds/dq)^T."""
-        return {nm: self.friction_array[..., k, :] for k, nm in enumerate(self.friction_names)}
+        forces = self.friction_array
+        if forces is None:
+            return {}
+        return {nm: forces[..., k, :] for k, nm in enumerate(self.friction_names)}
 
     @property
     def generalized(self) -> dict[str, Float[Array, "*batch n"]]:
@@ -181,26 +186,18 @@ def _warn_singular_derivative(rx, where, *inputs):
         )
 
 
-def _label(method, bound, traced, where="reactions"):
-    """The function and method as error messages name them, e.g. "statics(method=min_norm)".
-    An eager call runs the program compiled for the bound method (shared by all methods with
-    the same bound form, e.g. every Eliminate), whose messages name the bound form; a traced
-    call is inlined and names the method itself."""
-    return f"{where}(method={(method if traced else bound).name})"
-
-
 def _traced(*trees):
     return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(trees))
 
 
-def flags_method(model: Model) -> str:
+def flags_method(model: Model) -> Literal["qr", "sparse"]:
     """The solvability test behind `Reactions.solvable`: seed 001's pivoted QR ("qr") for the
     models the dense path serves, "sparse" above (no dense factorization of C: a statics call
     of a 400-plate linkage costs milliseconds instead of seconds)."""
     return "qr" if al.is_dense(model) else "sparse"
 
 
-def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
+def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
     """Reactions at one state by the bound `method`; `qdd` given (statics, inverse dynamics)
     or, when None, the model's unique accelerations; `check` refuses a state off the
     constraints (see `reactions`)."""
@@ -214,11 +211,11 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
     M, F, C, gamma = terms.M, terms.F, terms.C, terms.gamma
     solution = None
     if model.friction:  # the friction depends on the reactions: a coupled solve
-        solution = _friction.at_state(model, q, qd, t, method, label, qdd=qdd, terms=terms)
+        solution = _friction.at_state(model, q, qd, t, method, qdd=qdd, terms=terms)
         qdd, lam = solution.qdd, solution.lam
-        lam = _friction.checked_converged(lam, model, solution, label)
+        lam = _friction.checked_converged(lam, model, solution)
     else:
-        qdd, lam = method.multipliers(model, M, F, C, gamma, qdd, label)
+        qdd, lam = method.multipliers(model, M, F, C, gamma, qdd)
     gen = [-C[rows].T @ lam[rows] for rows in model.row_table.slices]
     gen = jnp.stack(gen) if gen else jnp.zeros((0, model.n))
     # the flags are piecewise constant: no derivative flows into the analysis (whose pivoted QR
@@ -229,7 +226,7 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
     report = solvability(
         frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t), method=flags_method(model)
     )
-    lam = _friction.check_unique(lam, model, report.solvable, method, label)
+    lam = _friction.check_unique(lam, model, report.solvable, method)
     singular = None
     if flags_method(model) == "qr" and model.num_rows:
         singular = _rank_dropped(frozen, report.rank, jax.lax.stop_gradient(t))
@@ -260,9 +257,9 @@ def _reactions_at(model, q, qd, t, method, label, qdd=None, *, check=False):
 
 def reactions(
     model: Model,
-    q: Real[ArrayLike, " n"] | Trajectory,
-    qd: Real[ArrayLike, " n"] | None = None,
-    t: Real[ArrayLike, ""] = 0.0,
+    q: CoordinatesLike | Trajectory,
+    qd: CoordinatesLike | None = None,
+    t: ScalarLike = 0.0,
     method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
     *,
     check: bool = True,
@@ -287,15 +284,14 @@ def reactions(
     if not isinstance(q, Trajectory) and qd is None:
         raise TypeError("reactions: pass qd (or a Trajectory)")
     bound = method.bind(model, "reactions")
-    label = _label(method, bound, _traced(model, method, q, qd, t))
     at = (
         (q.q[0], q.ts[0], "at the first saved state")
         if isinstance(q, Trajectory)
         else (q, t, "at this state")
     )
-    with suggesting_rows(model, *at), _naming(method, bound):
+    with suggesting_rows(model, *at), _errors.reporting(f"reactions(method={method.name})"):
         if isinstance(q, Trajectory):
-            rx = _reactions_along(model, (q.q, q.qd, q.ts), bound, label, check)
+            rx = _reactions_along(model, (q.q, q.qd, q.ts), bound, check)
         else:
             rx = _reactions_one(
                 model,
@@ -303,7 +299,6 @@ def reactions(
                 jnp.asarray(qd, jnp.float64),
                 jnp.asarray(t, jnp.float64),
                 bound,
-                label,
                 check=check,
             )
     rx = _named(rx, method)
@@ -317,37 +312,29 @@ def _named(rx, method):
     return dataclasses.replace(rx, method=method.name)
 
 
-@contextlib.contextmanager
-def _naming(method, bound, where="reactions"):
-    """An eager call runs the program compiled for the bound method (shared, e.g., by every
-    Eliminate), whose error messages name the bound form; when such an error surfaces here,
-    name the caller's method instead (an Eliminate's rows)."""
-    try:
-        yield
-    except Exception as err:  # equinox's runtime error (its type depends on the JAX version)
-        generic, own = (_label(method, bound, traced, where) for traced in (False, True))
-        if generic != own and generic in str(err):
-            raise eqx.EquinoxRuntimeError(str(err).replace(generic, own)) from None
-        raise
-
-
-# Compiled once per model structure and bound-method structure (an Eliminate's rows and a
-# Compliance's numbers are data), so eager calls reuse the program; inside an outer jit they
+# Compiled once per model structure, bound-method structure (a Compliance's numbers are data)
+# and the function errors are reported as (`_errors.reporting`, which names an Eliminate's
+# rows), so eager calls reuse the program; inside an outer jit they
 # are inlined. The checks are returned as data (jaxmb._runtime.errors), so the persistent cache
 # stores the programs.
 _reactions_one = _errors.checked_jit(_reactions_at)
 
 
 @_errors.checked_jit
-def _reactions_along(model, xs, method, label, check=False):
+def _reactions_along(model, xs, method, check=False):
     """Reactions along the time axis of xs = (q, qd, ts) or (q, qd, ts, qdd)."""
-    return jax.vmap(lambda x: _reactions_at(model, *x[:3], method, label, *x[3:], check=check))(xs)
+
+    def at(x):
+        qdd = x[3] if len(x) > 3 else None
+        return _reactions_at(model, x[0], x[1], x[2], method, qdd, check=check)
+
+    return jax.vmap(at)(xs)
 
 
 def inverse_dynamics(
     model: Model,
     ts: Real[ArrayLike, " T"],
-    q: Real[ArrayLike, " n"] | None = None,
+    q: CoordinatesLike | None = None,
     method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
 ) -> tuple[Trajectory, Reactions]:
     """Inverse dynamics of a kinematically driven model (dof = 0; seed 003): kinematics at the
@@ -367,9 +354,8 @@ def inverse_dynamics(
         result=_success_codes(n_t),
         num_steps=jnp.asarray(n_t),
     )
-    label = _label(method, bound, _traced(model, method, kin.q, ts), "inverse_dynamics")
-    with _naming(method, bound, "inverse_dynamics"):
-        rx = _reactions_along(model, (kin.q, kin.qd, kin.ts, kin.qdd), bound, label)
+    with _errors.reporting(f"inverse_dynamics(method={method.name})"):
+        rx = _reactions_along(model, (kin.q, kin.qd, kin.ts, kin.qdd), bound)
     rx = _named(rx, method)
     _warn_not_unique(method, rx, "inverse_dynamics")
     return traj, rx
@@ -391,18 +377,16 @@ def _consistent(model, q, qd, t):
 
 
 def _success_codes(n_t):
-    import diffrax
-
-    return jax.vmap(lambda _: diffrax.RESULTS.successful)(jnp.arange(n_t))
+    return jax.vmap(lambda _: RESULTS.successful)(jnp.arange(n_t))
 
 
 def statics(
     model: Model,
-    q: Real[ArrayLike, " n"],
-    t: Real[ArrayLike, ""] = 0.0,
+    q: CoordinatesLike,
+    t: ScalarLike = 0.0,
     method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
     *,
-    velocity: Real[ArrayLike, " n"] | None = None,
+    velocity: CoordinatesLike | None = None,
 ) -> Reactions:
     """Static reactions: qd = 0, qdd = 0, C^T lambda = F (seed 003, "Statics"); redundancy
     handled by `method` as in `reactions`.
@@ -424,21 +408,20 @@ def statics(
     if velocity is not None:
         velocity = jnp.asarray(velocity, jnp.float64)
         check_shapes(model, "statics", velocity=velocity)
-    label = _label(method, bound, _traced(model, method, q, t), "statics")
-    with _naming(method, bound, "statics"):
-        rx = _statics(model, q, t, bound, label, velocity)
+    with _errors.reporting(f"statics(method={method.name})"):
+        rx = _statics(model, q, t, bound, velocity)
     rx = _named(rx, method)
     _warn_not_unique(method, rx, "statics")
     return rx
 
 
 @_errors.checked_jit  # one compiled program per model and bound-method structure, cacheable
-def _statics(model, q, t, bound, label, velocity=None):
+def _statics(model, q, t, bound, velocity=None):
     zeros = jnp.zeros_like(q)
     qd = zeros if velocity is None else _consistent(model, q, velocity, t)
-    rx = _reactions_at(model, q, qd, t, bound, label, qdd=zeros)
+    rx = _reactions_at(model, q, qd, t, bound, qdd=zeros)
     F = model.forces(q, qd, t)
-    if model.friction:
+    if model.friction and rx.friction_array is not None:
         F = F + jnp.sum(rx.friction_array, axis=0)
     unbalanced = F + jnp.sum(rx.generalized_array, axis=0)
     scale = 1.0 + jnp.max(jnp.abs(F))

@@ -39,6 +39,7 @@ def _concrete(*arrays):
     """numpy copies of `arrays`, or None when one has no values (a tracer, printed inside jit
     or vmap; a shape from `jax.eval_shape`)."""
     import jax
+    import jax.core
 
     if any(
         isinstance(a, jax.core.Tracer) or not isinstance(a, (jax.Array, np.ndarray)) for a in arrays

@@ -14,6 +14,7 @@ import diffrax
 import jax.numpy as jnp
 from jaxtyping import ArrayLike, Real
 
+from .._custom_types import CoordinatesLike, ScalarLike
 from .._formulations.augmented_lagrangian import AugmentedLagrangian
 from .._formulations.base import AbstractFormulation, AbstractStateFormulation
 from .._formulations.baumgarte import Baumgarte
@@ -34,16 +35,16 @@ from .solvability import suggesting_rows
 
 def simulate(
     model: Model,
-    q0: Real[ArrayLike, " n"],
-    qd0: Real[ArrayLike, " n"],
-    t1: Real[ArrayLike, ""],
+    q0: CoordinatesLike,
+    qd0: CoordinatesLike,
+    t1: ScalarLike,
     *,
     ts: Real[ArrayLike, " T"] | None = None,
-    t0: Real[ArrayLike, ""] = 0.0,
-    rtol: Real[ArrayLike, ""] = 1e-8,
-    atol: Real[ArrayLike, ""] = 1e-10,
+    t0: ScalarLike = 0.0,
+    rtol: ScalarLike = 1e-8,
+    atol: ScalarLike = 1e-10,
     solver: diffrax.AbstractSolver | None = None,
-    dt0: Real[ArrayLike, ""] | None = None,
+    dt0: ScalarLike | None = None,
     max_steps: int = 200_000,
     stabilization: Baumgarte | Literal["default"] | None = "default",
     adjoint: diffrax.AbstractAdjoint | None = None,
@@ -82,7 +83,8 @@ def simulate(
       involved, a non-finite force element, step-size collapse, max_steps); with False,
       inspect `Trajectory.result`, `t_stop` and `singular` (per item under vmap); an initial
       state that would raise (non-finite, off the constraints, non-finite forces) is then
-      refused per item instead: `start_error` > 0 indexes `START_ERRORS`, and nothing is
+      refused per item instead: its `result` is `mb.RESULTS.inconsistent_start`,
+      `start_error` > 0 indexes `START_ERRORS` (which check refused it), and nothing is
       integrated for that item.
     - `progress`: print a text progress meter.
     - `stepsize_controller`: replaces the default `diffrax.PIDController(rtol, atol)` (with
@@ -190,7 +192,8 @@ def as_formulation(
             "support friction elements; use formulation='null_space'"
         )
     bound = _friction.default_method(method, formulation).bind(model, "simulate")
-    return _friction.WithFriction(formulation, bound)
+    return _friction.WithFriction(formulation, bound)  # pyright: ignore[reportCallIssue]
+    # (pyright counts the base's AbstractVars, which WithFriction fills with properties, as fields)
 
 
 def _spelled(formulation, model=None):

@@ -34,11 +34,12 @@ from typing import Literal
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
+from jaxtyping import Array, Bool, Float, Int
 
-from .._formulations.eliminated import NOT_REMOVABLE
+from .._custom_types import CoordinatesLike, ScalarLike
 from .._linalg import native as _native
 from .._linalg.dense import (
     RANK_RTOL,
@@ -56,6 +57,8 @@ from .._model.arguments import checked_option
 from .._model.input_checks import check_shapes, checked_finite
 from .._model.model import Model
 from .._runtime import errors as _errors
+from .._runtime.exceptions import JaxmbError
+from .._runtime.results import RESULTS
 from ..elements.geometry import is_concrete
 from . import sparse_solvability as _sparse
 
@@ -375,8 +378,8 @@ def _row_sets(model, names_per_set):
 
 def solvability(
     model: Model,
-    q: Real[ArrayLike, " n"],
-    t: Real[ArrayLike, ""] = 0.0,
+    q: CoordinatesLike,
+    t: ScalarLike = 0.0,
     method: Literal["qr", "svd", "rank", "sparse"] = "qr",
     *,
     groups: Mapping[str, Sequence[str]] | None = None,
@@ -405,8 +408,8 @@ def solvability(
         raise ValueError(
             f"solvability: method must be 'qr', 'svd', 'rank' or 'sparse', got {method!r}"
         )
-    groups = tuple((name, tuple(members)) for name, members in dict(groups or {}).items())
-    for name, members in groups:
+    named = tuple((name, tuple(members)) for name, members in dict(groups or {}).items())
+    for name, members in named:
         if not members:
             raise ValueError(
                 f"solvability: group {name!r} has no pairs; give it the names of "
@@ -418,11 +421,11 @@ def solvability(
     for label, value in (("rtol", rtol), ("btol", btol)):
         q = checked_option(q, value, label, "solvability", below_one=True)
     if method != "sparse":
-        return _solvability_compiled(model, q, t, method, groups, rtol, btol)
+        return _solvability_compiled(model, q, t, method, named, rtol, btol)
     strict = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((model, q, t)))
     block = _sparse.block_size(model)
     while True:  # eagerly, a full block of modes is repeated with a larger one
-        report = _solvability_compiled(model, q, t, method, groups, rtol, btol, block, strict)
+        report = _solvability_compiled(model, q, t, method, named, rtol, btol, block, strict)
         if strict or not bool(np.any(report.block_saturated)):
             return report
         block = min(model.n, 4 * block)
@@ -544,8 +547,8 @@ def suggesting_rows(model, q, t, where="here"):
     (`redundant_rows` of the solvability report; `where` says which state that is)."""
     try:
         yield
-    except Exception as err:  # equinox's runtime error (its type depends on the JAX version)
-        if NOT_REMOVABLE not in str(err) or not is_concrete(q):
+    except JaxmbError as err:
+        if not is_concrete(q) or err.cause is None or not err.cause == RESULTS.not_removable:
             raise
         rows = solvability(model, q, t).redundant_rows
         hint = (
@@ -553,4 +556,4 @@ def suggesting_rows(model, q, t, where="here"):
             if rows
             else f"No row is redundant {where} (p = 0): eliminate none, use method='min_norm'"
         )
-        raise eqx.EquinoxRuntimeError(f"{str(err).rstrip()} {hint}") from None
+        raise err.extended(hint) from None

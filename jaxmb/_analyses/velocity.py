@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Real
 
+from .._custom_types import Coordinates, CoordinatesLike, ScalarLike
 from .._linalg.dense import pinv_solve
 from .._model.arguments import checked_option
 from .._model.input_checks import check_shapes, checked_finite
@@ -17,12 +18,12 @@ VELOCITY_TOL = 1e-9
 
 def consistent_velocity(
     model: Model,
-    q: Real[ArrayLike, " n"],
-    qd: Real[ArrayLike, " n"],
-    t: Real[ArrayLike, ""] = 0.0,
+    q: CoordinatesLike,
+    qd: CoordinatesLike,
+    t: ScalarLike = 0.0,
     *,
     throw: bool = True,
-) -> Float[Array, " n"]:
+) -> Coordinates:
     """Projection of qd onto C(q, t) qd + b(q, t) = 0 (seed 001, eq. 4):
 
         qd* = qd - C^+ (C qd + b),
@@ -72,7 +73,7 @@ class KinematicsResult(eqx.Module):
 def kinematics(
     model: Model,
     ts: Real[ArrayLike, " T"],
-    q: Real[ArrayLike, " n"] | None = None,
+    q: CoordinatesLike | None = None,
     *,
     tol: float = 1e-12,
 ) -> KinematicsResult:

@@ -55,8 +55,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float, Real
+from jaxtyping import Array, Float
 
+from .._custom_types import ConstraintMatrix, Coordinates, RowVector, Scalar, ScalarLike
 from .._linalg import dense, sparse_cholesky as sc
 from .._model.blocks import (
     body_cliques,
@@ -69,6 +70,8 @@ from .._model.blocks import (
 from .._model.model import Model
 from .._model.terms import StateTerms, state_terms
 from .._runtime import errors as _errors
+from .._runtime.exceptions import JaxmbRuntimeError
+from .._runtime.results import RESULTS
 from .base import AbstractStateFormulation, with_ratios
 from .projection import ProjectedSolver
 
@@ -100,11 +103,11 @@ class AugmentedLagrangian(AbstractStateFormulation):
     - `projection_tol` (data): the largest max |Phi| a step's position projection may leave
       (else the step is rejected and retried shorter)."""
 
-    penalty: Real[ArrayLike, ""] = 1e8
+    penalty: ScalarLike = 1e8
     iterations: int = eqx.field(static=True, default=4)
-    tol: Real[ArrayLike, ""] = 1e-3
+    tol: ScalarLike = 1e-3
     projection_iterations: int = eqx.field(static=True, default=2)
-    projection_tol: Real[ArrayLike, ""] = 1e-10
+    projection_tol: ScalarLike = 1e-10
     baumgarte: ClassVar[bool] = False  # the projections hold the constraints at round-off
     stabilizable: ClassVar[bool] = False  # its iteration reads the exact gamma: refused
     monitored: ClassVar[bool] = False  # no rank decision: nothing to monitor
@@ -127,22 +130,20 @@ class AugmentedLagrangian(AbstractStateFormulation):
                     f"number, got {getattr(self, name)!r}"
                 )
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         return accelerations(model, self, terms)
 
     def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms, label: str
-    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
-        return with_ratios(self, model, terms, label)
+        self, model: Model, terms: StateTerms
+    ) -> tuple[Coordinates, Float[Array, " width"]]:
+        return with_ratios(self, model, terms)
 
     def wrap_solver(
         self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
     ) -> diffrax.AbstractSolver:
         return ProjectedSolver(solver, model, self)
 
-    def check_start(
-        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
-    ) -> Float[Array, " n"]:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         """q0, after the check of penalty, tol and projection_tol where they are traced (the
         concrete ones were checked at construction)."""
         for name in ("penalty", "tol", "projection_tol"):
@@ -156,24 +157,28 @@ class AugmentedLagrangian(AbstractStateFormulation):
 
     def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
         """Eagerly: raise when the iteration does not converge at the last state reached."""
-        failed = _errors.concrete(failed)
-        t, q, qd = (_errors.concrete(x) for x in stop)
-        if failed is None or not bool(np.all(failed)) or q is None or np.ndim(q) != 1:
+        failed, t, q, qd = (_errors.concrete(x) for x in (failed, *stop))
+        if failed is None or t is None or q is None or qd is None or np.ndim(q) != 1:
+            return
+        if not bool(np.all(failed)):
             return
         converged = _converged_at(model, self, jnp.asarray(q), jnp.asarray(qd), jnp.asarray(t))
         if not bool(converged):
-            raise RuntimeError(
-                f"simulate(formulation={self!r}) stopped at t = {float(t):.10g}: the "
+            function = f"simulate(formulation={self!r})"
+            raise JaxmbRuntimeError(
+                f"{function} stopped at t = {float(t):.10g}: the "
                 "augmented-Lagrangian iteration leaves C qdd = gamma unsatisfied there "
-                f"(residual above tol = {float(self.tol):g} after {self.iterations} "
+                f"(residual above tol = {float(np.asarray(self.tol)):g} after {self.iterations} "
                 "iterations): the constraints are inconsistent (e.g. two drivers that "
                 "contradict each other), or the penalty is too small for the mechanism "
-                "(raise `penalty` or `iterations`)"
+                "(raise `penalty` or `iterations`)",
+                function=function,
+                cause=RESULTS.nonlinear_divergence,
             )
 
     def project_state(
-        self, model: Model, q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
-    ) -> tuple[Float[Array, " n"], Float[Array, " n"], Float[Array, ""]]:
+        self, model: Model, q: Coordinates, qd: Coordinates, t: Scalar
+    ) -> tuple[Coordinates, Coordinates, Scalar]:
         """(q, qd, max |Phi| left): the position and velocity projections."""
         return project_state(model, self, q, qd, t)
 
@@ -184,7 +189,7 @@ class AugmentedLagrangian(AbstractStateFormulation):
         return is_dense(model)
 
     @property
-    def projection_limit(self) -> Float[Array, ""]:
+    def projection_limit(self) -> Scalar:
         return jnp.asarray(self.projection_tol)
 
 
@@ -234,10 +239,10 @@ class System(eqx.Module):
 
     groups: list = eqx.field(static=True)
     num_rows: int = eqx.field(static=True)
-    mass: Float[Array, " n"]
+    mass: Coordinates
     blocks: tuple
-    scale: Float[Array, " rows"]  # D, zero outside the active rows
-    penalty: Float[Array, ""]
+    scale: RowVector  # D, zero outside the active rows
+    penalty: Scalar
     S: sc.Factorization
 
     def C(self, x):
@@ -251,10 +256,10 @@ class DenseSystem(eqx.Module):
     """The same for a small model: C' = D C dense (from the model's dense C) and
     S = M + alpha C'^T C' factorized by one dense Cholesky."""
 
-    mass: Float[Array, " n"]
-    scale: Float[Array, " rows"]
-    penalty: Float[Array, ""]
-    C_scaled: Float[Array, "rows n"]
+    mass: Coordinates
+    scale: RowVector
+    penalty: Scalar
+    C_scaled: ConstraintMatrix
     S: dense.SpdFactorization
 
     @property
@@ -395,27 +400,25 @@ def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
     zero = jnp.zeros_like(q)
     K, tol = min(formulation.iterations, PROJECTION_SOLVE_ITERATIONS), formulation.tol
     hol = np.flatnonzero(model.holonomic_rows)
-    if is_dense(model):
-        matrix = model.C
+    layout = None if is_dense(model) else pattern(model)[:2]  # (pairs, groups) when sparse
 
-        def build(C, active=None):
-            return dense_system(mass, C, formulation.penalty, active)
-    else:
-        pairs, groups, _, _ = pattern(model)
+    def matrix(q, t):  # C, or its per-pair blocks
+        if layout is None:
+            return model.C(q, t)
+        return constraint_blocks(*layout, model.num_rows, q, zero, t).blocks
 
-        def matrix(q, t):
-            return constraint_blocks(pairs, groups, model.num_rows, q, zero, t).blocks
-
-        def build(blocks, active=None):
-            return system(model, mass, blocks, formulation.penalty, active)
+    def build(c, active=None):
+        if layout is None:
+            return dense_system(mass, c, formulation.penalty, active)
+        return system(model, mass, c, formulation.penalty, active)
 
     s = None
     if model.m:
-        s = build(matrix(q, t), jnp.asarray(model.holonomic_rows))
+        s_hol = s = build(matrix(q, t), jnp.asarray(model.holonomic_rows))
 
         def newton(q, _):
             phi = jnp.zeros(model.num_rows, q.dtype).at[hol].set(model.phi(q, t))
-            return q + constrained_solve(s, zero, -s.scale * phi, K, tol)[0], None
+            return q + constrained_solve(s_hol, zero, -s_hol.scale * phi, K, tol)[0], None
 
         q, _ = jax.lax.scan(newton, q, None, length=formulation.projection_iterations)
     residual = jnp.max(jnp.abs(model.phi(q, t)), initial=0.0)

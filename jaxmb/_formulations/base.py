@@ -23,6 +23,7 @@ import diffrax
 import equinox as eqx
 from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, Scalar
 from .._model.model import Model
 from .._model.terms import StateTerms
 from .passages import PassageMonitor, ratios_of
@@ -43,13 +44,14 @@ class AbstractStateFormulation(AbstractFormulation):
     """A formulation whose ODE is y = (q, qd), y' = (qd, qdd(q, qd, t)), integrated by
     simulate's diffrax program. It supplies
 
-    - `accelerations(model, terms, label)`: qdd from the terms of the equations of motion at
-      a state (M, F, C, gamma; runtime errors start with `label`);
-    - `accelerations_and_ratios(model, terms, label)`: qdd and the pivot ratios the passage
+    - `accelerations(model, terms)`: qdd from the terms of the equations of motion at
+      a state (M, F, C, gamma; runtime errors name the analysis being run, which the hook
+      is never told);
+    - `accelerations_and_ratios(model, terms)`: qdd and the pivot ratios the passage
       monitor follows (`with_ratios` forms them apart);
     - `wrap_solver(solver, model, from_rhs)`: the diffrax solver as this formulation runs it
       (`monitored_solver` for the singular-passage monitor, `Trajectory.t_passage`);
-    - `check_start(model, q0, t0, label)`: trace-time checks of the formulation against the
+    - `check_start(model, q0, t0)`: trace-time checks of the formulation against the
       model, and q0 with runtime checks of the initial state;
     - `diagnose_stop(model, failed, stop)`: eagerly, after a run that stopped early, raise
       with this formulation's own reason (or return, and the generic diagnosis speaks);
@@ -64,13 +66,13 @@ class AbstractStateFormulation(AbstractFormulation):
     stabilizable: eqx.AbstractVar[bool]
 
     @abc.abstractmethod
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         """qdd at the state whose terms are `terms`."""
 
     @abc.abstractmethod
     def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms, label: str
-    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+        self, model: Model, terms: StateTerms
+    ) -> tuple[Coordinates, Float[Array, " width"]]:
         """(qdd, the pivot ratios of the mass-scaled C that the passage monitor follows)."""
 
     @abc.abstractmethod
@@ -80,9 +82,7 @@ class AbstractStateFormulation(AbstractFormulation):
         """The diffrax solver as this formulation runs it."""
 
     @abc.abstractmethod
-    def check_start(
-        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
-    ) -> Float[Array, " n"]:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         """q0, with this formulation's checks of the initial configuration."""
 
     @abc.abstractmethod
@@ -96,7 +96,7 @@ class AbstractStateFormulation(AbstractFormulation):
 
 class AbstractAccelerationFormulation(AbstractStateFormulation):
     """A state formulation given by its accelerations alone: subclass it and write
-    `accelerations(model, terms, label)` (qdd from the `StateTerms` at a state). Baumgarte
+    `accelerations(model, terms)` (qdd from the `StateTerms` at a state). Baumgarte
     stabilization by default, the singular-passage monitor on, no checks of its own at the
     start or after a stop."""
 
@@ -105,18 +105,16 @@ class AbstractAccelerationFormulation(AbstractStateFormulation):
     stabilizable: ClassVar[bool] = True
 
     def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms, label: str
-    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
-        return with_ratios(self, model, terms, label)
+        self, model: Model, terms: StateTerms
+    ) -> tuple[Coordinates, Float[Array, " width"]]:
+        return with_ratios(self, model, terms)
 
     def wrap_solver(
         self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
     ) -> diffrax.AbstractSolver:
         return monitored_solver(solver, model, from_rhs)
 
-    def check_start(
-        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
-    ) -> Float[Array, " n"]:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         return q0
 
     def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
@@ -124,10 +122,10 @@ class AbstractAccelerationFormulation(AbstractStateFormulation):
 
 
 def with_ratios(
-    formulation: AbstractStateFormulation, model: Model, terms: StateTerms, label: str
-) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+    formulation: AbstractStateFormulation, model: Model, terms: StateTerms
+) -> tuple[Coordinates, Float[Array, " width"]]:
     """`accelerations` and, apart, the pivoted QR ratios of the mass-scaled C."""
-    return formulation.accelerations(model, terms, label), ratios_of(terms.M, terms.C)
+    return formulation.accelerations(model, terms), ratios_of(terms.M, terms.C)
 
 
 def monitored_solver(

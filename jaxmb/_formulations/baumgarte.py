@@ -13,8 +13,9 @@ interest, so the ODE does not become stiff and the drift stays at the level of t
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float, Real
+from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, RowVector, ScalarLike
 from .._model.model import KinematicTerms, Model
 from .._runtime import errors as _errors
 
@@ -27,8 +28,8 @@ class Baumgarte(eqx.Module):
     tau = s t the violations again obey e_tautau + 2 alpha e_tau + beta^2 e = 0 (damped, where
     the forward form would make them grow like exp(2 alpha |t|))."""
 
-    alpha: Real[ArrayLike, ""] = 10.0
-    beta: Real[ArrayLike, ""] = 10.0
+    alpha: ScalarLike = 10.0
+    beta: ScalarLike = 10.0
 
     def __check_init__(self):
         for name, value in self._parameters():
@@ -60,16 +61,14 @@ class Baumgarte(eqx.Module):
     def gamma(
         self,
         model: Model,
-        q: Float[Array, " n"],
-        qd: Float[Array, " n"],
-        t: Real[ArrayLike, ""],
-        direction: Real[ArrayLike, ""] = 1.0,
-    ) -> Float[Array, " rows"]:
+        q: Coordinates,
+        qd: Coordinates,
+        t: ScalarLike,
+        direction: ScalarLike = 1.0,
+    ) -> RowVector:
         """Stabilized right-hand side gamma - 2 alpha s (C qd + b) - beta^2 [Phi; 0]."""
         return self.stabilized(model.kinematic_terms(q, qd, t), direction)
 
-    def stabilized(
-        self, terms: KinematicTerms, direction: Real[ArrayLike, ""] = 1.0
-    ) -> Float[Array, " rows"]:
+    def stabilized(self, terms: KinematicTerms, direction: ScalarLike = 1.0) -> RowVector:
         """The same from precomputed `Model.kinematic_terms`."""
         return terms.gamma - 2.0 * self.alpha * direction * terms.g - self.beta**2 * terms.phi

@@ -30,6 +30,8 @@ import jax.numpy as jnp
 
 from .._linalg.dense import numerical_rank, svd
 from .._runtime import errors as _errors
+from .._runtime.exceptions import JaxmbRuntimeError
+from .._runtime.results import RESULTS
 
 SINGULAR_RTOL = 1e-4
 """sigma_k / sigma_max below this at the stop state marks a singular configuration."""
@@ -149,7 +151,7 @@ def check_initial_forces(model, q0, qd0, t0):
         "initial state (t0); check its parameters and its drive function"
         for f in model.force_elements
     )
-    return _errors.branched_error_if(q0, ~jnp.all(ok), jnp.argmin(ok), texts)
+    return _errors.branched_error_if(q0, ~jnp.all(ok), jnp.argmin(ok), texts, "nonfinite_force")
 
 
 def check_stop(model, result, start, stop, dtmin, saved, throw):
@@ -172,13 +174,25 @@ def check_stop(model, result, start, stop, dtmin, saved, throw):
         return saved, singular
     if _errors.concrete(cause) is None:
         return _errors.branched_error_if(saved, cause != 0, cause, messages(model)), singular
-    code = int(_errors.concrete(cause))
-    text = messages(model, when=f"{float(_errors.concrete(t)):.10g}")[code]
+    code = int(_errors.known(cause))
+    text = messages(model, when=f"{float(_errors.known(t)):.10g}")[code]
     E, P = len(model.force_elements), len(model.pairs)
     if 1 + E + P <= code <= 1 + 2 * E + P:  # a step-size collapse: how short dtmin was
-        text += f"; dtmin = {float(_errors.concrete(dtmin)):.3g} s"
+        text += f"; dtmin = {float(_errors.known(dtmin)):.3g} s"
     if E < code <= E + P:
-        share, ratio = _errors.concrete(share), float(_errors.concrete(ratio))
+        share, ratio = _errors.known(share), float(_errors.known(ratio))
         names = [nm for nm, w in zip(model.pair_names, share) if w > 0.1]
         text += f"; pairs involved: {names}; sigma_k / sigma_max = {ratio:.2e}"
-    raise RuntimeError(text)
+    raise JaxmbRuntimeError(text, function="simulate", cause=_code(model, code))
+
+
+def _code(model, cause):
+    """The RESULTS code of a cause of `diagnose` (its index into `messages`)."""
+    E, P = len(model.force_elements), len(model.pairs)
+    if cause <= E:
+        return RESULTS.nonfinite_force
+    if cause <= E + P:
+        return RESULTS.singular_configuration
+    if cause <= 2 * E + P + 1:
+        return RESULTS.dt_min_reached
+    return RESULTS.max_steps_reached if cause == 2 * E + P + 2 else None

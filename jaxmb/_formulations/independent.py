@@ -29,8 +29,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float, Real
 
+from .._custom_types import CoordinatesLike, RowVector, ScalarLike
 from .._linalg.dense import (
     numerical_rank,
     pivoted_qr,
@@ -42,6 +42,8 @@ from .._linalg.dense import (
 from .._model.arguments import checked_direction
 from .._model.model import Model
 from .._runtime import errors as _errors
+from .._runtime.exceptions import JaxmbRuntimeError
+from .._runtime.results import RESULTS
 from . import failures as _failures
 from .base import AbstractFormulation
 from .passages import PASSAGE_DROP
@@ -139,13 +141,16 @@ def check_stop(model, cause, start, stop, saved):
     if code == 0:
         return saved
     t_stop, q_stop = jax.lax.stop_gradient(stop)
-    text = stop_messages(f"{float(np.min(_errors.concrete(t_stop))):.10g}")[code]
+    text = stop_messages(f"{float(np.min(_errors.known(t_stop))):.10g}")[code]
     if code == SINGULAR and model.pairs:
         t0, q0 = jax.lax.stop_gradient(start)
         _, share = _failures.singular_share(model, q0, t0, q_stop, t_stop)
         names = [nm for nm, w in zip(model.pair_names, np.asarray(share)) if w > 0.1]
         text += f"; pairs involved: {names}"
-    raise RuntimeError(text)
+    codes = {SINGULAR: RESULTS.singular_configuration, UNSOLVABLE: RESULTS.nonlinear_divergence}
+    raise JaxmbRuntimeError(
+        text, function="simulate(formulation=IndependentCoordinates())", cause=codes.get(code)
+    )
 
 
 def _check_holonomic(model):
@@ -234,18 +239,18 @@ def reaction_matrix_solve(model, rows, y_idx, z_idx, q, zd, t):
 
 def multipliers(
     model: Model,
-    q: Real[ArrayLike, " n"],
-    qd: Real[ArrayLike, " n"],
-    t: Real[ArrayLike, ""] = 0.0,
+    q: CoordinatesLike,
+    qd: CoordinatesLike,
+    t: ScalarLike = 0.0,
     *,
     rank: int | None = None,
-) -> Float[Array, " rows"]:
+) -> RowVector:
     """lambda (all rows of C; rows outside the independent set get 0) by the reaction matrix
     of seed 002 eq. 3, with the best partition at q. For non-redundant holonomic models this is
     the unique lambda of M qdd + C^T lambda = F. `rank`: r of Phi_q; by default computed from
     a concrete q, or taken as m (non-redundant) when q is traced (jit/vmap)."""
     _check_holonomic(model)
-    q = jnp.asarray(q, jnp.float64)
+    q, qd = jnp.asarray(q, jnp.float64), jnp.asarray(qd, jnp.float64)
     Phi_q = model.holonomic_C(q, t)
     if rank is None:
         try:
@@ -376,6 +381,7 @@ def _integrate(model, q0, qd0, ts, r, option, solver, rtol, atol, max_steps):
             event=event,
             throw=False,
         )
+        assert sol.ts is not None and sol.ys is not None  # SaveAt(t1=True)
         t_end = sol.ts[-1]
         q_e, solved = solved_coordinates(model, rows, y_i, z_i, sol.ys[0][-1], q, t_end)
         qd_e, _, _ = reaction_matrix_solve(model, rows, y_i, z_i, q_e, sol.ys[1][-1], t_end)

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, Scalar
 from .._linalg import native as _native
 from .._linalg.dense import (
     RANK_RTOL,
@@ -48,12 +49,12 @@ class NullSpace(AbstractStateFormulation):
     stabilizable: ClassVar[bool] = True
     monitored: ClassVar[bool] = True
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
 
     def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms, label: str
-    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
+        self, model: Model, terms: StateTerms
+    ) -> tuple[Coordinates, Float[Array, " width"]]:
         """Both from one factorization (`null_space_solve_with_ratios`)."""
         return null_space_solve_with_ratios(terms.M, terms.F, terms.C, terms.gamma)
 
@@ -65,9 +66,7 @@ class NullSpace(AbstractStateFormulation):
     def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
         return None
 
-    def check_start(
-        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
-    ) -> Float[Array, " n"]:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         return q0
 
 

@@ -104,6 +104,7 @@ class PassageMonitor(TransparentSolver):
         )
         t_model = t1 * getattr(terms, "direction", 1)
         if self.from_rhs:
+            assert dense_info is not None and y_error is not None  # from_rhs: adaptive RK
             stages = jnp.abs(dense_info["k"][2])  # (stages, width): ratios * |dt|
             dt = jnp.abs(t1 - t0)
             stages = stages / jnp.where(dt > 0, dt, 1.0)

@@ -4,6 +4,8 @@ import diffrax
 import equinox as eqx
 from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, Scalar
+
 
 class Problem(eqx.Module):
     """An initial-value problem of `simulate`: the initial state `q0`, `qd0` (shapes checked,
@@ -11,14 +13,14 @@ class Problem(eqx.Module):
     `t0`, `t1` and the saved instants `ts` (checked), and the solver options as the user gave
     them (`stabilization` may still be "default": each formulation resolves it)."""
 
-    q0: Float[Array, " n"]
-    qd0: Float[Array, " n"]
-    t0: Float[Array, ""]
-    t1: Float[Array, ""]
+    q0: Coordinates
+    qd0: Coordinates
+    t0: Scalar
+    t1: Scalar
     ts: Float[Array, " T"]
-    rtol: Float[Array, ""]
-    atol: Float[Array, ""]
-    dt0: Float[Array, ""] | None = None
+    rtol: Scalar
+    atol: Scalar
+    dt0: Scalar | None = None
     solver: diffrax.AbstractSolver | None = None
     stepsize_controller: diffrax.AbstractStepSizeController | None = None
     stabilization: object = "default"

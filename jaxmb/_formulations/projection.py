@@ -31,7 +31,7 @@ feedback is needed (the constraints hold at round-off after each step); `simulat
 off for this formulation unless a `stabilization` is passed explicitly.
 """
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import diffrax
 import equinox as eqx
@@ -41,11 +41,15 @@ import numpy as np
 from equinox.internal import unvmap_any
 from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, Scalar
 from .._model.model import Model
 from .._model.terms import StateTerms
 from .base import AbstractStateFormulation, with_ratios
 from .null_space import _gauss_factor, _gauss_solve, null_space_solve
 from .wrapped_solver import TransparentSolver
+
+if TYPE_CHECKING:  # the augmented Lagrangian imports this module
+    from .augmented_lagrangian import AugmentedLagrangian
 
 
 class Projection(AbstractStateFormulation):
@@ -75,7 +79,7 @@ class Projection(AbstractStateFormulation):
         if not (isinstance(self.tol, float | int) and np.isfinite(self.tol) and self.tol > 0):
             raise ValueError(f"Projection: tol must be a positive finite number, got {self.tol!r}")
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
 
     def wrap_solver(
@@ -84,8 +88,8 @@ class Projection(AbstractStateFormulation):
         return ProjectedSolver(solver, model, self)
 
     def project_state(
-        self, model: Model, q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
-    ) -> tuple[Float[Array, " n"], Float[Array, " n"], Float[Array, ""]]:
+        self, model: Model, q: Coordinates, qd: Coordinates, t: Scalar
+    ) -> tuple[Coordinates, Coordinates, Scalar]:
         """(q, qd, max |Phi| left): the projections of `project_state`."""
         return project_state(model, self, q, qd, t)
 
@@ -97,16 +101,14 @@ class Projection(AbstractStateFormulation):
         return self.tol
 
     def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms, label: str
-    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
-        return with_ratios(self, model, terms, label)
+        self, model: Model, terms: StateTerms
+    ) -> tuple[Coordinates, Float[Array, " width"]]:
+        return with_ratios(self, model, terms)
 
     def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
         return None
 
-    def check_start(
-        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
-    ) -> Float[Array, " n"]:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         return q0
 
 
@@ -162,7 +164,7 @@ def _jumped(projected, y1, y_error):
     return moved[0] | moved[1]
 
 
-def _model_time(terms, t):
+def _model_time(terms, t) -> Array:
     """The model time of diffrax's internal time t: for t1 < t0 diffrax integrates in -t and
     hands the solver its terms wrapped with `direction` = -1."""
     return t * getattr(terms, "direction", 1)
@@ -219,7 +221,7 @@ class ProjectedSolver(TransparentSolver):
 
     solver: diffrax.AbstractSolver
     model: Model
-    option: eqx.Module  # Projection or AugmentedLagrangian
+    option: "Projection | AugmentedLagrangian"
 
     @property
     def _reuses_last_stage(self) -> bool:
@@ -240,7 +242,9 @@ class ProjectedSolver(TransparentSolver):
         y1, y_error, dense_info, solver_state, result = self.solver.step(
             terms, t0, t1, y0, args, solver_state, made_jump if reuse else True
         )
-        q, qd, residual = self.option.project_state(self.model, *y1, _model_time(terms, t1))
+        q, qd, residual = self.option.project_state(
+            self.model, y1[0], y1[1], _model_time(terms, t1)
+        )
         rejected = ~(residual <= self.option.projection_limit)
         if self.option.detects_jumps:
             rejected = rejected | _jumped((q, qd), y1, y_error)

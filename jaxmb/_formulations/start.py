@@ -4,12 +4,12 @@ member instead (nothing is integrated for it)."""
 
 import dataclasses
 
-import diffrax
 import jax.numpy as jnp
 
 from .._model.input_checks import checked_finite
 from .._model.state_checks import worst_pair_error
 from .._runtime import errors as _errors
+from .._runtime.results import RESULTS
 from . import failures as _failures
 
 POSITION_TOL = 1e-8
@@ -26,7 +26,7 @@ START_ERRORS = (
 )
 """Why `simulate(..., throw=False)` refused an initial state: `Trajectory.start_error` indexes
 this tuple (0: accepted). A refused run integrates nothing: `result` is
-`diffrax.RESULTS.nonfinite_input` (diffrax has no code for an inconsistent start), `t_stop`
+`mb.RESULTS.inconsistent_start`, `t_stop`
 is t0 and every saved state is inf; rerun that member with throw=True for the message naming
 the entry or the pair."""
 
@@ -91,7 +91,7 @@ def refuse_start(model, start_error, q0, qd0, t0, t1, ts):
 
 def refused(traj, start_error, t0):
     """traj with its `start_error` (0 with throw=True: a bad start raised); where it is non-zero
-    the run is marked failed: result nonfinite_input, t_stop = t0, saved states inf."""
+    the run is marked failed: result inconsistent_start, t_stop = t0, saved states inf."""
     if start_error is None:
         return dataclasses.replace(traj, start_error=jnp.asarray(0))
     accepted = start_error == 0
@@ -100,7 +100,7 @@ def refused(traj, start_error, t0):
         traj,
         q=inf_unless(traj.q),
         qd=inf_unless(traj.qd),
-        result=diffrax.RESULTS.where(accepted, traj.result, diffrax.RESULTS.nonfinite_input),
+        result=RESULTS.where(accepted, traj.result, RESULTS.inconsistent_start),
         t_stop=None if traj.t_stop is None else jnp.where(accepted, traj.t_stop, t0),
         start_error=start_error,
     )

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
+from .._custom_types import ScalarLike
 from .._model.model import Model
 from .._model.terms import state_terms
 from .._runtime import errors as _errors
@@ -34,8 +35,7 @@ class VectorField(eqx.Module):
     model: Model
     stabilization: Baumgarte | None
     formulation: "AbstractStateFormulation"
-    label: str = eqx.field(static=True, default="simulate")  # how errors name the call
-    direction: object = 1.0  # sign(t1 - t0), for the Baumgarte damping
+    direction: ScalarLike = 1.0  # sign(t1 - t0), for the Baumgarte damping
     ratios: bool = eqx.field(static=True, default=False)  # y = (q, qd, r), r' the pivot ratios
 
     def __call__(self, t, y, args):
@@ -45,10 +45,10 @@ class VectorField(eqx.Module):
         if model.num_rows == 0:
             return qd, terms.F / model.mass_diagonal()
         if self.ratios:  # for the passage monitor (`jaxmb._formulations.passages.PassageMonitor`)
-            qdd, ratios = self.formulation.accelerations_and_ratios(model, terms, self.label)
+            qdd, ratios = self.formulation.accelerations_and_ratios(model, terms)
             return qd, checked_accelerations(qdd, model, self.formulation), ratios
         return qd, checked_accelerations(
-            self.formulation.accelerations(model, terms, self.label), model, self.formulation
+            self.formulation.accelerations(model, terms), model, self.formulation
         )
 
 
@@ -91,13 +91,14 @@ def integrate_state(
 ) -> Trajectory:
     """`simulate` with a state formulation: the compiled integration, then (eagerly) the
     diagnosis of an early stop and the warning of a singular passage."""
-    label = f"simulate(formulation={formulation!r})"
+    function = f"simulate(formulation={formulation!r})"
     problem = dataclasses.replace(
         problem, stabilization=stabilization_of(formulation, problem.stabilization)
     )
-    q, qd, result, num_steps, stop, dtmin, q0, start_error, t_passage = _integrate(
-        model, formulation, problem, label
-    )
+    with _errors.reporting(function):
+        q, qd, result, num_steps, stop, dtmin, q0, start_error, t_passage = _integrate(
+            model, formulation, problem
+        )
     t_stop, q_stop, qd_stop = stop
     if problem.throw:
         formulation.diagnose_stop(model, result != diffrax.RESULTS.successful, stop)
@@ -114,13 +115,13 @@ def integrate_state(
         singular=singular,
         t_passage=t_passage,
     )
-    _warn_passage(t_passage, label)
+    _warn_passage(t_passage, function)
     return refused(traj, start_error, problem.t0)
 
 
-def _warn_passage(t_passage, label):
+def _warn_passage(t_passage, function):
     """Eagerly, warn about a singular passage (see `jaxmb._formulations.passages`) with its
-    time."""
+    time, as `function`'s warning."""
     if t_passage is None:
         return
     known = _errors.concrete(t_passage)
@@ -128,7 +129,7 @@ def _warn_passage(t_passage, label):
         return
     first = float(np.min(known))
     warnings.warn(
-        f"{label}: the motion passed close to a singular "
+        f"{function}: the motion passed close to a singular "
         f"configuration (C loses rank) at t = {first:.10g}, where this formulation may "
         "switch to another branch of the motion without an error; "
         "formulation=mb.Projection() follows the branch the velocity selects "
@@ -139,13 +140,13 @@ def _warn_passage(t_passage, label):
 
 
 @_errors.checked_jit(analysis="simulate")  # one program, no callback: the cache stores it
-def _integrate(model, formulation, problem, label):
+def _integrate(model, formulation, problem):
     """The integration: the initial checks, diffeqsolve and the saved states; the failure
     diagnosis runs after it."""
     p = problem
     t0, t1, ts = p.t0, p.t1, p.ts
     q0, qd0, start_error = check_initial_state(model, p.q0, p.qd0, t0, p.throw)
-    q0 = formulation.check_start(model, q0, t0, label)
+    q0 = formulation.check_start(model, q0, t0)
     if p.stabilization is not None:
         q0 = p.stabilization.checked(q0)
     q0, qd0, t1, ts = refuse_start(model, start_error, q0, qd0, t0, t1, ts)
@@ -166,9 +167,7 @@ def _integrate(model, formulation, problem, label):
         y0 = (q0, qd0, jnp.zeros(min(model.n, model.num_rows), q0.dtype))
     with _errors.quiet_third_party_checks():  # diffrax's SaveAt / dt0 checks: done before
         sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(
-                VectorField(model, p.stabilization, formulation, label, direction, from_rhs)
-            ),
+            diffrax.ODETerm(VectorField(model, p.stabilization, formulation, direction, from_rhs)),
             solver,
             t0=t0,
             t1=t1,
@@ -195,9 +194,10 @@ def _integrate(model, formulation, problem, label):
             ),
         )
     # the last state reached follows the saved instants reached (inf after it)
+    assert sol.ts is not None and sol.ys is not None  # SaveAt(ts=...)
     stop = jnp.sum(jnp.isfinite(sol.ts)) - 1
     reached = (jnp.arange(ts.shape[0]) < stop)[:, None]
     q, qd = (jnp.where(reached, y[:-1], jnp.inf) for y in sol.ys[:2])
     last = (sol.ts[stop], sol.ys[0][stop], sol.ys[1][stop])
-    t_passage = sol.solver_state[1][2] if monitored else None
+    t_passage = sol.solver_state[1][2] if monitored and sol.solver_state is not None else None
     return q, qd, sol.result, sol.stats["num_steps"], last, dtmin, q0, start_error, t_passage

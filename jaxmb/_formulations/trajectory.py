@@ -1,14 +1,16 @@
 """`Trajectory`: the saved states of a simulation (what `simulate` returns and `reactions`
 accepts)."""
 
-import diffrax
 import equinox as eqx
 from jaxtyping import Array, Bool, Float, Int
 
+from .._runtime.results import RESULTS, as_result
+
 
 class Trajectory(eqx.Module):
-    """Saved states of a simulation: `ts` (T,), `q` and `qd` (T, n); `result` is diffrax's
-    result code (`success` True when the integration reached t1); `repartitioned` (T,) marks
+    """Saved states of a simulation: `ts` (T,), `q` and `qd` (T, n); `result` is the result
+    code (`mb.RESULTS`: diffrax's codes and jaxmb's; `success` True when the integration
+    reached t1); `repartitioned` (T,) marks
     the saved instants where the independent-coordinate formulation changed its partition
     (None for the other formulations). `t_stop` is the time the integration reached (t1 on
     success; saved states after it are inf) and `singular` says whether it stopped at a
@@ -25,7 +27,7 @@ class Trajectory(eqx.Module):
     ts: Float[Array, "*batch T"]
     q: Float[Array, "*batch T n"]
     qd: Float[Array, "*batch T n"]
-    result: diffrax.RESULTS
+    result: RESULTS = eqx.field(converter=as_result)
     num_steps: Int[Array, " *batch"]
     repartitioned: Bool[Array, "*batch T"] | None = None
     t_stop: Float[Array, " *batch"] | None = None
@@ -35,4 +37,4 @@ class Trajectory(eqx.Module):
 
     @property
     def success(self) -> Bool[Array, " *batch"]:
-        return self.result == diffrax.RESULTS.successful
+        return self.result == RESULTS.successful

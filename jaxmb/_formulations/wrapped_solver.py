@@ -15,16 +15,17 @@ class TransparentSolver(diffrax.AbstractAdaptiveSolver, diffrax.AbstractWrappedS
         return self.solver.term_structure
 
     @property
-    def interpolation_cls(self):  # pyright: ignore
+    def interpolation_cls(self):
         return self.solver.interpolation_cls
 
     @property
     def scan_kind(self):  # set by the adjoints through eqx.tree_at: reaches the wrapped field
-        return self.solver.scan_kind
+        # (a field of the concrete solvers, which AbstractSolver does not declare)
+        return self.solver.scan_kind  # pyright: ignore[reportAttributeAccessIssue]
 
     @property
     def root_finder(self):  # its tolerances are set by diffeqsolve through eqx.tree_at
-        return self.solver.root_finder
+        return self.solver.root_finder  # pyright: ignore[reportAttributeAccessIssue]
 
     def order(self, terms):
         return self.solver.order(terms)

@@ -32,6 +32,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+from jaxtyping import ArrayLike
 
 from . import native as _native
 from .vmap_rules import all_batched, full_batch
@@ -39,7 +40,7 @@ from .vmap_rules import all_batched, full_batch
 RANK_RTOL = 1e-9
 
 
-def rank_mask(s, rtol=RANK_RTOL, scale=None):
+def rank_mask(s, rtol: ArrayLike = RANK_RTOL, scale: ArrayLike | None = None):
     """Mask of the values counted in the rank: s_k > rtol * max(s) (singular values, or the
     non-increasing |R_kk| of a pivoted QR), or s_k > rtol * `scale` for a reference scale
     other than the largest value (e.g. the norm of the whole matrix a block came from)."""

@@ -10,19 +10,20 @@ fail, which used to surface only as a late, misleading step-size collapse).
 
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array
 
 from .._runtime import errors as _errors
 from ..elements.geometry import is_concrete, is_real
 
 
-def _scalar(x, label, where):
+def _scalar(x, label, where) -> Array:
     x = jnp.asarray(x, jnp.float64)
     if x.shape != ():
         raise ValueError(f"{where}: {label} must be a scalar time, got shape {x.shape}")
     return x
 
 
-def checked_times(t0, t1, ts, where="simulate"):
+def checked_times(t0, t1, ts, where="simulate") -> tuple[Array, Array, Array]:
     """(t0, t1, ts) as float64 arrays, checked; `ts` None gives 201 instants from t0 to t1."""
     t0, t1 = _scalar(t0, "t0", where), _scalar(t1, "t1", where)
     for label, x in (("t0", t0), ("t1", t1)):
@@ -79,7 +80,7 @@ def _check_concrete_ts(ts, t0, t1, where):
         )
 
 
-def checked_tolerances(rtol, atol, where="simulate"):
+def checked_tolerances(rtol, atol, where="simulate") -> tuple[Array, Array]:
     """(rtol, atol), each a positive finite scalar."""
     out = []
     for label, x in (("rtol", rtol), ("atol", atol)):

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._custom_types import RowVector
 from .groups import PairGroup, evaluate, scatter_rows
 
 
@@ -26,9 +27,9 @@ class ConstraintBlocks(NamedTuple):
     rows, 0 in the Pfaffian ones)."""
 
     blocks: tuple[Float[Array, "k r c"], ...]
-    g: Float[Array, " rows"]
-    gamma: Float[Array, " rows"]
-    phi: Float[Array, " rows"]
+    g: RowVector
+    gamma: RowVector
+    phi: RowVector
 
 
 def pair_terms(pair, q, qd, t):

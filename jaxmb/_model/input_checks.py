@@ -3,6 +3,7 @@ finite entries (at run time, eagerly or inside jit through `jaxmb._runtime.error
 naming the function, the argument and the coordinate by body and component."""
 
 import jax.numpy as jnp
+from jaxtyping import Array
 
 from .._runtime import errors as _errors
 
@@ -18,7 +19,15 @@ def check_shapes(model, where: str, **vectors):
             )
 
 
-def checked_finite(model, x, where: str, label: str):
+def as_states(model, where: str, **vectors) -> tuple[Array, ...]:
+    """The state vectors (q, qd, ...) as arrays of shape (n,) (`check_shapes`), in the order
+    given: lists and NumPy arrays become JAX arrays, integers become floats."""
+    check_shapes(model, where, **vectors)
+    arrays = (jnp.asarray(x) for x in vectors.values())
+    return tuple(x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(float) for x in arrays)
+
+
+def checked_finite(model, x: Array, where: str, label: str) -> Array:
     """x with a runtime check (eager or inside jit) that all entries are finite; the error
     names the first bad coordinate by body and component."""
     messages = tuple(
@@ -27,4 +36,4 @@ def checked_finite(model, x, where: str, label: str):
         for c, comp in enumerate(("x", "y", "phi"))
     )
     bad = ~jnp.isfinite(x)
-    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
+    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages, "nonfinite_state")

@@ -8,8 +8,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import ArrayLike, Real
+from jaxtyping import Array, ArrayLike, Real
 
+from .._custom_types import ScalarLike
 from .._runtime import errors as _errors
 from ..elements import AbstractElement, AbstractForceElement, AbstractPair
 from ..elements._base import VALUE_PROBLEMS
@@ -36,15 +37,15 @@ class Mechanism:
     def __init__(self) -> None:
         self._token = next(_tokens)
         self.ground = Body("ground", GROUND_INDEX, self._token)
-        self._bodies: list[tuple[Body, object, object, tuple]] = []
+        self._bodies: list[tuple[Body, ArrayLike, ArrayLike, Array]] = []
         self._elements: list[AbstractElement] = []
 
     def body(
         self,
         name: str,
-        mass: Real[ArrayLike, ""],
-        inertia: Real[ArrayLike, ""],
-        q: Real[ArrayLike, "3"] | Sequence[float] = (0.0, 0.0, 0.0),
+        mass: ScalarLike,
+        inertia: ScalarLike,
+        q: Real[ArrayLike, "3"] | Sequence[ScalarLike] = (0.0, 0.0, 0.0),
     ) -> Body:
         """Add a rigid body with centroidal frame at q = (x, y, phi); returns its handle."""
         if not isinstance(name, str) or not name:

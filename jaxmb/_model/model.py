@@ -16,12 +16,13 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, Int, Real
+from jaxtyping import Array, Bool, Float, Int
 
+from .._custom_types import ConstraintMatrix, Coordinates, CoordinatesLike, RowVector, ScalarLike
 from ..elements import AbstractForceElement, AbstractFriction, AbstractPair
 from .blocks import constraint_blocks
 from .groups import evaluate, group_pairs, scatter_rows
-from .input_checks import check_shapes
+from .input_checks import as_states
 from .rows import RowTable, row_table
 
 
@@ -29,10 +30,10 @@ class KinematicTerms(NamedTuple):
     """Constraint terms at one state: `C` (m + h, n), `g` = C qd + b, `gamma` (C qdd = gamma)
     and `phi` (m + h,): Phi(q, t) in the holonomic rows, 0 in the Pfaffian ones."""
 
-    C: Float[Array, "rows n"]
-    g: Float[Array, " rows"]
-    gamma: Float[Array, " rows"]
-    phi: Float[Array, " rows"]
+    C: ConstraintMatrix
+    g: RowVector
+    gamma: RowVector
+    phi: RowVector
 
 
 @eqx.filter_jit  # traced once per model structure: the integrator calls it from several places
@@ -86,7 +87,7 @@ class Model(eqx.Module):
     body_names: tuple[str, ...] = eqx.field(static=True)
     masses: Float[Array, " bodies"]
     inertias: Float[Array, " bodies"]
-    q0: Float[Array, " n"]
+    q0: Coordinates
     pairs: tuple[AbstractPair, ...]
     force_elements: tuple[AbstractForceElement, ...]
     friction: tuple[AbstractFriction, ...] = ()  # friction elements, in the order added
@@ -156,30 +157,30 @@ class Model(eqx.Module):
         pairs = tuple(p for p in self.pairs if p.holonomic or not holonomic_only)
         return pairs, group_pairs(pairs, row_table(pairs).starts)
 
-    def phi(self, q: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0) -> Float[Array, " m"]:
+    def phi(self, q: CoordinatesLike, t: ScalarLike = 0.0) -> Float[Array, " m"]:
         """Holonomic residuals Phi(q, t) (m rows, in pair order)."""
-        check_shapes(self, "Model.phi", q=q)
+        (q,) = as_states(self, "Model.phi", q=q)
         t = jnp.asarray(t, dtype=q.dtype)
         pairs, groups = self._groups(holonomic_only=True)
         values = evaluate(pairs, groups, lambda p, ql: p.residual(ql, t), q)
         return scatter_rows(groups, values, self.m, q.dtype)
 
     def velocity_residual(
-        self, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
-    ) -> Float[Array, " rows"]:
+        self, q: CoordinatesLike, qd: CoordinatesLike, t: ScalarLike = 0.0
+    ) -> RowVector:
         """g(q, qd, t) = C qd + b for all rows (seed 001, eq. 4)."""
-        check_shapes(self, "Model.velocity_residual", q=q, qd=qd)
+        q, qd = as_states(self, "Model.velocity_residual", q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
         pairs, groups = self._groups()
         values = evaluate(pairs, groups, lambda p, ql, vl: p.velocity_residual(ql, vl, t), q, qd)
         return scatter_rows(groups, values, self.num_rows, q.dtype)
 
-    def C(self, q: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0) -> Float[Array, "rows n"]:
+    def C(self, q: CoordinatesLike, t: ScalarLike = 0.0) -> ConstraintMatrix:
         """Constraint matrix C(q, t) = dg/dqd, shape (m + h, n) (seed 001, eq. 5).
 
         Each pair is differentiated with respect to its own bodies' coordinates only (a block of
         num_rows x 3 bodies), pairs of one type together (one vmapped evaluation per type)."""
-        check_shapes(self, "Model.C", q=q)
+        (q,) = as_states(self, "Model.C", q=q)
         t = jnp.asarray(t, dtype=q.dtype)
         pairs, groups = self._groups()
 
@@ -191,32 +192,29 @@ class Model(eqx.Module):
             return jnp.zeros((self.num_rows, self.n), q.dtype)
         return _place_blocks(groups, blocks, self.num_rows, self.n)
 
-    def holonomic_C(
-        self, q: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
-    ) -> Float[Array, "m n"]:
+    def holonomic_C(self, q: CoordinatesLike, t: ScalarLike = 0.0) -> Float[Array, "m n"]:
         """Phi_q(q, t): the holonomic rows of C (m x n), the Jacobian of `phi`."""
         return self.C(q, t)[self.holonomic_rows]
 
     def kinematic_terms(
-        self, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
+        self, q: CoordinatesLike, qd: CoordinatesLike, t: ScalarLike = 0.0
     ) -> KinematicTerms:
         """C, g = C qd + b, gamma and Phi (in the holonomic rows, 0 elsewhere) in one pass.
 
         Per pair, one batch of forward-mode tangents of g(q, qd, t) gives the columns of C
         (tangents e_k along qd) and -gamma (tangent (qd, 0, 1) along (q, qd, t)), seed 001
         eq. 5-9; this is what the integrator needs at every step."""
-        check_shapes(self, "Model.kinematic_terms", q=q, qd=qd)
+        q, qd = as_states(self, "Model.kinematic_terms", q=q, qd=qd)
         return _kinematic_terms(self, q, qd, jnp.asarray(t, dtype=q.dtype))
 
-    def b(self, q: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0) -> Float[Array, " rows"]:
+    def b(self, q: CoordinatesLike, t: ScalarLike = 0.0) -> RowVector:
         """Velocity term b(q, t) = g(q, 0, t); -Phi_t for holonomic rows is b's negative."""
+        (q,) = as_states(self, "Model.b", q=q)
         return self.velocity_residual(q, jnp.zeros_like(q), t)
 
-    def gamma(
-        self, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
-    ) -> Float[Array, " rows"]:
+    def gamma(self, q: CoordinatesLike, qd: CoordinatesLike, t: ScalarLike = 0.0) -> RowVector:
         """Acceleration right-hand side: C qdd = gamma = -(dg/dq qd + dg/dt) (seed 001, eq. 8-9)."""
-        check_shapes(self, "Model.gamma", q=q, qd=qd)
+        q, qd = as_states(self, "Model.gamma", q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
         _, dg = jax.jvp(
             lambda q_, t_: self.velocity_residual(q_, qd, t_), (q, t), (qd, jnp.ones_like(t))
@@ -229,23 +227,21 @@ class Model(eqx.Module):
         diag = jnp.stack([self.masses, self.masses, self.inertias], axis=1).reshape(-1)
         return jnp.diag(diag)
 
-    def mass_diagonal(self) -> Float[Array, " n"]:
+    def mass_diagonal(self) -> Coordinates:
         """Diagonal of M."""
         return jnp.stack([self.masses, self.masses, self.inertias], axis=1).reshape(-1)
 
-    def forces(
-        self, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], t: Real[ArrayLike, ""] = 0.0
-    ) -> Float[Array, " n"]:
+    def forces(self, q: CoordinatesLike, qd: CoordinatesLike, t: ScalarLike = 0.0) -> Coordinates:
         """Applied generalized forces F(q, qd, t) (no velocity-dependent inertia terms arise in
         planar absolute coordinates with centroidal frames)."""
-        check_shapes(self, "Model.forces", q=q, qd=qd)
+        q, qd = as_states(self, "Model.forces", q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
         F = jnp.zeros(self.n, q.dtype)
         for f in self.force_elements:
             F = F + f.generalized_force(self, q, qd, t)
         return F
 
-    def pose(self, q: Float[Array, " n"], body_name: str) -> Float[Array, "3"]:
+    def pose(self, q: Coordinates, body_name: str) -> Float[Array, "3"]:
         """(x, y, phi) of the named body."""
         k = self.body_names.index(body_name)
         return q[3 * k : 3 * k + 3]

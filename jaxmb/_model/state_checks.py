@@ -20,7 +20,11 @@ def worst_pair_error(model, x, residual, tol, text, holonomic_only):
     worst = jnp.asarray(row_table(pairs).owner)[jnp.argmax(jnp.abs(residual))]
     bad = ~(jnp.max(jnp.abs(residual)) <= tol)
     return _errors.branched_error_if(
-        x, bad, jnp.where(bad, worst, 0), tuple(text.format(p.name) for p in pairs)
+        x,
+        bad,
+        jnp.where(bad, worst, 0),
+        tuple(text.format(p.name) for p in pairs),
+        "inconsistent_state",
     )
 
 

@@ -13,8 +13,9 @@ import functools
 from typing import Protocol
 
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float, Real
+from jaxtyping import Array, ArrayLike, Float
 
+from .._custom_types import ConstraintMatrix, Coordinates, RowVector, Scalar, ScalarLike
 from .model import KinematicTerms, Model
 
 
@@ -26,7 +27,7 @@ class StateTerms:
     stabilizations and checks use, gamma_exact (gamma unstabilized), and the state (q, qd, t)
     itself. Read inside one trace (a jitted analysis); not a pytree."""
 
-    def __init__(self, model, q, qd, t, stabilization=None, direction=1.0):
+    def __init__(self, model, q, qd, t, stabilization=None, direction: ArrayLike = 1.0):
         self.model, self.q, self.qd, self.t = model, q, qd, t
         self._stabilization, self._direction = stabilization, direction
 
@@ -35,7 +36,7 @@ class StateTerms:
         return self.model.mass_matrix()
 
     @functools.cached_property
-    def F(self) -> Float[Array, " n"]:
+    def F(self) -> Coordinates:
         return self.model.forces(self.q, self.qd, self.t)
 
     @functools.cached_property
@@ -46,23 +47,23 @@ class StateTerms:
         return self.model.kinematic_terms(self.q, self.qd, self.t)
 
     @property
-    def C(self) -> Float[Array, "rows n"]:
+    def C(self) -> ConstraintMatrix:
         return self._kinematic.C
 
     @property
-    def g(self) -> Float[Array, " rows"]:
+    def g(self) -> RowVector:
         return self._kinematic.g
 
     @property
-    def phi(self) -> Float[Array, " rows"]:
+    def phi(self) -> RowVector:
         return self._kinematic.phi
 
     @property
-    def gamma_exact(self) -> Float[Array, " rows"]:
+    def gamma_exact(self) -> RowVector:
         return self._kinematic.gamma
 
     @functools.cached_property
-    def gamma(self) -> Float[Array, " rows"]:
+    def gamma(self) -> RowVector:
         if self._stabilization is None or self.model.num_rows == 0:
             return self._kinematic.gamma
         return self._stabilization.stabilized(self._kinematic, self._direction)
@@ -71,18 +72,16 @@ class StateTerms:
 class Stabilization(Protocol):
     """What `state_terms` needs of a stabilization (e.g. `mb.Baumgarte`)."""
 
-    def stabilized(
-        self, terms: KinematicTerms, direction: Real[ArrayLike, ""] = 1.0
-    ) -> Float[Array, " rows"]: ...
+    def stabilized(self, terms: KinematicTerms, direction: ScalarLike = 1.0) -> RowVector: ...
 
 
 def state_terms(
     model: Model,
-    q: Float[Array, " n"],
-    qd: Float[Array, " n"],
-    t: Float[Array, ""],
+    q: Coordinates,
+    qd: Coordinates,
+    t: Scalar,
     stabilization: Stabilization | None = None,
-    direction: Real[ArrayLike, ""] = 1.0,
+    direction: ScalarLike = 1.0,
 ) -> StateTerms:
     """`StateTerms` of `model` at (q, qd, t): C, gamma, g and phi from one pass of
     `Model.kinematic_terms` (seed 001, eq. 5-9), formed when first read; `stabilization`: None

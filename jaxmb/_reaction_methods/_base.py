@@ -4,16 +4,13 @@ import abc
 from typing import TYPE_CHECKING
 
 import equinox as eqx
-from jaxtyping import Array, Float
+
+from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector
 
 if TYPE_CHECKING:  # the model imports nothing from here; this keeps the package import-free
     from .._model.model import Model
 
-MassMatrix = Float[Array, "n n"]
-Forces = Float[Array, " n"]  # also accelerations: one number per coordinate
-ConstraintMatrix = Float[Array, "rows n"]
-RowValues = Float[Array, " rows"]  # gamma, the multipliers: one number per row of C
-Solution = tuple[Forces, RowValues]  # (qdd, lambda)
+Solution = tuple[Coordinates, RowVector]  # (qdd, lambda)
 
 
 class AbstractReactionMethod(eqx.Module):
@@ -29,9 +26,9 @@ class AbstractReactionMethod(eqx.Module):
       and the problem); returns the method as the compiled program receives it, with any
       model-dependent data as arrays, so that methods differing only in data share one
       compiled program (`Eliminate` returns its kept-row mask; by default the method itself);
-    - `multipliers(model, M, F, C, gamma, qdd, label)`: `(qdd, lam)`, where `qdd` is the
-      given acceleration or, when None, the unique one of the model; runtime errors start with
-      `label`;
+    - `multipliers(model, M, F, C, gamma, qdd)`: `(qdd, lam)`, where `qdd` is the
+      given acceleration or, when None, the unique one of the model; runtime errors name the
+      analysis being run, which the hook is never told;
     - `name`: how `Reactions.method` and error messages name it;
     - `physical`: True when the reactions of non-unique pairs are the physical ones (e.g.
       `Compliance`), False when they are a mathematical choice (then `reactions` warns,
@@ -50,11 +47,10 @@ class AbstractReactionMethod(eqx.Module):
         self,
         model: "Model",
         M: MassMatrix,
-        F: Forces,
+        F: Coordinates,
         C: ConstraintMatrix,
-        gamma: RowValues,
-        qdd: Forces | None,
-        label: str,
+        gamma: RowVector,
+        qdd: Coordinates | None,
     ) -> Solution:
         """(qdd, lambda) with C^T lambda = F - M qdd."""
 

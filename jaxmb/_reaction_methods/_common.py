@@ -1,10 +1,12 @@
 """Helpers shared by the reaction methods."""
 
+from jaxtyping import Array
+
 from .._formulations import augmented_lagrangian as al
 from .._formulations.null_space import null_space_solve
 
 
-def unique_accelerations(model, M, F, C, gamma, qdd):
+def unique_accelerations(model, M, F, C, gamma, qdd) -> Array:
     """`qdd` when given, else the unique accelerations: of the null-space formulation (seed
     001, eq. 13) up to DENSE_BODIES, above it of the augmented-Lagrangian iteration on the
     sparse factorization (the same qdd to round-off on a regular configuration, without the

@@ -2,14 +2,13 @@
 
 from typing import ClassVar
 
-from jaxtyping import Array, Float
-
+from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector
 from .._formulations.base import AbstractAccelerationFormulation
 from .._formulations.eliminated import eliminated_solve
 from .._linalg.dense import independent_rows
 from .._model.model import Model
 from .._model.terms import StateTerms
-from ._base import AbstractReactionMethod, ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
+from ._base import AbstractReactionMethod, Solution
 
 
 class Auto(AbstractReactionMethod, AbstractAccelerationFormulation):
@@ -26,14 +25,13 @@ class Auto(AbstractReactionMethod, AbstractAccelerationFormulation):
         self,
         model: Model,
         M: MassMatrix,
-        F: Forces,
+        F: Coordinates,
         C: ConstraintMatrix,
-        gamma: RowValues,
-        qdd: Forces | None,
-        label: str,
+        gamma: RowVector,
+        qdd: Coordinates | None,
     ) -> Solution:
-        qdd_e, lam = eliminated_solve(M, F, C, gamma, independent_rows(C), label=label)
+        qdd_e, lam = eliminated_solve(M, F, C, gamma, independent_rows(C))
         return (qdd_e if qdd is None else qdd), lam
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
-        return self.multipliers(model, terms.M, terms.F, terms.C, terms.gamma, None, label)[0]
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
+        return self.multipliers(model, terms.M, terms.F, terms.C, terms.gamma, None)[0]

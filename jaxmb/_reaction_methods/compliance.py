@@ -66,13 +66,14 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
+from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector, Scalar, ScalarLike
 from .._formulations import augmented_lagrangian as al
 from .._linalg.dense import RANK_RTOL, pinv
 from .._model.blocks import mass_row_norms, multiply, multiply_transposed
 from .._model.model import Model
 from .._runtime import errors as _errors
 from ..elements.geometry import is_concrete, is_real
-from ._base import AbstractReactionMethod, ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
+from ._base import AbstractReactionMethod, Solution
 from ._common import unique_accelerations
 
 
@@ -89,11 +90,11 @@ def _pinv(A, floor=None):
 
 
 def compliance_multipliers(
-    C: Float[Array, "rows n"],
-    f: Float[Array, " n"],
-    k: Float[Array, " rows"],
+    C: ConstraintMatrix,
+    f: Coordinates,
+    k: RowVector,
     holonomic: Bool[np.ndarray, " rows"],
-) -> Float[Array, " rows"]:
+) -> RowVector:
     """The compliance-resolved multipliers (module docstring) of C^T lambda = f.
 
     **Arguments:** `C` (rows, n); `f` (n,), in range(C^T); `k` (rows,) positive: the stiffness
@@ -150,7 +151,7 @@ SPARSE_TOL = 1e-14
 
 
 def sparse_compliance_multipliers(
-    model: Model, C: Float[Array, "rows n"], f: Float[Array, " n *k"], k: Float[Array, " rows"]
+    model: Model, C: ConstraintMatrix, f: Float[Array, " n *k"], k: RowVector
 ) -> Float[Array, " rows *k"]:
     """`compliance_multipliers` of a large holonomic model without a pseudo-inverse or a rank
     decision: lambda* = W C y with any y solving C^T W C y = f (W = beta K: only ratios of K
@@ -229,13 +230,13 @@ class Compliance(AbstractReactionMethod):
 
     pairs: tuple[str, ...] = eqx.field(static=True)
     values: tuple[Float[Array, " *pair_rows"], ...]  # per pair: one number, or one per row
-    default: Float[Array, ""] | None
+    default: Scalar | None
     physical: ClassVar[bool] = True
 
     def __init__(
         self,
         stiffness: Mapping[str, Real[ArrayLike, " *pair_rows"]] | None = None,
-        default: Real[ArrayLike, ""] | None = None,
+        default: ScalarLike | None = None,
     ):
         stiffness = {} if stiffness is None else dict(stiffness)
         for name in stiffness:
@@ -280,13 +281,15 @@ class Compliance(AbstractReactionMethod):
                 f"{where}: Compliance has no stiffness for pair(s) {missing} and "
                 "no default; list them or pass default=..."
             )
-        known = [_errors.concrete(v) for v in (*self.values, self.default) if v is not None]
-        if rows and all(v is not None for v in known):  # else checked at run time
+        given = [_errors.concrete(v) for v in (*self.values, self.default) if v is not None]
+        known = [v for v in given if v is not None]
+        if rows and len(known) == len(given):  # else checked at run time
             values = dict(zip(self.pairs, known))
             default = None if self.default is None else known[-1]
             k = np.concatenate(
                 [
-                    np.broadcast_to(values.get(name, default), (count,))
+                    # every pair without a default has a value (checked by bind)
+                    np.broadcast_to(values.get(name, default), (count,))  # pyright: ignore[reportCallIssue, reportArgumentType]
                     for name, count in rows.items()
                 ]
             )
@@ -305,12 +308,13 @@ class Compliance(AbstractReactionMethod):
                 f"{RATIO_REASON}"
             )
 
-    def row_stiffness(self, model: Model) -> Float[Array, " rows"]:
+    def row_stiffness(self, model: Model) -> RowVector:
         """The number of every row of C (row order), checked positive and finite at run time
         (the error names the pair)."""
         given = self.stiffness
         parts = [
-            jnp.broadcast_to(given.get(p.name, self.default), (p.num_rows,)) for p in model.pairs
+            jnp.broadcast_to(given.get(p.name, self.default), (p.num_rows,))  # pyright: ignore[reportArgumentType]
+            for p in model.pairs  # (every pair without a default has a value: bind checked it)
         ]
         k = jnp.concatenate(parts) if parts else jnp.zeros(0)
         messages = tuple(
@@ -334,11 +338,10 @@ class Compliance(AbstractReactionMethod):
         self,
         model: Model,
         M: MassMatrix,
-        F: Forces,
+        F: Coordinates,
         C: ConstraintMatrix,
-        gamma: RowValues,
-        qdd: Forces | None,
-        label: str,
+        gamma: RowVector,
+        qdd: Coordinates | None,
     ) -> Solution:
         qdd = unique_accelerations(model, M, F, C, gamma, qdd)
         k = self.row_stiffness(model)

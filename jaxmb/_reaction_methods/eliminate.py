@@ -9,18 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
+from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector, Scalar
 from .._formulations.base import AbstractStateFormulation, monitored_solver, with_ratios
 from .._formulations.eliminated import check_removable, eliminated_solve
 from .._model.model import Model
 from .._model.terms import StateTerms
-from ._base import (
-    AbstractReactionMethod,
-    ConstraintMatrix,
-    Forces,
-    MassMatrix,
-    RowValues,
-    Solution,
-)
+from ._base import AbstractReactionMethod, Solution
 
 
 class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
@@ -53,29 +47,26 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
         self,
         model: Model,
         M: MassMatrix,
-        F: Forces,
+        F: Coordinates,
         C: ConstraintMatrix,
-        gamma: RowValues,
-        qdd: Forces | None,
-        label: str,
+        gamma: RowVector,
+        qdd: Coordinates | None,
     ) -> Solution:
-        return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd, label)
+        return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd)
 
-    def accelerations(self, model: Model, terms: StateTerms, label: str) -> Float[Array, " n"]:
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         keep = keep_mask(model, self)
-        return eliminated_solve(terms.M, terms.F, terms.C, terms.gamma, keep, label=label)[0]
+        return eliminated_solve(terms.M, terms.F, terms.C, terms.gamma, keep)[0]
 
-    def check_start(
-        self, model: Model, q0: Float[Array, " n"], t0: Float[Array, ""], label: str
-    ) -> Float[Array, " n"]:
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         """The rows in range (trace time) and removable at (q0, t0) (run time)."""
         keep = keep_mask(model, self)
-        return check_removable(q0, model.C(q0, t0), keep, label)
+        return check_removable(q0, model.C(q0, t0), keep)
 
     def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms, label: str
-    ) -> tuple[Float[Array, " n"], Float[Array, " width"]]:
-        return with_ratios(self, model, terms, label)
+        self, model: Model, terms: StateTerms
+    ) -> tuple[Coordinates, Float[Array, " width"]]:
+        return with_ratios(self, model, terms)
 
     def wrap_solver(
         self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
@@ -105,14 +96,13 @@ class KeptRows(AbstractReactionMethod):
         self,
         model: Model,
         M: MassMatrix,
-        F: Forces,
+        F: Coordinates,
         C: ConstraintMatrix,
-        gamma: RowValues,
-        qdd: Forces | None,
-        label: str,
+        gamma: RowVector,
+        qdd: Coordinates | None,
     ) -> Solution:
-        C = check_removable(C, C, self.keep, label)
-        qdd_e, lam = eliminated_solve(M, F, C, gamma, self.keep, label=label)
+        C = check_removable(C, C, self.keep)
+        qdd_e, lam = eliminated_solve(M, F, C, gamma, self.keep)
         return (qdd_e if qdd is None else qdd), lam
 
 

@@ -4,10 +4,11 @@ from typing import ClassVar
 
 import jax.numpy as jnp
 
+from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector
 from .._formulations import augmented_lagrangian as al
 from .._formulations.null_space import min_norm_multipliers
 from .._model.model import Model
-from ._base import AbstractReactionMethod, ConstraintMatrix, Forces, MassMatrix, RowValues, Solution
+from ._base import AbstractReactionMethod, Solution
 from ._common import unique_accelerations
 from .compliance import sparse_compliance_multipliers
 
@@ -30,11 +31,10 @@ class MinNorm(AbstractReactionMethod):
         self,
         model: Model,
         M: MassMatrix,
-        F: Forces,
+        F: Coordinates,
         C: ConstraintMatrix,
-        gamma: RowValues,
-        qdd: Forces | None,
-        label: str,
+        gamma: RowVector,
+        qdd: Coordinates | None,
     ) -> Solution:
         qdd = unique_accelerations(model, M, F, C, gamma, qdd)
         if C.shape[0] and not al.is_dense(model):

@@ -28,6 +28,9 @@ import threading
 import time
 
 import jax
+import jax.core
+
+from .config import jax_setting
 
 logger = logging.getLogger("jaxmb")
 logger.addHandler(logging.NullHandler())
@@ -70,7 +73,7 @@ def _on_event(event, **kwargs):
         call.cache_hits += 1
 
 
-def _on_duration(event, duration, **kwargs):
+def _on_duration(event, duration_secs, **kwargs):
     call = _current()
     if call is None:
         return
@@ -83,13 +86,15 @@ def _on_duration(event, duration, **kwargs):
             return
         call.announce()  # late where the cache reported no lookup (programs below its minimum)
         call.compiles += 1
-        call.compile_seconds += duration
-        call.kept &= cache and duration >= jax.config.jax_persistent_cache_min_compile_time_secs
+        call.compile_seconds += duration_secs
+        call.kept &= cache and (
+            duration_secs >= jax_setting("jax_persistent_cache_min_compile_time_secs")
+        )
 
 
 def _cache_on() -> bool:
-    return bool(jax.config.jax_compilation_cache_dir) and bool(
-        jax.config.jax_enable_compilation_cache
+    return bool(jax_setting("jax_compilation_cache_dir")) and bool(
+        jax_setting("jax_enable_compilation_cache")
     )
 
 

@@ -9,6 +9,8 @@ that runs the same calls loads them instead of compiling.
 import os
 import warnings
 
+from .config import jax_setting
+
 DEFAULT_SUBDIR = os.path.join("jaxmb", "jax")
 
 
@@ -76,16 +78,14 @@ def enable_compilation_cache(
             else "the default cache folder"
         )
         warnings.warn(f"the compilation cache is off: {folder} ({source}) {problem}", stacklevel=2)
-        if (
-            jax.config.jax_compilation_cache_dir is not None
-            and jax.config.jax_compilation_cache_dir
-            in (path, os.environ.get("JAX_COMPILATION_CACHE_DIR"))
-        ):
+        if jax_setting("jax_compilation_cache_dir") is not None and jax_setting(
+            "jax_compilation_cache_dir"
+        ) in (path, os.environ.get("JAX_COMPILATION_CACHE_DIR")):
             jax.config.update("jax_compilation_cache_dir", None)  # JAX read it from there
             compilation_cache.reset_cache()
         _program_store.disable()
         return None
-    if jax.config.jax_compilation_cache_dir != path:
+    if jax_setting("jax_compilation_cache_dir") != path:
         jax.config.update("jax_compilation_cache_dir", path)
         compilation_cache.reset_cache()  # a process that already compiled re-reads the setting
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_secs))

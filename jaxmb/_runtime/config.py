@@ -33,6 +33,7 @@ This module imports no JAX at import time: `set_safe_xla_flags` runs before JAX 
 """
 
 import os
+from typing import Any
 
 SAFE_CPU_FLAGS = (
     "--xla_cpu_multi_thread_eigen=false",
@@ -78,3 +79,11 @@ def enable_float64() -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)
+
+
+def jax_setting(name: str) -> Any:
+    """The value JAX uses now for the setting `name` (a context manager's override included).
+    jax.config's attributes are made at run time, so type checkers cannot see them."""
+    import jax
+
+    return getattr(jax.config, name)

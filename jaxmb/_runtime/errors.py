@@ -1,3 +1,5 @@
+# pyright: reportPrivateImportUsage=false
+# (this module is the seam to equinox's error policy, kept in its private _errors module)
 """Runtime checks that keep host callbacks out of the programs jaxmb compiles for eager calls.
 
 JAX's persistent compilation cache does not store programs that contain host callbacks, and
@@ -12,7 +14,8 @@ Outside a `checked_jit` program (inside the user's own jit, vmap or grad) they a
 While a `checked_jit` function is traced they *collect* the check instead: x comes back
 unchanged, the flag and index become extra outputs of the compiled program (the message tuples
 are static outputs, returned also on cache hits), and the Python wrapper raises
-`eqx.EquinoxRuntimeError` with the first failed check's message after the call. So the
+`JaxmbRuntimeError` (an `eqx.EquinoxRuntimeError`) with the first failed check's message after
+the call. So the
 program holds no callback and the persistent cache keeps it. When the wrapper's outputs are
 traced (an outer jit or vmap), the collected checks are re-issued through `branched_error_if`
 at that level, i.e. they behave as before.
@@ -21,6 +24,12 @@ Checks traced inside a loop or branch body (lax.while_loop, scan, cond: diffrax'
 field, Newton loops) cannot leave that body as data; there these functions delegate to equinox
 (a callback stays in such programs). Prefer returning a status from the loop and checking it
 after the loop.
+
+A check may name its `RESULTS` code (`cause="not_removable"`), which the raised error carries
+as `cause`. Messages name the analysis being run through `named`, which reads the function an
+entry point set with `reporting(...)`; `checked_jit` makes that function part of the compiled
+program's key (a program never shows another function's name) and the raised error's
+`function`.
 
 `quiet_third_party_checks()` switches equinox's *default* policy off while a library call is
 traced (diffrax's own `SaveAt(ts)` checks, which jaxmb performs itself before the call); jaxmb's
@@ -35,9 +44,12 @@ own delegated checks pass the process policy explicitly and are not affected.
 import contextlib
 import functools
 import threading
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
 
 import equinox as eqx
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from equinox import _errors as _eqx_errors  # the module holding equinox's default policy
@@ -45,6 +57,8 @@ from equinox.internal import unvmap_any, unvmap_max
 from jax.extend.core import concrete_or_error
 
 from . import announce as _announce, program_store as _program_store
+from .exceptions import JaxmbRuntimeError
+from .results import RESULTS
 
 _ON_ERROR = _eqx_errors.EQX_ON_ERROR  # the process policy (environment EQX_ON_ERROR)
 _state = threading.local()
@@ -71,6 +85,44 @@ def _stack():
     return _state.stack
 
 
+@contextlib.contextmanager
+def reporting(function: str):
+    """Within the body, failures are reported as `function`'s (an analysis entry point sets it,
+    e.g. "reactions(method=min_norm)"): messages written with `named` start with it and
+    `JaxmbError.function` holds it. Numerical code reads it here; it is never passed down."""
+    names = _names()
+    names.append(function)
+    try:
+        yield
+    finally:
+        names.pop()
+
+
+def function_name() -> str | None:
+    """The function failures are reported as (`reporting`), or None outside any."""
+    names = _names()
+    return names[-1] if names else None
+
+
+def named(text: str) -> str:
+    """`text` (a cause, e.g. "the remaining rows leave a singular system") as a message of the
+    function being reported (`reporting`): "function: text"."""
+    function = function_name()
+    return text if function is None else f"{function}: {text}"
+
+
+def _names():
+    if not hasattr(_state, "names"):
+        _state.names = []
+    return _state.names
+
+
+def _failure(text: str, cause: str) -> JaxmbRuntimeError:
+    """The exception of a failed check whose RESULTS code is named `cause` ("" for none)."""
+    code = getattr(RESULTS, cause) if cause else None
+    return JaxmbRuntimeError(text, function=function_name(), cause=code)
+
+
 def _delegate(x, pred, index, msgs):
     return eqx.branched_error_if(x, pred, index, tuple(msgs), on_error=_ON_ERROR)
 
@@ -89,14 +141,25 @@ def concrete(x):
         return None
 
 
-def branched_error_if(x, pred, index, msgs):
-    """x unchanged; fails with msgs[index] where any(pred) (see the module docstring)."""
+def known(x) -> np.ndarray:
+    """x's value, where the caller has established that it is known now (`concrete`)."""
+    value = concrete(x)
+    if value is None:
+        raise TypeError("a value known only inside a compiled program was read as a number")
+    return value
+
+
+def branched_error_if(x, pred, index, msgs, cause: str = ""):
+    """x unchanged; fails with msgs[index] where any(pred) (see the module docstring).
+    `cause`: the name of the RESULTS code the failure reports (`JaxmbError.cause`)."""
     msgs = tuple(msgs)
+    if cause:
+        getattr(RESULTS, cause)  # an unknown name fails here, when the check is written
     stack = _stack()
     known, where = concrete(pred), concrete(index)
     if known is not None and where is not None:  # values known now (eager, also under an
         if np.any(known):  # eager jax.grad): decided here, no program
-            raise eqx.EquinoxRuntimeError(msgs[int(np.max(where))])
+            raise _failure(msgs[int(np.max(where))], cause)
         return x
     if not stack:
         return _delegate(x, pred, index, msgs)
@@ -109,13 +172,14 @@ def branched_error_if(x, pred, index, msgs):
         return _delegate(x, pred, index, msgs)  # inside a loop or branch body
     collector.preds.append(flag)
     collector.indices.append(jnp.broadcast_to(where, ()).astype(jnp.int32))
-    collector.msgs.append(msgs)
+    collector.msgs.append((cause, *msgs))  # static: the code's name, then the messages
     return x
 
 
-def error_if(x, pred, msg):
-    """x unchanged; fails with msg where any(pred) (see the module docstring)."""
-    return branched_error_if(x, pred, 0, (msg,))
+def error_if(x, pred, msg, cause: str = ""):
+    """x unchanged; fails with msg where any(pred) (see the module docstring and
+    `branched_error_if`)."""
+    return branched_error_if(x, pred, 0, (msg,), cause)
 
 
 def raise_collected(out, flags, indices, msgs):
@@ -125,16 +189,27 @@ def raise_collected(out, flags, indices, msgs):
         return out
     failed, where = concrete(flags), concrete(indices)  # also under an eager jax.grad
     if failed is None or where is None:
-        for k, texts in enumerate(msgs):
-            out = branched_error_if(out, flags[k], indices[k], texts)
+        for k, (cause, *texts) in enumerate(msgs):
+            out = branched_error_if(out, flags[k], indices[k], texts, cause)
         return out
-    for k, texts in enumerate(msgs):
+    for k, (cause, *texts) in enumerate(msgs):
         if failed[k]:
-            raise eqx.EquinoxRuntimeError(texts[int(where[k])])
+            raise _failure(texts[int(where[k])], cause)
     return out
 
 
-def checked_jit(fn=None, *, analysis=None):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@overload
+def checked_jit(fn: _F, *, analysis: str | None = None) -> _F: ...
+
+
+@overload
+def checked_jit(fn: None = None, *, analysis: str | None = None) -> Callable[[_F], _F]: ...
+
+
+def checked_jit(fn: Callable | None = None, *, analysis: str | None = None) -> Any:
     """`eqx.filter_jit(fn)` whose runtime checks (`error_if`, `branched_error_if`) are returned
     as data and raised in Python after the call: no host callback in the compiled program.
     `analysis`: the name a first compile is announced under (default: fn's module)."""
@@ -142,11 +217,12 @@ def checked_jit(fn=None, *, analysis=None):
         return functools.partial(checked_jit, analysis=analysis)
     name = analysis or fn.__module__.rsplit(".", 1)[-1].lstrip("_")
 
-    def collect(*args, **kwargs):
+    def collect(function, *args, **kwargs):  # `function` (static): the one reported as
         collector = _Collector()
         _stack().append(collector)
         try:
-            out = fn(*args, **kwargs)
+            with reporting(function) if function else contextlib.nullcontext():
+                out = fn(*args, **kwargs)
         finally:
             _stack().pop()
         flags = jnp.stack(collector.preds) if collector.preds else jnp.zeros(0, bool)
@@ -157,13 +233,13 @@ def checked_jit(fn=None, *, analysis=None):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        with _announce.compiling(_announce.public_name(name), args):
+        args = (function_name(), *args)
+        with _announce.compiling(_announce.public_name(name), args[1:]):
             # an eager call with the compilation cache on: the traced program from disk
             stored = _program_store.call(fn, collect, args, kwargs, name)
             out, flags, indices, msgs = program(*args, **kwargs) if stored is None else stored
         return raise_collected(out, flags, indices, msgs)
 
-    wrapper.program = program
     return wrapper
 
 

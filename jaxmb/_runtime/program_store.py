@@ -1,3 +1,5 @@
+# pyright: reportPrivateImportUsage=false
+# (this module is the seam to equinox's error policy, kept in its private _errors module)
 """Traced programs kept on disk (`jax.export`), so that a later process neither traces nor
 compiles them.
 
@@ -51,9 +53,11 @@ import warnings
 
 import equinox as eqx
 import jax
+import jax.core
 import numpy as np
 
 from .._linalg import native as _native
+from .config import jax_setting
 
 _PINNED = frozenset(
     {
@@ -208,17 +212,16 @@ def _environment() -> str:
 
 def _settings() -> str:
     """JAX settings that change what a trace produces (read per call: they can change)."""
-    config = jax.config
     from equinox import _errors as eqx_errors
 
     return repr(
         (
-            config.jax_enable_x64,
-            config.jax_numpy_dtype_promotion,
-            config.jax_default_matmul_precision,
-            config.jax_numpy_rank_promotion,
-            config.jax_debug_nans,
-            config.jax_debug_infs,
+            jax_setting("jax_enable_x64"),
+            jax_setting("jax_numpy_dtype_promotion"),
+            jax_setting("jax_default_matmul_precision"),
+            jax_setting("jax_numpy_rank_promotion"),
+            jax_setting("jax_debug_nans"),
+            jax_setting("jax_debug_infs"),
             jax.default_backend(),
             eqx_errors.EQX_ON_ERROR,
             os.environ.get("EQX_ON_ERROR"),  # checks left in loops
@@ -321,7 +324,7 @@ def call(fn, collect, args, kwargs, analysis=None):
     """collect(*args, **kwargs) = (out, flags, indices, msgs), the checked program of `fn`
     (`jaxmb._runtime.errors.checked_jit`), from the store (exported on a first call), or None where
     the ordinary path must run (see the module docstring)."""
-    if _directory is None or jax.config.jax_disable_jit:
+    if _directory is None or jax_setting("jax_disable_jit"):
         return None
     leaves = [x for x in jax.tree.leaves((args, kwargs)) if eqx.is_array(x)]
     if any(isinstance(x, jax.core.Tracer) for x in leaves):
@@ -333,7 +336,7 @@ def call(fn, collect, args, kwargs, analysis=None):
     entry, result = _loaded.get(name), None
     if entry is None:
         entry = _read(name)
-        if entry is _SKIP:
+        if isinstance(entry, _Skip):
             _unexportable.add(name)
             return None
         if entry is not None:  # from a file: its first run compiles it, which may still fail
@@ -366,10 +369,15 @@ def _inputs(args, kwargs):
 
 
 def _path(name):
+    assert _directory is not None, "the store is switched on"
     return os.path.join(_directory, name)
 
 
-_SKIP = object()  # _read: the entry marks a program that cannot be exported
+class _Skip:
+    """_read's answer for an entry that marks a program that cannot be exported."""
+
+
+_SKIP = _Skip()
 
 
 class _Invalid(Exception):
@@ -670,7 +678,9 @@ def _decoded(x, num_slots):
         and issubclass(cls, tuple)
         and hasattr(cls, "_make")
     ):
-        return cls._make(_decoded(v, num_slots) for v in rest[1])
+        return cls._make(  # pyright: ignore[reportAttributeAccessIssue]  # hasattr above
+            _decoded(v, num_slots) for v in rest[1]
+        )
     if kind == "object" and isinstance(cls, type) and dataclasses.is_dataclass(cls):
         names = {f.name for f in dataclasses.fields(cls)}
         obj = object.__new__(cls)  # as equinox's unflatten: no __init__, no checks of theirs

@@ -17,8 +17,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float, Real
+from jaxtyping import ArrayLike, Real
 
+from .._custom_types import Coordinates, PairRowVector, Scalar, ScalarLike, Vector2
+from .._runtime.exceptions import JaxmbError
 from .drive import AbstractDrive, as_drive
 from .geometry import Body, is_concrete, point
 
@@ -30,10 +32,10 @@ def drive_field(value: Any) -> AbstractDrive:
     """Field converter for drive functions: a constant of any shape becomes `Constant`, so that
     `check_drive` reports a wrong shape naming the element (text is left for it to refuse)."""
     if isinstance(value, (str, bytes)):
+        return value  # pyright: ignore[reportReturnType]  # refused by check_drive
+    if isinstance(value, AbstractDrive):
         return value
-    if isinstance(value, AbstractDrive) or callable(value):
-        return as_drive(value)
-    return as_drive(value, shape=np.shape(value))
+    return as_drive(value, shape=() if callable(value) else np.shape(value))
 
 
 def _describe(element) -> str:
@@ -91,8 +93,9 @@ class AbstractElement(eqx.Module):
         """The bodies this element acts on (ground included where it takes part)."""
 
     def fail(self, problem: str) -> NoReturn:
-        """Raise a ValueError naming this element and the problem."""
-        raise ValueError(f"{_describe(self)}: {problem}")
+        """Raise a JaxmbError (a ValueError) naming this element and the problem."""
+        name = self.name if isinstance(self.name, str) else None
+        raise JaxmbError(f"{_describe(self)}: {problem}", element=name)
 
     def check_not_text(self, value: Any, label: str) -> None:
         """Build-time check that a numeric field was not given as text."""
@@ -113,7 +116,7 @@ class AbstractElement(eqx.Module):
             if not np.all(np.isfinite(arr)):
                 self.fail(f"{label} = {arr.tolist()} is not finite")
 
-    def check_scalar(self, value: Real[ArrayLike, ""], label: str) -> None:
+    def check_scalar(self, value: ScalarLike, label: str) -> None:
         """Build-time check of a scalar parameter: shape and finiteness (signs: declare the
         field in `nonnegative` or `positive`)."""
         self.check_not_text(value, label)
@@ -169,9 +172,7 @@ class AbstractPair(AbstractElement):
     holonomic: eqx.AbstractClassVar[bool]
 
     @abc.abstractmethod
-    def velocity_residual(
-        self, q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
-    ) -> Float[Array, " pair_rows"]:
+    def velocity_residual(self, q: Coordinates, qd: Coordinates, t: Scalar) -> PairRowVector:
         """g(q, qd, t) = C(q, t) qd + b(q, t), shape (num_rows,)."""
 
 
@@ -181,12 +182,10 @@ class AbstractHolonomicPair(AbstractPair):
     holonomic: ClassVar[bool] = True
 
     @abc.abstractmethod
-    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
+    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         """Phi(q, t), shape (num_rows,)."""
 
-    def velocity_residual(
-        self, q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
-    ) -> Float[Array, " pair_rows"]:
+    def velocity_residual(self, q: Coordinates, qd: Coordinates, t: Scalar) -> PairRowVector:
         """g = Phi_q qd + Phi_t (seed 001, eq. 2), by a JVP along (qd, 1)."""
         t = jnp.asarray(t, dtype=q.dtype)
         return jax.jvp(self.residual, (q, t), (qd, jnp.ones_like(t)))[1]
@@ -203,14 +202,12 @@ class AbstractForceElement(AbstractElement):
 
     @abc.abstractmethod
     def generalized_force(
-        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
-    ) -> Float[Array, " n"]:
+        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+    ) -> Coordinates:
         """Generalized force vector Q (shape (n,)) with Q^T delta q the virtual work."""
 
 
-def point_force(
-    q: Float[Array, " n"], body: Body, s: Float[Array, "2"], f: Float[Array, "2"]
-) -> Float[Array, " n"]:
+def point_force(q: Coordinates, body: Body, s: Vector2, f: Vector2) -> Coordinates:
     """Generalized force of the global force f applied at body point s: (dr_P/dq)^T f."""
     _, vjp = jax.vjp(lambda q_: point(q_, body, s), q)
     return vjp(f)[0]

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, Scalar, Vector2
 from ._base import AbstractForceElement
 from .geometry import Body, as_f64, is_concrete, point, pose
 
@@ -41,11 +42,11 @@ class Bushing(AbstractForceElement):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: Float[Array, "2"] = eqx.field(converter=as_f64)
-    s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
+    s_i: Vector2 = eqx.field(converter=as_f64)
+    s_j: Vector2 = eqx.field(converter=as_f64)
     stiffness: Float[Array, "3"] = eqx.field(converter=as_f64)
     damping: Float[Array, "3"] = eqx.field(converter=as_f64, default=(0.0, 0.0, 0.0))
-    free_angle: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
+    free_angle: Scalar = eqx.field(converter=as_f64, default=0.0)
 
     def __check_init__(self):
         self.check_distinct(self.i, self.j)
@@ -65,19 +66,19 @@ class Bushing(AbstractForceElement):
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def deflection(self, q: Float[Array, " n"]) -> Float[Array, "3"]:
+    def deflection(self, q: Coordinates) -> Float[Array, "3"]:
         """e(q): point offset (global x, y) and relative angle, as the rows of a Weld."""
         d = point(q, self.i, self.s_i) - point(q, self.j, self.s_j)
         angle = pose(q, self.j)[1] - pose(q, self.i)[1] - self.free_angle
         return jnp.concatenate([d, jnp.reshape(angle, (1,))])
 
-    def force(self, q: Float[Array, " n"], qd: Float[Array, " n"]) -> Float[Array, "3"]:
+    def force(self, q: Coordinates, qd: Coordinates) -> Float[Array, "3"]:
         """lambda = K e + D de/dt (3,): the rigid pair's multipliers' counterpart."""
         e, ed = jax.jvp(self.deflection, (q,), (qd,))
         return self.stiffness * e + self.damping * ed
 
     def generalized_force(
-        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
-    ) -> Float[Array, " n"]:
+        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+    ) -> Coordinates:
         _, vjp = jax.vjp(self.deflection, q)
         return -vjp(self.force(q, qd))[0]

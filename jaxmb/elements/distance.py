@@ -4,8 +4,8 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, PairRowVector, Scalar, Vector2
 from ._base import AbstractHolonomicPair
 from .geometry import Body, as_f64, dot2, point
 
@@ -28,9 +28,9 @@ class Distance(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: Float[Array, "2"] = eqx.field(converter=as_f64)
-    s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
-    length: Float[Array, ""] = eqx.field(converter=as_f64)
+    s_i: Vector2 = eqx.field(converter=as_f64)
+    s_j: Vector2 = eqx.field(converter=as_f64)
+    length: Scalar = eqx.field(converter=as_f64)
     num_rows: ClassVar[int] = 1
     positive: ClassVar[tuple[str, ...]] = ("length",)
 
@@ -43,6 +43,6 @@ class Distance(AbstractHolonomicPair):
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
+    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
         return jnp.reshape(dot2(d, d) - self.length**2, (1,))

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
+from .._custom_types import Scalar, ScalarLike
 from .._linalg.dense import solve
 from .geometry import is_concrete
 
@@ -31,7 +32,7 @@ class AbstractDrive(eqx.Module):
     through the element that holds the drive (`Mechanism.build`), so they hold both ways."""
 
     @abc.abstractmethod
-    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
+    def __call__(self, t: ScalarLike) -> Float[Array, " *shape"]:
         """Value at time t."""
 
     def invalid(self) -> tuple[tuple[Bool[Array, ""], str], ...]:
@@ -49,7 +50,7 @@ class Constant(AbstractDrive):
 
     value: Float[Array, " *shape"] = eqx.field(converter=_f64)
 
-    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
+    def __call__(self, t: ScalarLike) -> Float[Array, " *shape"]:
         return self.value + 0.0 * t
 
 
@@ -59,7 +60,7 @@ class Linear(AbstractDrive):
     slope: Float[Array, " *shape"] = eqx.field(converter=_f64)
     offset: Float[Array, " *shape"] = eqx.field(converter=_f64, default=0.0)
 
-    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
+    def __call__(self, t: ScalarLike) -> Float[Array, " *shape"]:
         return self.offset + self.slope * t
 
 
@@ -71,7 +72,7 @@ class Harmonic(AbstractDrive):
     phase: Float[Array, " *shape"] = eqx.field(converter=_f64, default=0.0)
     offset: Float[Array, " *shape"] = eqx.field(converter=_f64, default=0.0)
 
-    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
+    def __call__(self, t: ScalarLike) -> Float[Array, " *shape"]:
         return self.offset + self.amplitude * jnp.cos(self.omega * t + self.phase)
 
 
@@ -84,7 +85,7 @@ class Polynomial(AbstractDrive):
         if jnp.ndim(self.coefficients) != 1 or jnp.shape(self.coefficients)[0] == 0:
             raise ValueError("Polynomial: coefficients must be a non-empty 1-D sequence")
 
-    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, ""]:
+    def __call__(self, t: ScalarLike) -> Scalar:
         return jnp.polyval(self.coefficients[::-1], t)
 
 
@@ -124,7 +125,7 @@ class Spline(AbstractDrive):
         inner = solve(A, rhs)
         return jnp.concatenate([jnp.zeros(1), inner, jnp.zeros(1)])
 
-    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, ""]:
+    def __call__(self, t: ScalarLike) -> Scalar:
         knots, y = self.t, self.values
         M = self._second_derivatives()
         tc = jnp.clip(t, knots[0], knots[-1])
@@ -146,7 +147,7 @@ class SmoothSteps(AbstractDrive):
     starts: Float[Array, " steps"] = eqx.field(converter=_f64)
     ends: Float[Array, " steps"] = eqx.field(converter=_f64)
     levels: Float[Array, " steps"] = eqx.field(converter=_f64)
-    initial: Float[Array, ""] = eqx.field(converter=_f64, default=0.0)
+    initial: Scalar = eqx.field(converter=_f64, default=0.0)
 
     def __check_init__(self):
         shapes = {jnp.shape(self.starts), jnp.shape(self.ends), jnp.shape(self.levels)}
@@ -156,7 +157,7 @@ class SmoothSteps(AbstractDrive):
     def invalid(self) -> tuple[tuple[Bool[Array, ""], str], ...]:
         return ((~jnp.all(self.ends > self.starts), "every transition must end after it starts"),)
 
-    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, ""]:
+    def __call__(self, t: ScalarLike) -> Scalar:
         x = jnp.clip((t - self.starts) / (self.ends - self.starts), 0.0, 1.0)
         S = x**3 * (10.0 - 15.0 * x + 6.0 * x**2)
         jumps = jnp.diff(jnp.concatenate([jnp.reshape(self.initial, (1,)), self.levels]))
@@ -173,7 +174,7 @@ class Offset(AbstractDrive):
     base: Float[Array, " *shape"] = eqx.field(converter=_f64)
     delta: AbstractDrive = eqx.field(converter=lambda f: as_drive(f))
 
-    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " *shape"]:
+    def __call__(self, t: ScalarLike) -> Float[Array, " *shape"]:
         return self.base + self.delta(t)
 
     def invalid(self) -> tuple[tuple[Bool[Array, ""], str], ...]:

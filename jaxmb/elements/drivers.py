@@ -4,8 +4,8 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, PairRowVector, Scalar, Vector2
 from ._base import AbstractHolonomicPair, drive_field
 from .drive import AbstractDrive
 from .geometry import Body, as_f64, direction, dot2, point, pose
@@ -30,9 +30,9 @@ class TranslationalDriver(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: Float[Array, "2"] = eqx.field(converter=as_f64)
-    s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
-    u: Float[Array, "2"] = eqx.field(converter=as_f64)
+    s_i: Vector2 = eqx.field(converter=as_f64)
+    s_j: Vector2 = eqx.field(converter=as_f64)
+    u: Vector2 = eqx.field(converter=as_f64)
     d: AbstractDrive = eqx.field(converter=drive_field)
     num_rows: ClassVar[int] = 1
     nonzero: ClassVar[tuple[str, ...]] = ("u",)
@@ -47,7 +47,7 @@ class TranslationalDriver(AbstractHolonomicPair):
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
+    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
         u = direction(q, self.j, self.u / jnp.linalg.norm(self.u))
         return jnp.reshape(dot2(d, u) - self.d(t), (1,))
@@ -71,7 +71,7 @@ class RelativeAngleDriver(AbstractHolonomicPair):
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
     f: AbstractDrive = eqx.field(converter=drive_field)
-    offset: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
+    offset: Scalar = eqx.field(converter=as_f64, default=0.0)
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
@@ -82,7 +82,7 @@ class RelativeAngleDriver(AbstractHolonomicPair):
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
+    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         _, phi_i = pose(q, self.i)
         _, phi_j = pose(q, self.j)
         return jnp.reshape(phi_j - phi_i - self.offset - self.f(t), (1,))
@@ -116,7 +116,7 @@ class AbsoluteDriver(AbstractHolonomicPair):
     def bodies(self) -> tuple[Body, ...]:
         return (self.body,)
 
-    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
+    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         r, phi = pose(q, self.body)
         value = jnp.concatenate([r, phi[None]])[self.coordinate]
         return jnp.reshape(value - self.f(t), (1,))

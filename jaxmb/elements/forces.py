@@ -5,8 +5,8 @@ from typing import TYPE_CHECKING, ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, Scalar, Vector2
 from ._base import AbstractForceElement, drive_field, point_force
 from .drive import AbstractDrive
 from .geometry import Body, as_f64, dot2, point, pose
@@ -23,7 +23,7 @@ class Gravity(AbstractForceElement):
     - `name`: the element's name (default "gravity").
     """
 
-    g: Float[Array, "2"] = eqx.field(converter=as_f64)
+    g: Vector2 = eqx.field(converter=as_f64)
     name: str = eqx.field(static=True, default="gravity")
 
     def __check_init__(self):
@@ -33,8 +33,8 @@ class Gravity(AbstractForceElement):
         return ()
 
     def generalized_force(
-        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
-    ) -> Float[Array, " n"]:
+        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+    ) -> Coordinates:
         per_body = jnp.concatenate(
             [model.masses[:, None] * self.g[None, :], jnp.zeros((model.num_bodies, 1))], axis=1
         )
@@ -61,11 +61,11 @@ class SpringDamper(AbstractForceElement):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: Float[Array, "2"] = eqx.field(converter=as_f64)
-    s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
-    stiffness: Float[Array, ""] = eqx.field(converter=as_f64)
-    damping: Float[Array, ""] = eqx.field(converter=as_f64)
-    free_length: Float[Array, ""] = eqx.field(converter=as_f64)
+    s_i: Vector2 = eqx.field(converter=as_f64)
+    s_j: Vector2 = eqx.field(converter=as_f64)
+    stiffness: Scalar = eqx.field(converter=as_f64)
+    damping: Scalar = eqx.field(converter=as_f64)
+    free_length: Scalar = eqx.field(converter=as_f64)
     nonnegative: ClassVar[tuple[str, ...]] = ("stiffness", "damping", "free_length")
 
     def __check_init__(self):
@@ -79,17 +79,17 @@ class SpringDamper(AbstractForceElement):
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def length(self, q: Float[Array, " n"]) -> Float[Array, ""]:
+    def length(self, q: Coordinates) -> Scalar:
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
         return jnp.sqrt(dot2(d, d))
 
-    def tension(self, q: Float[Array, " n"], qd: Float[Array, " n"]) -> Float[Array, ""]:
+    def tension(self, q: Coordinates, qd: Coordinates) -> Scalar:
         l, ldot = jax.jvp(self.length, (q,), (qd,))
         return self.stiffness * (l - self.free_length) + self.damping * ldot
 
     def generalized_force(
-        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
-    ) -> Float[Array, " n"]:
+        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+    ) -> Coordinates:
         return -self.tension(q, qd) * jax.grad(self.length)(q)
 
 
@@ -110,9 +110,9 @@ class RotationalSpringDamper(AbstractForceElement):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    stiffness: Float[Array, ""] = eqx.field(converter=as_f64)
-    damping: Float[Array, ""] = eqx.field(converter=as_f64)
-    free_angle: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
+    stiffness: Scalar = eqx.field(converter=as_f64)
+    damping: Scalar = eqx.field(converter=as_f64)
+    free_angle: Scalar = eqx.field(converter=as_f64, default=0.0)
     nonnegative: ClassVar[tuple[str, ...]] = ("stiffness", "damping")
 
     def __check_init__(self):
@@ -124,12 +124,12 @@ class RotationalSpringDamper(AbstractForceElement):
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def angle(self, q: Float[Array, " n"]) -> Float[Array, ""]:
+    def angle(self, q: Coordinates) -> Scalar:
         return pose(q, self.j)[1] - pose(q, self.i)[1]
 
     def generalized_force(
-        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
-    ) -> Float[Array, " n"]:
+        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+    ) -> Coordinates:
         theta, thetad = jax.jvp(self.angle, (q,), (qd,))
         tau = self.stiffness * (theta - self.free_angle) + self.damping * thetad
         return -tau * jax.grad(self.angle)(q)
@@ -148,7 +148,7 @@ class Force(AbstractForceElement):
 
     name: str = eqx.field(static=True)
     body: Body = eqx.field(static=True)
-    s: Float[Array, "2"] = eqx.field(converter=as_f64)
+    s: Vector2 = eqx.field(converter=as_f64)
     f: AbstractDrive = eqx.field(converter=drive_field)
 
     def __check_init__(self):
@@ -162,8 +162,8 @@ class Force(AbstractForceElement):
         return (self.body,)
 
     def generalized_force(
-        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
-    ) -> Float[Array, " n"]:
+        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+    ) -> Coordinates:
         f = self.f(t)
         if jnp.shape(f) != (2,):
             self.fail(f"force function must return a 2-vector, returned shape {jnp.shape(f)}")
@@ -194,8 +194,8 @@ class Torque(AbstractForceElement):
         return (self.body,)
 
     def generalized_force(
-        self, model: "Model", q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
-    ) -> Float[Array, " n"]:
+        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+    ) -> Coordinates:
         tau = self.tau(t)
         if jnp.shape(tau) != ():
             self.fail(f"torque function must return a scalar, returned shape {jnp.shape(tau)}")

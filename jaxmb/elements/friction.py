@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, PairRowVector, Scalar, Vector2
 from ._base import AbstractElement, AbstractPair
 from .geometry import Body, as_f64, direction, dot2, point, pose, rot90
 from .revolute import Revolute
@@ -60,14 +60,14 @@ class AbstractFriction(AbstractElement):
     normal load N(lambda_X) and the arm a."""
 
     pair: eqx.AbstractVar[str]
-    mu: eqx.AbstractVar[Float[Array, ""]]
-    velocity_scale: eqx.AbstractVar[Float[Array, ""]]
+    mu: eqx.AbstractVar[Scalar]
+    velocity_scale: eqx.AbstractVar[Scalar]
     pair_type: eqx.AbstractClassVar[type[AbstractPair]]
 
     def bodies(self) -> tuple[Body, ...]:
         return ()  # those of its pair, checked when the model is built (`check_pair`)
 
-    def check_parameters(self, **positive: Float[Array, ""]) -> None:
+    def check_parameters(self, **positive: Scalar) -> None:
         """Build-time checks: `pair` a non-empty string, mu >= 0 (`nonnegative`), and the
         named lengths and the velocity scale positive (`positive`; traced values are checked
         inside jit by `Mechanism.build`)."""
@@ -104,27 +104,25 @@ class AbstractFriction(AbstractElement):
             )
 
     @abc.abstractmethod
-    def slip(self, pair: AbstractPair, q: Float[Array, " n"]) -> Float[Array, ""]:
+    def slip(self, pair: AbstractPair, q: Coordinates) -> Scalar:
         """The slip coordinate s(q) of the pair (its rate is the relative motion)."""
 
     @abc.abstractmethod
-    def normal_load(self, lam: Float[Array, " pair_rows"]) -> Float[Array, ""]:
+    def normal_load(self, lam: PairRowVector) -> Scalar:
         """N >= 0 from the pair's multipliers lambda_X."""
 
     @abc.abstractmethod
-    def arm(self) -> Float[Array, ""]:
+    def arm(self) -> Scalar:
         """a: the slip speed is a s_dot and the friction force mu N acts with arm a."""
 
-    def force(
-        self, lam: Float[Array, " pair_rows"], slip_rate: Float[Array, ""]
-    ) -> Float[Array, ""]:
+    def force(self, lam: PairRowVector, slip_rate: Scalar) -> Scalar:
         """T = mu a N(lambda_X) tanh(a s_dot / v_s) (module docstring)."""
         a = self.arm()
         return self.mu * a * self.normal_load(lam) * jnp.tanh(a * slip_rate / self.velocity_scale)
 
     def slip_terms(
-        self, pair: AbstractPair, q: Float[Array, " n"], qd: Float[Array, " n"]
-    ) -> tuple[Float[Array, " n"], Float[Array, ""]]:
+        self, pair: AbstractPair, q: Coordinates, qd: Coordinates
+    ) -> tuple[Coordinates, Scalar]:
         """(ds/dq, s_dot) at the state."""
         s_dot = jax.jvp(lambda q_: self.slip(pair, q_), (q,), (qd,))[1]
         return jax.grad(lambda q_: self.slip(pair, q_))(q), s_dot
@@ -147,9 +145,9 @@ class RevoluteFriction(AbstractFriction):
 
     name: str = eqx.field(static=True)
     pair: str = eqx.field(static=True)
-    mu: Float[Array, ""] = eqx.field(converter=as_f64)
-    radius: Float[Array, ""] = eqx.field(converter=as_f64)
-    velocity_scale: Float[Array, ""] = eqx.field(converter=as_f64, default=1e-3)
+    mu: Scalar = eqx.field(converter=as_f64)
+    radius: Scalar = eqx.field(converter=as_f64)
+    velocity_scale: Scalar = eqx.field(converter=as_f64, default=1e-3)
     pair_type: ClassVar[type[AbstractPair]] = Revolute
     nonnegative: ClassVar[tuple[str, ...]] = ("mu",)
     positive: ClassVar[tuple[str, ...]] = ("radius", "velocity_scale")
@@ -157,13 +155,13 @@ class RevoluteFriction(AbstractFriction):
     def __check_init__(self):
         self.check_parameters(radius=self.radius)
 
-    def slip(self, pair: Revolute, q: Float[Array, " n"]) -> Float[Array, ""]:
+    def slip(self, pair: Revolute, q: Coordinates) -> Scalar:
         return pose(q, pair.j)[1] - pose(q, pair.i)[1]
 
-    def normal_load(self, lam: Float[Array, "2"]) -> Float[Array, ""]:
+    def normal_load(self, lam: Vector2) -> Scalar:
         return _safe_norm(lam)
 
-    def arm(self) -> Float[Array, ""]:
+    def arm(self) -> Scalar:
         return self.radius
 
 
@@ -194,9 +192,9 @@ class TranslationalFriction(AbstractFriction):
 
     name: str = eqx.field(static=True)
     pair: str = eqx.field(static=True)
-    mu: Float[Array, ""] = eqx.field(converter=as_f64)
-    length: Float[Array, ""] = eqx.field(converter=as_f64)
-    velocity_scale: Float[Array, ""] = eqx.field(converter=as_f64, default=1e-3)
+    mu: Scalar = eqx.field(converter=as_f64)
+    length: Scalar = eqx.field(converter=as_f64)
+    velocity_scale: Scalar = eqx.field(converter=as_f64, default=1e-3)
     pair_type: ClassVar[type[AbstractPair]] = Translational
     nonnegative: ClassVar[tuple[str, ...]] = ("mu",)
     positive: ClassVar[tuple[str, ...]] = ("length", "velocity_scale")
@@ -204,16 +202,16 @@ class TranslationalFriction(AbstractFriction):
     def __check_init__(self):
         self.check_parameters(length=self.length)
 
-    def slip(self, pair: Translational, q: Float[Array, " n"]) -> Float[Array, ""]:
+    def slip(self, pair: Translational, q: Coordinates) -> Scalar:
         """s = (P_i - P_j)^T u with u = A_j Omega v / |v| the sliding axis."""
         axis = direction(q, pair.j, rot90(pair.v / jnp.linalg.norm(pair.v)))
         return dot2(point(q, pair.i, pair.s_i) - point(q, pair.j, pair.s_j), axis)
 
-    def normal_load(self, lam: Float[Array, "2"]) -> Float[Array, ""]:
+    def normal_load(self, lam: Vector2) -> Scalar:
         half, edge = lam[0] / 2.0, lam[1] / self.length
         return _safe_abs(half + edge) + _safe_abs(half - edge)
 
-    def arm(self) -> Float[Array, ""]:
+    def arm(self) -> Scalar:
         return jnp.ones((), self.mu.dtype)
 
 

@@ -4,8 +4,8 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, PairRowVector, Scalar
 from ._base import AbstractHolonomicPair
 from .geometry import Body, as_f64, pose
 
@@ -27,8 +27,8 @@ class Gear(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    ratio: Float[Array, ""] = eqx.field(converter=as_f64)
-    offset: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
+    ratio: Scalar = eqx.field(converter=as_f64)
+    offset: Scalar = eqx.field(converter=as_f64, default=0.0)
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
@@ -39,7 +39,7 @@ class Gear(AbstractHolonomicPair):
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
+    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         _, phi_i = pose(q, self.i)
         _, phi_j = pose(q, self.j)
         return jnp.reshape(phi_j - self.ratio * phi_i - self.offset, (1,))
@@ -65,8 +65,8 @@ class GearOnLink(AbstractHolonomicPair):
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
     k: Body = eqx.field(static=True)
-    ratio: Float[Array, ""] = eqx.field(converter=as_f64)
-    offset: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
+    ratio: Scalar = eqx.field(converter=as_f64)
+    offset: Scalar = eqx.field(converter=as_f64, default=0.0)
     num_rows: ClassVar[int] = 1
 
     def __check_init__(self):
@@ -77,7 +77,7 @@ class GearOnLink(AbstractHolonomicPair):
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j, self.k)
 
-    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
+    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         _, phi_i = pose(q, self.i)
         _, phi_j = pose(q, self.j)
         _, phi_k = pose(q, self.k)

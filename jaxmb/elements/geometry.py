@@ -1,10 +1,13 @@
 """Planar kinematics helpers: rotation matrices, body poses, body handles."""
 
 import dataclasses
+from typing import Any
 
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array
 
 GROUND_INDEX = -1
 
@@ -95,11 +98,11 @@ def is_concrete(x) -> bool:
     return True
 
 
-def as_f64(x):
+def as_f64(x: Any) -> Array:
     """Field converter: a float64 array (keeps tracers traced). Text is left as it is, for the
     element's check to refuse naming the element (jnp would parse "1.0" as a number)."""
     if isinstance(x, (str, bytes)):
-        return x
+        return x  # pyright: ignore[reportReturnType]  # refused by the element's check
     return jnp.asarray(x, dtype=jnp.float64)
 
 

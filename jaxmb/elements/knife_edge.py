@@ -5,8 +5,8 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, PairRowVector, Scalar, Vector2
 from ._base import AbstractNonholonomicPair
 from .geometry import Body, as_f64, direction, dot2, point
 
@@ -26,8 +26,8 @@ class KnifeEdge(AbstractNonholonomicPair):
 
     name: str = eqx.field(static=True)
     body: Body = eqx.field(static=True)
-    s: Float[Array, "2"] = eqx.field(converter=as_f64)
-    n: Float[Array, "2"] = eqx.field(converter=as_f64)
+    s: Vector2 = eqx.field(converter=as_f64)
+    n: Vector2 = eqx.field(converter=as_f64)
     num_rows: ClassVar[int] = 1
     nonzero: ClassVar[tuple[str, ...]] = ("n",)
 
@@ -41,9 +41,7 @@ class KnifeEdge(AbstractNonholonomicPair):
     def bodies(self) -> tuple[Body, ...]:
         return (self.body,)
 
-    def velocity_residual(
-        self, q: Float[Array, " n"], qd: Float[Array, " n"], t: Float[Array, ""]
-    ) -> Float[Array, " pair_rows"]:
+    def velocity_residual(self, q: Coordinates, qd: Coordinates, t: Scalar) -> PairRowVector:
         v_K = jax.jvp(lambda q_: point(q_, self.body, self.s), (q,), (qd,))[1]
         normal = direction(q, self.body, self.n / jnp.linalg.norm(self.n))
         return jnp.reshape(dot2(normal, v_K), (1,))

@@ -4,8 +4,8 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, PairRowVector, Scalar, Vector2
 from ._base import AbstractHolonomicPair
 from .geometry import Body, as_f64, cross2, direction, point
 
@@ -29,9 +29,9 @@ class PinInSlot(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: Float[Array, "2"] = eqx.field(converter=as_f64)
-    s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
-    a_i: Float[Array, "2"] = eqx.field(converter=as_f64)
+    s_i: Vector2 = eqx.field(converter=as_f64)
+    s_j: Vector2 = eqx.field(converter=as_f64)
+    a_i: Vector2 = eqx.field(converter=as_f64)
     num_rows: ClassVar[int] = 1
     nonzero: ClassVar[tuple[str, ...]] = ("a_i",)
 
@@ -44,7 +44,7 @@ class PinInSlot(AbstractHolonomicPair):
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
+    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         a_i = direction(q, self.i, self.a_i)
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
         return jnp.reshape(cross2(a_i, d), (1,))

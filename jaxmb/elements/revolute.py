@@ -3,8 +3,8 @@
 from typing import ClassVar
 
 import equinox as eqx
-from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, PairRowVector, Scalar, Vector2
 from ._base import AbstractHolonomicPair
 from .geometry import Body, as_f64, point
 
@@ -26,8 +26,8 @@ class Revolute(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: Float[Array, "2"] = eqx.field(converter=as_f64)
-    s_j: Float[Array, "2"] = eqx.field(converter=as_f64)
+    s_i: Vector2 = eqx.field(converter=as_f64)
+    s_j: Vector2 = eqx.field(converter=as_f64)
     num_rows: ClassVar[int] = 2
 
     def __check_init__(self):
@@ -38,5 +38,5 @@ class Revolute(AbstractHolonomicPair):
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
+    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         return point(q, self.i, self.s_i) - point(q, self.j, self.s_j)

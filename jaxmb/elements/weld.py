@@ -4,8 +4,8 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
 
+from .._custom_types import Coordinates, PairRowVector, Scalar, Vector2
 from ._base import AbstractHolonomicPair
 from .geometry import Body, as_f64, point, pose
 
@@ -28,9 +28,9 @@ class Weld(AbstractHolonomicPair):
     name: str = eqx.field(static=True)
     i: Body = eqx.field(static=True)
     j: Body = eqx.field(static=True)
-    s_i: Float[Array, "2"] = eqx.field(converter=as_f64, default=(0.0, 0.0))
-    s_j: Float[Array, "2"] = eqx.field(converter=as_f64, default=(0.0, 0.0))
-    angle: Float[Array, ""] = eqx.field(converter=as_f64, default=0.0)
+    s_i: Vector2 = eqx.field(converter=as_f64, default=(0.0, 0.0))
+    s_j: Vector2 = eqx.field(converter=as_f64, default=(0.0, 0.0))
+    angle: Scalar = eqx.field(converter=as_f64, default=0.0)
     num_rows: ClassVar[int] = 3
 
     def __check_init__(self):
@@ -42,7 +42,7 @@ class Weld(AbstractHolonomicPair):
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q: Float[Array, " n"], t: Float[Array, ""]) -> Float[Array, " pair_rows"]:
+    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         _, phi_i = pose(q, self.i)
         _, phi_j = pose(q, self.j)
         d = point(q, self.i, self.s_i) - point(q, self.j, self.s_j)

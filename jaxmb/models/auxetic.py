@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Real
 
+from .._custom_types import Coordinates, ScalarLike
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from ..elements import AbsoluteDriver, Force, Gravity, RelativeAngleDriver, Revolute, Weld
@@ -58,10 +59,10 @@ def hinges(n: int, m: int) -> list[tuple[str, tuple[int, int], tuple[int, int], 
 def configuration(
     n: int,
     m: int | None = None,
-    theta: Real[ArrayLike, ""] = 0.3,
-    side: Real[ArrayLike, ""] = 1.0,
-    aspect: Real[ArrayLike, ""] = 1.0,
-) -> Float[Array, " n"]:
+    theta: ScalarLike = 0.3,
+    side: ScalarLike = 1.0,
+    aspect: ScalarLike = 1.0,
+) -> Coordinates:
     """q of every plate (column-major: plate (i, j) is body i + n j) on the mode at `theta`
     (traceable in theta, side and aspect). Rectangles a x b (a = side, b = aspect a: the
     rotating-rectangles pattern, Grima et al. 2004) have their centres (i Lx, j Ly) with
@@ -80,11 +81,11 @@ def configuration(
 def hinge_points(
     n: int,
     m: int | None = None,
-    theta: Real[ArrayLike, ""] = 0.3,
-    side: Real[ArrayLike, ""] = 1.0,
+    theta: ScalarLike = 0.3,
+    side: ScalarLike = 1.0,
     sizes: Real[ArrayLike, " plates"] | Sequence[float] | None = None,
     offsets: Real[ArrayLike, "hinges 2"] | Sequence[Sequence[float]] | None = None,
-    aspect: Real[ArrayLike, ""] = 1.0,
+    aspect: ScalarLike = 1.0,
 ) -> tuple[Float[Array, "plates 3"], Float[Array, "hinges 2 2"]]:
     """(q, local points): the configuration `configuration(n, m, theta, side)` and, per hinge
     of `hinges(n, m)`, the hinge's point in plate a's and plate b's frames, (hinges, 2, 2).
@@ -211,7 +212,7 @@ def build(
     for h, (name, a, b, _, _) in enumerate(hinges(n, m)):
         mech.add(Revolute(name, plates[a], plates[b], s_i=local[h, 0], s_j=local[h, 1]))
     if gravity is not None:
-        mech.add(Gravity(gravity))
+        mech.add(Gravity(g=gravity))
     if pull is not None:
         pull = jnp.asarray(pull, jnp.float64)
         for j in range(m):

@@ -66,7 +66,7 @@ def build(
     if driven:
         m.add(RelativeAngleDriver("M1", m.ground, rod1, f=phi10(jnp.pi / 12), offset=down))
         m.add(RelativeAngleDriver("M2", rod1, rod2, f=phi10(jnp.pi / 6)))
-    m.add(Gravity((0.0, -g)))
+    m.add(Gravity(g=(0.0, -g)))
     return m.build()
 
 
@@ -126,7 +126,7 @@ def build_fictitious(
     m.add(Revolute("O2", rod1, rod2, s_i=(l1 / 2, 0.0), s_j=(-l2 / 2, 0.0)))
     m.add(RelativeAngleDriver("M1", support, rod1, f=phi10(jnp.pi / 12), offset=down))
     m.add(RelativeAngleDriver("M2", rod1, rod2, f=phi10(jnp.pi / 6)))
-    m.add(Gravity((0.0, -g)))
+    m.add(Gravity(g=(0.0, -g)))
     return m.build()
 
 

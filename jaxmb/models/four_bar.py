@@ -80,7 +80,7 @@ def build(
     if omega is not None:
         m.add(RelativeAngleDriver("motor", m.ground, crank, f=drive.Linear(omega, theta0)))
     if gravity is not None:
-        m.add(Gravity(gravity))
+        m.add(Gravity(g=gravity))
     return m.build()
 
 
@@ -157,7 +157,7 @@ def build_pivots(
     if omega is not None:
         m.add(RelativeAngleDriver("motor", m.ground, crank, f=drive.Linear(omega, theta0)))
     if gravity is not None:
-        m.add(Gravity(gravity))
+        m.add(Gravity(g=gravity))
     return m.build()
 
 

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Real
 
+from .._custom_types import Coordinates, ScalarLike
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from ..elements import Gravity, Revolute
@@ -50,11 +51,8 @@ def _check_n(N):
 
 
 def configuration(
-    angle: Real[ArrayLike, ""],
-    N: int,
-    length: Real[ArrayLike, ""] = 1.0,
-    rigid_coupler: bool = False,
-) -> Float[Array, " n"]:
+    angle: ScalarLike, N: int, length: ScalarLike = 1.0, rigid_coupler: bool = False
+) -> Coordinates:
     """Coordinates q with every crank at `angle` (from +x) and the couplers horizontal.
 
     Crank k: centre A_k + (L / 2) u, u = (cos, sin)(angle); coupler j: centre A_j + L u +
@@ -139,7 +137,7 @@ def build(
             m.add(Revolute(f"B{j}c{j}", cranks[j], bar, s_i=tip, s_j=foot))
             m.add(Revolute(f"B{j + 1}c{j}", cranks[j + 1], bar, s_i=tip, s_j=tip))
     if gravity is not None:
-        m.add(Gravity(gravity))
+        m.add(Gravity(g=gravity))
     return m.build()
 
 

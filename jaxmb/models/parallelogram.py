@@ -16,21 +16,20 @@ rows), without it dof = 1.
 from collections.abc import Sequence
 
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float, Real
 
+from .._custom_types import Coordinates, ScalarLike, Vector2Like
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from ..elements import Force, Gravity, RelativeAngleDriver, Revolute, drive
+from ..elements.drive import AbstractDrive
 
 PIVOTS = {"1": 0.0, "2": 1.0, "3": 0.5}
 """Ground pivot of each crank as a fraction of d."""
 
 
-def configuration(
-    theta: Real[ArrayLike, ""], L: Real[ArrayLike, ""] = 0.2, d: Real[ArrayLike, ""] = 0.4
-) -> Float[Array, "12"]:
+def configuration(theta: ScalarLike, L: ScalarLike = 0.2, d: ScalarLike = 0.4) -> Coordinates:
     """q of crank1, crank2, crank3, coupler with every crank at `theta` (traceable)."""
-    theta = jnp.asarray(theta, jnp.float64)
+    theta, L, d = (jnp.asarray(x, jnp.float64) for x in (theta, L, d))
     u = jnp.stack([jnp.cos(theta), jnp.sin(theta)])
     z = 0.0 * theta
     cranks = [jnp.stack([f * d + L / 2 * u[0], L / 2 * u[1], theta]) for f in PIVOTS.values()]
@@ -39,14 +38,14 @@ def configuration(
 
 
 def build(
-    L: Real[ArrayLike, ""] = 0.2,
-    d: Real[ArrayLike, ""] = 0.4,
-    theta: Real[ArrayLike, ""] = 0.7,
+    L: ScalarLike = 0.2,
+    d: ScalarLike = 0.4,
+    theta: ScalarLike = 0.7,
     *,
-    motor: bool | drive.AbstractDrive = True,
-    masses: Sequence[Real[ArrayLike, ""]] = (0.5, 0.5, 0.5, 1.0),
-    gravity: Real[ArrayLike, "2"] | Sequence[float] | None = (0.0, -9.81),
-    load: Real[ArrayLike, "2"] | Sequence[float] | None = None,
+    motor: bool | AbstractDrive = True,
+    masses: Sequence[ScalarLike] = (0.5, 0.5, 0.5, 1.0),
+    gravity: Vector2Like | None = (0.0, -9.81),
+    load: Vector2Like | None = None,
 ) -> Model:
     """Build the linkage at crank angle `theta` (every argument but the flags is traceable).
 
@@ -93,7 +92,7 @@ def build(
         f = drive.Constant(jnp.asarray(theta, jnp.float64)) if motor is True else motor
         m.add(RelativeAngleDriver("motor", m.ground, bodies["crank1"], f=f))
     if gravity is not None:
-        m.add(Gravity(gravity))
+        m.add(Gravity(g=gravity))
     if load is not None:
         m.add(Force("load", coupler, s=jnp.stack([d / 2, z]), f=jnp.asarray(load, jnp.float64)))
     return m.build()

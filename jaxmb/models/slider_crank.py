@@ -73,5 +73,5 @@ def build(
     if omega is not None:
         m.add(RelativeAngleDriver("motor", m.ground, crank, f=drive.Linear(omega, theta0)))
     if gravity is not None:
-        m.add(Gravity(gravity))
+        m.add(Gravity(g=gravity))
     return m.build()

@@ -117,8 +117,8 @@ def _partitioned(kernel, args, results):
     from jax.sharding import NamedSharding, PartitionSpec
 
     def shardings(mesh, arg_shapes, result_shape):
-        spec = getattr(arg_shapes[0].sharding, "spec", ())
-        one = NamedSharding(mesh, PartitionSpec(spec[0] if len(spec) else None))
+        spec = getattr(arg_shapes[0].sharding, "spec", None)
+        one = NamedSharding(mesh, PartitionSpec(spec[0] if spec else None))
         return one, jax.tree.map(lambda _: one, result_shape)
 
     def partition(mesh, arg_shapes, result_shape):
