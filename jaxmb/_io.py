@@ -35,6 +35,7 @@ from ._custom_types import Coordinates, CoordinatesLike
 from ._model.mechanism import Mechanism
 from ._model.model import Model
 from ._reaction_methods.compliance import Compliance
+from ._runtime.exceptions import JaxmbError
 from .elements import drive as _drive
 from .elements.geometry import Body, is_concrete
 
@@ -161,8 +162,8 @@ def compliance_from(entry, model: Model, where="compliance") -> Compliance:
         compliance.bind(model, where)
     except ValueError as e:
         message = str(e)
-        if not message.startswith(f"{where}: "):
-            message = f"{where}: {_strip(e, 'Compliance: ')}"
+        if not message.startswith(f"{where}: "):  # bind names `where` itself
+            message = f"{where}: {_detail(e, 'Compliance')}"
         raise ValueError(message) from None
     return compliance
 
@@ -303,7 +304,7 @@ def _add_body(m, entry, where):
     try:
         return m.body(name, mass, inertia, q)
     except ValueError as e:
-        raise ValueError(f"{where}: {_strip(e, f'body {name!r}: ')}") from None
+        raise ValueError(f"{where}: {_detail(e, f'body {name!r}')}") from None
 
 
 def _element(entry, where, handles):
@@ -320,10 +321,10 @@ def _element(entry, where, handles):
             f"{', '.join(ELEMENT_TYPES)}"
         )
     where = f"{where} ({kind} {name!r})" if isinstance(name, str) else f"{where} ({kind})"
-    return where, _construct(ELEMENT_TYPES[kind], entry, where, handles, f"{kind} {name!r}: ")
+    return where, _construct(ELEMENT_TYPES[kind], entry, where, handles, f"{kind} {name!r}")
 
 
-def _construct(cls, entry, where, handles, own_prefix):
+def _construct(cls, entry, where, handles, subject):
     """An element or drive from its entry; constructor errors gain the entry's `where`."""
     fields = _fields(cls)
     allowed = ("type", *(f.name for f in fields))
@@ -337,7 +338,7 @@ def _construct(cls, entry, where, handles, own_prefix):
     try:
         return cls(**kwargs)
     except (ValueError, TypeError) as e:
-        raise ValueError(f"{where}: {_strip(e, own_prefix)}") from None
+        raise ValueError(f"{where}: {_detail(e, subject)}") from None
 
 
 def _decode(value, label, annotation, where, handles):
@@ -377,7 +378,7 @@ def _drive_from(value, where, handles):
             f"{where}: unknown drive type {kind!r}{_suggest(kind, DRIVE_TYPES)}; "
             f"known types: {', '.join(DRIVE_TYPES)} (or a plain number)"
         )
-    return _construct(DRIVE_TYPES[kind], value, f"{where} ({kind})", handles, f"{kind}: ")
+    return _construct(DRIVE_TYPES[kind], value, f"{where} ({kind})", handles, kind)
 
 
 def _is_numeric(value) -> bool:
@@ -442,9 +443,12 @@ def _check_initial_velocity(qd0, n):
         )
 
 
-def _strip(error, prefix) -> str:
-    message = str(error)
-    return message[len(prefix) :] if prefix and message.startswith(prefix) else message
+def _detail(error, subject) -> str:
+    """What `error` says about `subject` (the element or body of the entry, which the entry's
+    `where` names instead), else its whole message."""
+    if isinstance(error, JaxmbError) and error.subject == subject:
+        return error.detail
+    return str(error)
 
 
 # ----- files -------------------------------------------------------------------------------

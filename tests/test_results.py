@@ -52,6 +52,24 @@ def test_element_failure_names_the_element():
     with pytest.raises(mb.JaxmbError, match="Revolute 'R': s_j must be a 2-vector") as caught:
         mb.Revolute("R", m.ground, b1, s_i=(0.0, 0.0), s_j=(0.0, 0.0, 0.0))
     assert caught.value.element == "R" and caught.value.cause is None
+    assert caught.value.subject == "Revolute 'R'"
+    assert caught.value.detail.startswith("s_j must be a 2-vector")
+
+
+def test_a_model_file_names_its_entry_with_the_failure_detail(tmp_path):
+    """A model file's entry reports an element's, a body's or a drive's failure with the
+    entry's place instead of the subject (`JaxmbError.detail`, no message edited): the
+    subject is not repeated, the detail is whole."""
+    entry = {
+        "jaxmb_model": 1,
+        "bodies": [{"name": "b1", "mass": -1.0, "inertia": 0.1}],
+        "elements": [],
+    }
+    with pytest.raises(ValueError) as caught:
+        mb.model_from_dict(entry)
+    message = str(caught.value)
+    assert "b1" in message and "mass = -1.0 must be positive and finite" in message
+    assert "body 'b1': " not in message
 
 
 def test_results_extend_diffrax_codes(doubled_pin):

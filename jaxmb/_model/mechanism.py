@@ -12,6 +12,7 @@ from jaxtyping import Array, ArrayLike, Real
 
 from .._custom_types import ScalarLike
 from .._runtime import errors as _errors
+from .._runtime.exceptions import JaxmbError
 from ..elements import AbstractElement, AbstractForceElement, AbstractPair
 from ..elements._base import VALUE_PROBLEMS
 from ..elements.drive import AbstractDrive
@@ -54,22 +55,25 @@ class Mechanism:
             raise ValueError(f"body name {name!r} is already used")
         for label, value in (("mass", mass), ("inertia", inertia), ("q", q)):
             if not is_real(value):
-                raise ValueError(
-                    f"body {name!r}: {label} must be a real number (or numbers), got "
-                    f"{value!r} of type {type(value).__name__}"
+                raise JaxmbError.about(
+                    f"body {name!r}",
+                    f"{label} must be a real number (or numbers), got "
+                    f"{value!r} of type {type(value).__name__}",
                 )
         for label, value in (("mass", mass), ("inertia", inertia)):
             if jnp.shape(value) != ():
-                raise ValueError(f"body {name!r}: {label} must be a scalar")
+                raise JaxmbError.about(f"body {name!r}", f"{label} must be a scalar")
             if is_concrete(value):
                 v = float(np.asarray(value))
                 if not np.isfinite(v) or v <= 0.0:
-                    raise ValueError(f"body {name!r}: {label} = {v} must be positive and finite")
+                    raise JaxmbError.about(
+                        f"body {name!r}", f"{label} = {v} must be positive and finite"
+                    )
         q = jnp.asarray(q, dtype=jnp.float64)
         if q.shape != (3,):
-            raise ValueError(f"body {name!r}: q must be (x, y, phi), got shape {q.shape}")
+            raise JaxmbError.about(f"body {name!r}", f"q must be (x, y, phi), got shape {q.shape}")
         if is_concrete(q) and not np.all(np.isfinite(np.asarray(q))):
-            raise ValueError(f"body {name!r}: q = {np.asarray(q).tolist()} is not finite")
+            raise JaxmbError.about(f"body {name!r}", f"q = {np.asarray(q).tolist()} is not finite")
         handle = Body(name, len(self._bodies), self._token)
         self._bodies.append((handle, mass, inertia, q))
         return handle

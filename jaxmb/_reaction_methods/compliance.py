@@ -72,6 +72,7 @@ from .._linalg.dense import RANK_RTOL, pinv
 from .._model.blocks import mass_row_norms, multiply, multiply_transposed
 from .._model.model import Model
 from .._runtime import errors as _errors
+from .._runtime.exceptions import JaxmbError
 from ..elements.geometry import is_concrete, is_real
 from ._base import AbstractReactionMethod, Solution
 from ._common import unique_accelerations
@@ -241,7 +242,9 @@ class Compliance(AbstractReactionMethod):
         stiffness = {} if stiffness is None else dict(stiffness)
         for name in stiffness:
             if not isinstance(name, str):
-                raise ValueError(f"Compliance: stiffness keys must be pair names, got {name!r}")
+                raise JaxmbError.about(
+                    "Compliance", f"stiffness keys must be pair names, got {name!r}"
+                )
         self.pairs = tuple(stiffness)
         self.values = tuple(_checked(v, f"stiffness of pair {n!r}") for n, v in stiffness.items())
         self.default = None if default is None else _checked(default, "default", scalar=True)
@@ -367,22 +370,26 @@ def _checked(value, label, scalar=False):
     """value as float64; concrete values must be positive and finite (one number, or one per
     row unless `scalar`)."""
     if value is None or isinstance(value, (str, bytes, bool)) or not is_real(value):
-        raise ValueError(
-            f"Compliance: {label} must be a positive number (N/m, or N m/rad for "
-            f"angle rows), or one per row, got {value!r}"
+        raise JaxmbError.about(
+            "Compliance",
+            f"{label} must be a positive number (N/m, or N m/rad for "
+            f"angle rows), or one per row, got {value!r}",
         )
     x = jnp.asarray(value, jnp.float64)
     if x.ndim > (0 if scalar else 1):
         want = "one number" if scalar else "one number or one per row"
-        raise ValueError(f"Compliance: {label} must be {want}, got shape {x.shape}")
+        raise JaxmbError.about("Compliance", f"{label} must be {want}, got shape {x.shape}")
     if is_concrete(x):
         v = np.asarray(x)
         if not np.all(np.isfinite(v) & (v > 0.0)):
-            raise ValueError(f"Compliance: {label} = {v.tolist()} must be positive and finite")
+            raise JaxmbError.about(
+                "Compliance", f"{label} = {v.tolist()} must be positive and finite"
+            )
         if np.any(v < SMALLEST_STIFFNESS):
-            raise ValueError(
-                f"Compliance: {label} = {v.tolist()} is below {SMALLEST_STIFFNESS:g}, the "
+            raise JaxmbError.about(
+                "Compliance",
+                f"{label} = {v.tolist()} is below {SMALLEST_STIFFNESS:g}, the "
                 "smallest normal float64: XLA flushes such numbers to zero. Only ratios of "
-                "the stiffnesses matter: scale them all up"
+                "the stiffnesses matter: scale them all up",
             )
     return x

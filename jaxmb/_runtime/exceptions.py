@@ -4,7 +4,10 @@ A `ValueError` (a wrong argument, found when the call is traced) or, for a check
 known only when the program runs, a `JaxmbRuntimeError`, which is also equinox's
 `EquinoxRuntimeError` (a `RuntimeError`), so code catching either keeps working. Each carries
 `function` (the analysis that reported it, as the message names it), `element` (the name of
-the element concerned, or None) and `cause` (a `RESULTS` code, or None for a wrong argument).
+the element concerned, or None), `cause` (a `RESULTS` code, or None for a wrong argument), and
+`subject` and `detail` where the message is "<subject>: <detail>" (`JaxmbError.about`): a caller
+that reports the failure in its own terms (a model file's entry) says `detail` after its own
+subject instead of editing the message.
 """
 
 import equinox as eqx
@@ -21,9 +24,17 @@ class JaxmbError(ValueError):
         function: str | None = None,
         element: str | None = None,
         cause: eqx.Enumeration | None = None,  # a code of RESULTS
+        subject: str | None = None,
+        detail: str | None = None,
     ):
         super().__init__(message)
         self.function, self.element, self.cause = function, element, cause
+        self.subject, self.detail = subject, message if detail is None else detail
+
+    @classmethod
+    def about(cls, subject: str, detail: str, **fields) -> "JaxmbError":
+        """The failure "<subject>: <detail>", e.g. about("body 'wheel'", "mass must be ...")."""
+        return cls(f"{subject}: {detail}", subject=subject, detail=detail, **fields)
 
     def extended(self, text: str) -> "JaxmbError":
         """The same failure with `text` added to its message (e.g. what to do instead)."""
@@ -32,6 +43,8 @@ class JaxmbError(ValueError):
             function=self.function,
             element=self.element,
             cause=self.cause,
+            subject=self.subject,
+            detail=None if self.subject is None else f"{self.detail.rstrip()} {text}",
         )
 
 

@@ -95,7 +95,7 @@ class AbstractElement(eqx.Module):
     def fail(self, problem: str) -> NoReturn:
         """Raise a JaxmbError (a ValueError) naming this element and the problem."""
         name = self.name if isinstance(self.name, str) else None
-        raise JaxmbError(f"{_describe(self)}: {problem}", element=name)
+        raise JaxmbError.about(_describe(self), problem, element=name)
 
     def check_not_text(self, value: Any, label: str) -> None:
         """Build-time check that a numeric field was not given as text."""

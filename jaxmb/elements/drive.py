@@ -17,6 +17,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
 from .._custom_types import Scalar, ScalarLike
 from .._linalg.dense import solve
+from .._runtime.exceptions import JaxmbError
 from .geometry import is_concrete
 
 
@@ -42,7 +43,7 @@ class AbstractDrive(eqx.Module):
     def __check_init__(self):
         for bad, problem in self.invalid():
             if is_concrete(bad) and bool(np.asarray(bad)):
-                raise ValueError(f"{type(self).__name__}: {problem}")
+                raise JaxmbError.about(type(self).__name__, problem)
 
 
 class Constant(AbstractDrive):
@@ -83,7 +84,7 @@ class Polynomial(AbstractDrive):
 
     def __check_init__(self):
         if jnp.ndim(self.coefficients) != 1 or jnp.shape(self.coefficients)[0] == 0:
-            raise ValueError("Polynomial: coefficients must be a non-empty 1-D sequence")
+            raise JaxmbError.about("Polynomial", "coefficients must be a non-empty 1-D sequence")
 
     def __call__(self, t: ScalarLike) -> Scalar:
         return jnp.polyval(self.coefficients[::-1], t)
@@ -103,10 +104,10 @@ class Spline(AbstractDrive):
 
     def __check_init__(self):
         if jnp.ndim(self.t) != 1 or jnp.shape(self.t)[0] < 2:
-            raise ValueError("Spline: t must be a 1-D sequence of at least 2 knots")
+            raise JaxmbError.about("Spline", "t must be a 1-D sequence of at least 2 knots")
         if jnp.shape(self.values) != jnp.shape(self.t):
-            raise ValueError(
-                f"Spline: values has shape {jnp.shape(self.values)}, t has {jnp.shape(self.t)}"
+            raise JaxmbError.about(
+                "Spline", f"values has shape {jnp.shape(self.values)}, t has {jnp.shape(self.t)}"
             )
 
     def invalid(self) -> tuple[tuple[Bool[Array, ""], str], ...]:
@@ -152,7 +153,9 @@ class SmoothSteps(AbstractDrive):
     def __check_init__(self):
         shapes = {jnp.shape(self.starts), jnp.shape(self.ends), jnp.shape(self.levels)}
         if len(shapes) != 1 or jnp.ndim(self.starts) != 1:
-            raise ValueError("SmoothSteps: starts, ends and levels must be 1-D of equal length")
+            raise JaxmbError.about(
+                "SmoothSteps", "starts, ends and levels must be 1-D of equal length"
+            )
 
     def invalid(self) -> tuple[tuple[Bool[Array, ""], str], ...]:
         return ((~jnp.all(self.ends > self.starts), "every transition must end after it starts"),)
