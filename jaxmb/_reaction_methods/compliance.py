@@ -257,7 +257,7 @@ class Compliance(AbstractReactionMethod):
         return f"Compliance({', '.join(x for x in (listed, rest) if x)})"
 
     def bind(self, model: Model, where: str) -> AbstractReactionMethod:
-        rows = {p.name: p.num_rows for p in model.pairs}  # one pass: O(pairs), not pairs^2
+        rows = {p.name: p.num_rows for p in model.pair_info}  # one pass: O(pairs), not pairs^2
         unknown = [n for n in self.pairs if n not in rows]
         if unknown:
             close = difflib.get_close_matches(unknown[0], list(rows), n=1)
@@ -280,18 +280,22 @@ class Compliance(AbstractReactionMethod):
                 f"{where}: Compliance has no stiffness for pair(s) {missing} and "
                 "no default; list them or pass default=..."
             )
-        known = [_errors.concrete(v) for v in (*self.values, self.default) if v is not None]
-        if rows and all(v is not None for v in known):  # else checked at run time
-            values = dict(zip(self.pairs, known))
-            default = None if self.default is None else known[-1]
-            k = np.concatenate(
-                [
-                    np.broadcast_to(values.get(name, default), (count,))
-                    for name, count in rows.items()
-                ]
-            )
+        k = self._known_row_stiffness(rows)
+        if rows and k is not None:  # else checked at run time
             self._check_ratio(k, model, where)
         return self
+
+    def _known_row_stiffness(self, rows):
+        """The number of every row (numpy) when all numbers are concrete, else None; `rows`:
+        pair name -> its number of rows, in row order."""
+        known = [_errors.concrete(v) for v in (*self.values, self.default) if v is not None]
+        if not rows or any(v is None for v in known):
+            return None
+        values = dict(zip(self.pairs, known))
+        default = None if self.default is None else known[-1]
+        return np.concatenate(
+            [np.broadcast_to(values.get(name, default), (count,)) for name, count in rows.items()]
+        ).astype(np.float64)
 
     @staticmethod
     def _check_ratio(k, model, where):
@@ -308,15 +312,19 @@ class Compliance(AbstractReactionMethod):
     def row_stiffness(self, model: Model) -> Float[Array, " rows"]:
         """The number of every row of C (row order), checked positive and finite at run time
         (the error names the pair)."""
+        known = self._known_row_stiffness({p.name: p.num_rows for p in model.pair_info})
+        if known is not None:  # one constant, not one operation per pair in a traced program
+            return jnp.asarray(known)
         given = self.stiffness
         parts = [
-            jnp.broadcast_to(given.get(p.name, self.default), (p.num_rows,)) for p in model.pairs
+            jnp.broadcast_to(given.get(p.name, self.default), (p.num_rows,))
+            for p in model.pair_info
         ]
         k = jnp.concatenate(parts) if parts else jnp.zeros(0)
         messages = tuple(
             f"Compliance: the stiffness of pair {p.name!r} must be positive, "
             "finite and at least the smallest normal float64 (traced value)"
-            for p in model.pairs
+            for p in model.pair_info
             for _ in range(p.num_rows)
         )
         if not messages or is_concrete(k):
@@ -368,7 +376,11 @@ def _checked(value, label, scalar=False):
             f"Compliance: {label} must be a positive number (N/m, or N m/rad for "
             f"angle rows), or one per row, got {value!r}"
         )
-    x = jnp.asarray(value, jnp.float64)
+    if isinstance(value, jax.core.Tracer):
+        x = jnp.asarray(value, jnp.float64)
+    else:  # known numbers stay known inside a trace (one constant, checked now)
+        with jax.ensure_compile_time_eval():
+            x = jnp.asarray(value, jnp.float64)
     if x.ndim > (0 if scalar else 1):
         want = "one number" if scalar else "one number or one per row"
         raise ValueError(f"Compliance: {label} must be {want}, got shape {x.shape}")
