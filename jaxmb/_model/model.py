@@ -81,7 +81,10 @@ class Model(eqx.Module):
     """A planar multibody model in absolute coordinates q = (x_k, y_k, phi_k) per body.
 
     Rows of C are ordered pair by pair, in the order the pairs were added (seed 001 stacks
-    C = [Phi_q; Psi], which is this order when holonomic pairs come first).
+    C = [Phi_q; Psi], which is this order when holonomic pairs come first). The pairs are
+    stored in that order in `pair_store`, those added by `Mechanism.add_stacked` as one
+    `PairStack` each (their parameters kept as whole arrays); `pairs` lists one element per
+    pair.
 
     Shapes in the annotations: `n` coordinates (3 per body), `rows` = m + h rows of C, `m`
     holonomic rows, `bodies`; they are those of one model (a model built under `jax.vmap`

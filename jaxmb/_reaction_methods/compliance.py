@@ -376,11 +376,7 @@ def _checked(value, label, scalar=False):
             f"Compliance: {label} must be a positive number (N/m, or N m/rad for "
             f"angle rows), or one per row, got {value!r}"
         )
-    if isinstance(value, jax.core.Tracer):
-        x = jnp.asarray(value, jnp.float64)
-    else:  # known numbers stay known inside a trace (one constant, checked now)
-        with jax.ensure_compile_time_eval():
-            x = jnp.asarray(value, jnp.float64)
+    x = jnp.asarray(value, jnp.float64)
     if x.ndim > (0 if scalar else 1):
         want = "one number" if scalar else "one number or one per row"
         raise ValueError(f"Compliance: {label} must be {want}, got shape {x.shape}")
