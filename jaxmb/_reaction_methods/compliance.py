@@ -230,6 +230,9 @@ class Compliance(AbstractReactionMethod):
     pairs: tuple[str, ...] = eqx.field(static=True)
     values: tuple[Float[Array, " *pair_rows"], ...]  # per pair: one number, or one per row
     default: Float[Array, ""] | None
+    # the number of every row, packed by `bind` when all numbers are known: one array enters
+    # the compiled program instead of one value per pair
+    row_values: Float[Array, " rows"] | None
     physical: ClassVar[bool] = True
 
     def __init__(
@@ -244,6 +247,7 @@ class Compliance(AbstractReactionMethod):
         self.pairs = tuple(stiffness)
         self.values = tuple(_checked(v, f"stiffness of pair {n!r}") for n, v in stiffness.items())
         self.default = None if default is None else _checked(default, "default", scalar=True)
+        self.row_values = None
 
     @property
     def stiffness(self) -> dict[str, Float[Array, " *pair_rows"]]:
@@ -283,6 +287,7 @@ class Compliance(AbstractReactionMethod):
         k = self._known_row_stiffness(rows)
         if rows and k is not None:  # else checked at run time
             self._check_ratio(k, model, where)
+            return eqx.tree_at(lambda c: c.row_values, self, jnp.asarray(k), is_leaf=_none)
         return self
 
     def _known_row_stiffness(self, rows):
@@ -312,6 +317,8 @@ class Compliance(AbstractReactionMethod):
     def row_stiffness(self, model: Model) -> Float[Array, " rows"]:
         """The number of every row of C (row order), checked positive and finite at run time
         (the error names the pair)."""
+        if self.row_values is not None and self.row_values.shape == (model.num_rows,):
+            return self.row_values  # packed by `bind` (checked there)
         known = self._known_row_stiffness({p.name: p.num_rows for p in model.pair_info})
         if known is not None:  # one constant, not one operation per pair in a traced program
             return jnp.asarray(known)
@@ -366,6 +373,10 @@ RATIO_REASON = (
     "a pair this much stiffer than the others acts as rigid, so give it a stiffness at most "
     f"{MAX_STIFFNESS_RATIO:g} times the softest, or leave the soft pairs out of the model"
 )
+
+
+def _none(x):
+    return x is None
 
 
 def _checked(value, label, scalar=False):
