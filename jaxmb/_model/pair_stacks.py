@@ -8,7 +8,7 @@ build, thousands of small operations, each with its transpose in a reverse-mode 
 (bodies renamed to local slots, `groups.canonical`) whose array leaves carry a leading axis of
 length k, which is exactly what the grouped evaluation vmaps over. Pair m is
 
-    template with every leaf x replaced by x[m], slot s replaced by bodies[m][s],
+    template with every leaf x replaced by x[m] and every slot s by slots[m][s],
 
 the same pair as adding it alone (rows, names and row order unchanged).
 """
