@@ -146,7 +146,7 @@ class Mechanism:
         """Add k pairs of one type at once: every body field a sequence of k handles, every
         other field an array with a leading axis of length k (pair m takes entry m). The model
         is the one k calls of `add(kind(names[m], ...))` build (same rows, in this order), but
-        it keeps the arrays whole (`jaxmb._model.pair_stacks.PairStack`): a traced build of
+        it keeps the arrays whole (one `PairStack` in `Model.pair_store`): a traced build of
         hundreds of joints does not slice them apart and stack them again.
 
         ```python

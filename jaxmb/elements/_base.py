@@ -203,7 +203,7 @@ class AbstractForceElement(AbstractElement):
 
     `local`: its generalized force reads only its own bodies' coordinates and not the model,
     so the model evaluates elements of one type together on their bodies' coordinates (one
-    vmapped kernel per type, as the pairs: `jaxmb._model.groups`) with `model=None`."""
+    vmapped kernel per type, as the pairs) with `model=None`."""
 
     local: ClassVar[bool] = False
 
