@@ -132,6 +132,31 @@ def design(n):
     return out
 
 
+def scaling_case(n, gradient=True, repeats=3):
+    """One grid size for bench_scaling.py: (compile, run) seconds of the sparse solvability of
+    the held grid, the Compliance statics of the pulled one (mode held), 1 s of motion of the
+    free pulled grid and the inverse-design `value_and_grad`; compile is the first call minus
+    the median run (gradient: trace, lowering and XLA, as `design`)."""
+    model = auxetic.build(n)
+    loaded = auxetic.build(n, pull=1.0, lock_mode=True)
+    method = mb.Compliance(ligament_stiffness(loaded), default=1e7)
+    out = {"plates": n * n, "rows": model.num_rows}
+    cases = (
+        ("solvability", lambda: mb.solvability(model, model.q0, method="sparse")),
+        ("statics", lambda: mb.statics(loaded, loaded.q0, method=method)),
+    )
+    for name, fn in cases:
+        _, first, seconds = first_and_median(fn, repeats)
+        out[name] = (first - seconds, seconds)
+    m_first, m_s, _, balance = motion(n)
+    out["motion"] = (m_first - m_s, m_s)
+    out["energy balance"] = balance
+    if gradient:
+        _, _, _, gc, _, gr = design(n)
+        out["gradient"] = (gc, gr)
+    return out
+
+
 def run(sizes, dense_up_to, gradient_up_to):
     rows, extra = [], []
     for n in sizes:

@@ -3,6 +3,7 @@
     python benchmarks/bench_scaling.py             # N = 1, 10, 50, 100, 200
     python benchmarks/bench_scaling.py --quick     # N = 1, 10, 20
     python benchmarks/bench_scaling.py --formulations null_space augmented_lagrangian
+    python benchmarks/bench_scaling.py --grid 4 10 20 30   # the rotating-squares linkage
 
 N parallelograms of unit bars (2 N + 1 bodies, 3 N + 1 revolutes, n = 6 N + 3 coordinates)
 start from the benchmark's initial state (cranks vertical, 1 m/s) and fall under gravity for
@@ -13,6 +14,11 @@ reference (hand-coded rows, same formulation) runs the same problem for N <= 50 
 Each formulation of `--formulations` (spellings of `simulate(formulation=...)`) runs the same
 problem side by side: the dense null-space one (a pivoted QR of C per right-hand side) and the
 sparse augmented-Lagrangian one (one static-pattern block Cholesky of M + alpha C'^T C').
+
+`--grid` runs the rotating-squares (auxetic) linkage of n x n plates instead (bench_metamaterial's
+`scaling_case`): the sparse solvability, the Compliance statics, 1 s of motion and the
+inverse-design gradient, compile apart, with the growth from size to size against issue
+targets: run time at most plates^1.3 and compile at most 2x from 10 x 10 to 20 x 20.
 """
 
 import os
@@ -41,14 +47,10 @@ def run(quick=False, sizes=None, repeats=None, ref_max=None, formulations=("null
         model = n_four_bar.build(N)
         qd0 = n_four_bar.velocity(np.pi / 2, -1.0, N)
         ts = jnp.linspace(0.0, T1, 11)
-        fn = lambda m, q, qd, ts: mb.simulate(
-            m,
-            q,
-            qd,
-            T1,
-            ts=ts,  # noqa: E731
-            formulation=formulation,
-        )
+
+        def fn(m, q, qd, ts, formulation=formulation):
+            return mb.simulate(m, q, qd, T1, ts=ts, formulation=formulation)
+
         compiled, trace_s, xla_s = compile_timed(fn, model, model.q0, qd0, ts)
         traj = block(compiled(model, model.q0, qd0, ts))
         t = median_time(lambda: block(compiled(model, model.q0, qd0, ts)), repeats)
@@ -113,6 +115,59 @@ def run(quick=False, sizes=None, repeats=None, ref_max=None, formulations=("null
     return dict(cases={f"{N} {f}": v for (N, f), v in figures.items()}, exponents=exponents)
 
 
+GRID_TARGETS = {"run exponent": 1.3, "compile ratio": 2.0}
+"""The targets of the growth from 10 x 10 to 20 x 20 plates: run time ~ plates^a with
+a <= 1.3, compile at most 2x."""
+
+
+def run_grid(sizes, gradient_up_to=30, repeats=3):
+    """The rotating-squares linkage at each n of `sizes` (bench_metamaterial.scaling_case):
+    one table of compile / run seconds, one of the growth between consecutive sizes (run
+    exponent against plates, compile ratio), each against GRID_TARGETS."""
+    import bench_metamaterial as bm
+
+    kinds = ("solvability", "statics", "motion", "gradient")
+    cases = {n: bm.scaling_case(n, n <= gradient_up_to, repeats) for n in sizes}
+    rows = [
+        [f"{n} x {n}", c["plates"], c["rows"]]
+        + [f"{c[k][0]:.3g} / {c[k][1]:.3g}" if k in c else "-" for k in kinds]
+        + [f"{c['energy balance']:.1e}"]
+        for n, c in cases.items()
+    ]
+    table(
+        "Rotating squares, n x n plates: compile / run seconds (run: median of "
+        f"{repeats}; compile: first call minus run, the gradient's trace + XLA)",
+        ["grid", "plates", "rows", *(f"{k} compile / run" for k in kinds), "energy balance"],
+        rows,
+    )
+    growth, lines = {}, []
+    for a, b in zip(sizes, sizes[1:]):
+        for k in kinds:
+            if k not in cases[a] or k not in cases[b]:
+                continue
+            ratio = cases[b]["plates"] / cases[a]["plates"]
+            run_exp = float(np.log(cases[b][k][1] / cases[a][k][1]) / np.log(ratio))
+            compile_ratio = cases[b][k][0] / cases[a][k][0]
+            growth[(a, b, k)] = dict(run_exponent=run_exp, compile_ratio=compile_ratio)
+            lines.append(
+                [
+                    f"{a} -> {b}",
+                    k,
+                    f"{run_exp:.2f}",
+                    "yes" if run_exp <= GRID_TARGETS["run exponent"] else "no",
+                    f"{compile_ratio:.2f}x",
+                    "yes" if compile_ratio <= GRID_TARGETS["compile ratio"] else "no",
+                ]
+            )
+    table(
+        "Growth between sizes: run time ~ plates^a (target a <= 1.3) and compile ratio "
+        "(target <= 2x; both targets are set from 10 x 10 to 20 x 20)",
+        ["sizes", "analysis", "run exponent a", "<= 1.3", "compile ratio", "<= 2x"],
+        lines,
+    )
+    return dict(cases=cases, growth=growth)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -120,8 +175,17 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int)
     parser.add_argument("--ref-max", type=int)
     parser.add_argument("--formulations", nargs="*", default=["null_space"])
+    parser.add_argument(
+        "--grid",
+        type=int,
+        nargs="*",
+        help="rotating-squares sizes n (n x n plates) instead of the N-four-bar",
+    )
+    parser.add_argument("--gradient-up-to", type=int, default=30)
     args = parser.parse_args(argv)
     print(machine())
+    if args.grid:
+        return run_grid(args.grid, args.gradient_up_to, args.repeats or 3)
     return run(args.quick, args.sizes, args.repeats, args.ref_max, tuple(args.formulations))
 
 

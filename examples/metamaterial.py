@@ -280,13 +280,14 @@ def animate(model, q, ts, path):
 def design_loss(n, k):
     """The 8-norm of the hinge forces of the pulled, held grid with plate sizes and hinge
     offsets `params` (relative to the nominal side 1): a smooth maximum."""
+    method = mb.Compliance(k, default=1e7)  # made once: its numbers are constants of the program
 
     def loss(params):
         sizes, offsets = params
         model = auxetic.build(
             n, theta=THETA, pull=PULL, lock_mode=True, sizes=sizes, offsets=offsets
         )
-        rx = mb.statics(model, model.q0, method=mb.Compliance(k, default=1e7))
+        rx = mb.statics(model, model.q0, method=method)
         forces = auxetic.hinge_forces(model, rx.lam)
         return jnp.sum(forces**DESIGN_POWER) ** (1.0 / DESIGN_POWER), forces
 

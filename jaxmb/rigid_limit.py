@@ -123,7 +123,7 @@ def _replaced(model, values, make, where):
         masses=model.masses,
         inertias=model.inertias,
         q0=model.q0,
-        pairs=kept,
+        pair_store=kept,
         force_elements=model.force_elements + new,
     )
 

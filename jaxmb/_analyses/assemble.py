@@ -112,7 +112,7 @@ def _assemble_jvp(primals, tangents, *, tol, max_steps):
 
 def failure_messages(model):
     """assemble's failure message for each holonomic pair (the one keeping the largest residual)."""
-    names = [p.name for p in model.pairs if p.holonomic]
+    names = [p.name for p in model.pair_info if p.holonomic]
     return tuple(
         f"assemble: no configuration satisfies the constraints; pair {name!r} keeps the largest "
         "residual. Its geometry may be impossible to close (e.g. link lengths), the constraints "
@@ -123,7 +123,7 @@ def failure_messages(model):
 
 def _worst_pair(model, r):
     """Index (among holonomic pairs) of the pair owning the largest residual entry."""
-    hol_pairs = [k for k, p in enumerate(model.pairs) if p.holonomic]
+    hol_pairs = [k for k, p in enumerate(model.pair_info) if p.holonomic]
     row_owner = model.row_pair_index[model.holonomic_rows]
     local = jnp.asarray([hol_pairs.index(int(k)) for k in row_owner])
     return local[jnp.argmax(jnp.abs(r))]

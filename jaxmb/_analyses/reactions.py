@@ -197,6 +197,21 @@ def flags_method(model: Model) -> Literal["qr", "sparse"]:
     return "qr" if al.is_dense(model) else "sparse"
 
 
+def generalized_by_pair(
+    model: Model, C: Float[Array, "rows n"], lam: Float[Array, " rows"]
+) -> Float[Array, "pairs n"]:
+    """-C_X^T lambda_X of every pair X, (pairs, n): the rows' terms -lambda_r C_r summed by
+    owner (one segment sum, not one product per pair: a traced program of thousands of pairs
+    stays a few operations)."""
+    table = model.row_table
+    return -jax.ops.segment_sum(
+        C * lam[:, None],
+        table.owner,
+        num_segments=len(table.slices),
+        indices_are_sorted=True,
+    )
+
+
 def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
     """Reactions at one state by the bound `method`; `qdd` given (statics, inverse dynamics)
     or, when None, the model's unique accelerations; `check` refuses a state off the
@@ -216,8 +231,7 @@ def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
         lam = _friction.checked_converged(lam, model, solution)
     else:
         qdd, lam = method.multipliers(model, M, F, C, gamma, qdd)
-    gen = [-C[rows].T @ lam[rows] for rows in model.row_table.slices]
-    gen = jnp.stack(gen) if gen else jnp.zeros((0, model.n))
+    gen = generalized_by_pair(model, C, lam)
     # the flags are piecewise constant: no derivative flows into the analysis (whose pivoted QR
     # has no batched JVP rule either)
     frozen = jax.tree.map(
@@ -249,7 +263,7 @@ def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
         friction_force=None if solution is None else solution.force,
         friction_array=None if solution is None else solution.generalized,
         pair_bodies=tuple(
-            tuple(b.name for b in p.bodies() if not b.is_ground) for p in model.pairs
+            tuple(b.name for b in p.bodies if not b.is_ground) for p in model.pair_info
         ),
         singular=singular,
     )

@@ -100,7 +100,7 @@ def singular_share(model, q0, t0, q, t):
     k = jnp.clip(rank0 - 1, 0, s.shape[0] - 1)
     ratio = jnp.where(rank0 > 0, s[k] / jnp.maximum(s[0], 1e-300), 1.0)
     rows = jnp.asarray(model.row_pair_index)
-    share = jax.ops.segment_sum(U[:, k] ** 2, rows, num_segments=len(model.pairs))
+    share = jax.ops.segment_sum(U[:, k] ** 2, rows, num_segments=len(model.pair_names))
     return ratio, share
 
 
@@ -110,7 +110,7 @@ def diagnose(model, result, t0, q0, t, q, qd, probe_dt):
 
     Forces are probed at the state and `probe_dt` later (a force that turns non-finite at some
     instant makes the steps shrink up to it)."""
-    E, P = len(model.force_elements), len(model.pairs)
+    E, P = len(model.force_elements), len(model.pair_names)
     collapse = 1 + E + P
     failed = result != diffrax.RESULTS.successful
     cause = jnp.where(failed, collapse + E + 2, 0)
@@ -176,7 +176,7 @@ def check_stop(model, result, start, stop, dtmin, saved, throw):
         return _errors.branched_error_if(saved, cause != 0, cause, messages(model)), singular
     code = int(_errors.known(cause))
     text = messages(model, when=f"{float(_errors.known(t)):.10g}")[code]
-    E, P = len(model.force_elements), len(model.pairs)
+    E, P = len(model.force_elements), len(model.pair_names)
     if 1 + E + P <= code <= 1 + 2 * E + P:  # a step-size collapse: how short dtmin was
         text += f"; dtmin = {float(_errors.known(dtmin)):.3g} s"
     if E < code <= E + P:

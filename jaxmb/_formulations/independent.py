@@ -142,7 +142,7 @@ def check_stop(model, cause, start, stop, saved):
         return saved
     t_stop, q_stop = jax.lax.stop_gradient(stop)
     text = stop_messages(f"{float(np.min(_errors.known(t_stop))):.10g}")[code]
-    if code == SINGULAR and model.pairs:
+    if code == SINGULAR and model.pair_names:
         t0, q0 = jax.lax.stop_gradient(start)
         _, share = _failures.singular_share(model, q0, t0, q_stop, t_stop)
         names = [nm for nm, w in zip(model.pair_names, np.asarray(share)) if w > 0.1]
@@ -154,7 +154,7 @@ def check_stop(model, cause, start, stop, saved):
 
 
 def _check_holonomic(model):
-    nonholonomic = [p.name for p in model.pairs if not p.holonomic]
+    nonholonomic = [p.name for p in model.pair_info if not p.holonomic]
     if nonholonomic:
         raise ValueError(
             "simulate(formulation='independent'): the independent-coordinate formulation "

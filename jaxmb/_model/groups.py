@@ -16,6 +16,8 @@ k-th pair of the group.
 
 import collections
 import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -30,34 +32,43 @@ class PairGroup:
     """Static description of one group.
 
     **Fields:** `members` (indices of the pairs in `model.pairs`), `coords` (k, 3 b) int array of
-    global coordinate indices per pair, `rows` (k, r) int array of rows of C per pair.
+    global coordinate indices per pair, `rows` (k, r) int array of rows of C per pair, `stack`
+    (the index of the `PairStack` in the model's store that holds the group, or None:
+    `jaxmb._model.pair_stacks`).
     """
 
     members: tuple[int, ...]
     coords: np.ndarray
     rows: np.ndarray
+    stack: int | None = None
 
 
-def _local_bodies(pair) -> tuple[Body, ...]:
+def local_bodies(pair) -> tuple[Body, ...]:
     return tuple(b for b in dict.fromkeys(pair.bodies()) if not b.is_ground)
 
 
-def canonical(pair):
-    """`pair` with its bodies renamed to local slots and its name dropped (same leaves)."""
-    slots = {b: Body("", k, 0) for k, b in enumerate(_local_bodies(pair))}
+def relabelled(pair, body, name: str):
+    """`pair` with every body b of its fields (also in tuples of bodies) replaced by body(b)
+    and its name by `name` (same leaves, no checks run)."""
 
     def relabel(value):
         if isinstance(value, Body):
-            return slots.get(value, value)
+            return body(value)
         if isinstance(value, tuple) and value and all(isinstance(v, Body) for v in value):
-            return tuple(slots.get(v, v) for v in value)
+            return tuple(body(v) for v in value)
         return value
 
     new = object.__new__(type(pair))
     for field in dataclasses.fields(pair):
-        value = "" if field.name == "name" else relabel(getattr(pair, field.name))
+        value = name if field.name == "name" else relabel(getattr(pair, field.name))
         object.__setattr__(new, field.name, value)
     return new
+
+
+def canonical(pair):
+    """`pair` with its bodies renamed to local slots and its name dropped (same leaves)."""
+    slots = {b: Body("", k, 0) for k, b in enumerate(local_bodies(pair))}
+    return relabelled(pair, lambda b: slots.get(b, b), "")
 
 
 def _is_array_like(x) -> bool:
@@ -78,14 +89,16 @@ _GROUPINGS: collections.OrderedDict = collections.OrderedDict()
 _GROUPINGS_KEPT = 128
 
 
-def group_pairs(pairs, row_starts) -> list[PairGroup]:
-    """Partition `pairs` into groups of identical canonical structure (first-seen order).
+def group_pairs(pairs, row_starts=None) -> list[PairGroup]:
+    """Partition `pairs` into groups of identical canonical structure (first-seen order);
+    without `row_starts` (elements without rows: forces) the groups' `rows` are empty.
 
     The grouping depends on the pairs' static structure only (their tree structures, which
     hold the element types, body handles and static options, and the row layout), so it is
     kept per structure: a model traced again, or read in several places of one trace, is
     grouped once (grouping costs a canonical copy of every pair)."""
-    signature = (tuple(jax.tree_util.tree_structure(p) for p in pairs), tuple(row_starts))
+    starts = None if row_starts is None else tuple(row_starts)
+    signature = (tuple(jax.tree_util.tree_structure(p) for p in pairs), starts)
     groups = _GROUPINGS.get(signature)
     if groups is None:
         groups = _GROUPINGS[signature] = _group(pairs, row_starts)
@@ -101,11 +114,16 @@ def _group(pairs, row_starts) -> list[PairGroup]:
     groups = []
     for members in found.values():
         coords = np.array(
-            [[c for b in _local_bodies(pairs[k]) for c in b.coordinates()] for k in members],
+            [[c for b in local_bodies(pairs[k]) for c in b.coordinates()] for k in members],
             dtype=np.int64,
         ).reshape(len(members), -1)
         rows = np.array(
-            [np.arange(row_starts[k], row_starts[k] + pairs[k].num_rows) for k in members],
+            [
+                np.arange(row_starts[k], row_starts[k] + pairs[k].num_rows)
+                if row_starts is not None
+                else []
+                for k in members
+            ],
             dtype=np.int64,
         ).reshape(len(members), -1)
         groups.append(PairGroup(tuple(members), coords, rows))
@@ -131,20 +149,40 @@ def stacked(pairs, group: PairGroup):
     return _STACKED.get(group.members, flat, make)
 
 
-def evaluate(pairs, groups, fn, *vectors):
+Template = Callable[["PairGroup"], tuple[Any, bool]]
+"""`template(group) -> (pair, alone)`: the group's canonical pair (its leaves stacked unless
+`alone`, a group of one pair)."""
+
+
+def templates(pairs) -> Template:
+    """The `template(group)` of a plain sequence of pairs (`evaluate`'s `source`)."""
+
+    def template(group: PairGroup) -> tuple[Any, bool]:
+        if len(group.members) == 1:  # no stacking (the pair may hold non-array leaves)
+            return canonical(pairs[group.members[0]]), True
+        return stacked(pairs, group), False
+
+    return template
+
+
+def evaluate(source: Template | Sequence[Any], groups, fn, *vectors):
     """Stack fn(pair, *local vectors) over all pairs, grouped; returns a list per group.
 
     `fn(pair, *locals)` is called on one canonical pair with each of `vectors` gathered to its
-    local coordinates; the result has a leading axis over the members of each group.
+    local coordinates; the result has a leading axis over the members of each group. `source`
+    gives each group's canonical pairs: a sequence of pairs, or a function group ->
+    (canonical pair, alone), stacked along axis 0 unless `alone`.
     """
+    template = source if callable(source) else templates(source)
     outs = []
     for group in groups:
         local = [v[group.coords] for v in vectors]
-        if len(group.members) == 1:  # no stacking (the pair may hold non-array leaves)
-            out = fn(canonical(pairs[group.members[0]]), *(x[0] for x in local))
+        pair, alone = template(group)
+        if alone:
+            out = fn(pair, *(x[0] for x in local))
             outs.append(jax.tree_util.tree_map(lambda x: x[None], out))
         else:
-            outs.append(jax.vmap(fn)(stacked(pairs, group), *local))
+            outs.append(jax.vmap(fn)(pair, *local))
     return outs
 
 

@@ -19,6 +19,7 @@ from ..elements.drive import AbstractDrive
 from ..elements.friction import AbstractFriction, check_friction
 from ..elements.geometry import GROUND_INDEX, Body, is_concrete, is_real
 from .model import Model
+from .pair_stacks import PairStack, stacked_pairs
 
 _tokens = itertools.count(1)
 
@@ -38,8 +39,12 @@ class Mechanism:
     def __init__(self) -> None:
         self._token = next(_tokens)
         self.ground = Body("ground", GROUND_INDEX, self._token)
-        self._bodies: list[tuple[Body, ArrayLike, ArrayLike, Array]] = []
-        self._elements: list[AbstractElement] = []
+        # chunks of bodies: (handles, masses (k,), inertias (k,), q (k, 3))
+        self._bodies: list[tuple[tuple[Body, ...], Array, Array, Array]] = []
+        self._handles: set[Body] = set()
+        self._body_names: set[str] = set()
+        self._elements: list[AbstractElement | PairStack] = []
+        self._names: set[str] = set()
 
     def body(
         self,
@@ -49,69 +54,134 @@ class Mechanism:
         q: Real[ArrayLike, "3"] | Sequence[ScalarLike] = (0.0, 0.0, 0.0),
     ) -> Body:
         """Add a rigid body with centroidal frame at q = (x, y, phi); returns its handle."""
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"body name must be a non-empty string, got {name!r}")
-        if name == "ground" or any(b.name == name for b, *_ in self._bodies):
-            raise ValueError(f"body name {name!r} is already used")
-        for label, value in (("mass", mass), ("inertia", inertia), ("q", q)):
+        values = {"mass": mass, "inertia": inertia, "q": q}
+        for label, shape in (("mass", ()), ("inertia", ()), ("q", (3,))):
+            if is_real(values[label]):
+                values[label] = jnp.asarray(values[label], jnp.float64)
+                if values[label].shape != shape:
+                    want = "a scalar" if shape == () else "(x, y, phi)"
+                    raise JaxmbError.about(
+                        f"body {name!r}", f"{label} must be {want}, got shape {values[label].shape}"
+                    )
+                values[label] = values[label][None]
+        return self.add_bodies((name,), values["mass"], values["inertia"], values["q"])[0]
+
+    def add_bodies(
+        self,
+        names: Sequence[str],
+        masses: Real[ArrayLike, " k"],
+        inertias: Real[ArrayLike, " k"],
+        q: Real[ArrayLike, "k 3"],
+    ) -> tuple[Body, ...]:
+        """Add k rigid bodies at once from arrays (masses and inertias (k,), q (k, 3)); returns
+        their handles. The same bodies as k calls of `body`, but the arrays are kept whole, so
+        a traced build of many bodies stays a few operations."""
+        names = tuple(names)
+        for name in names:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"body name must be a non-empty string, got {name!r}")
+            if name == "ground" or name in self._body_names:
+                raise ValueError(f"body name {name!r} is already used")
+        if len(set(names)) != len(names):
+            raise ValueError(f"body names must be unique, got {list(names)}")
+        first = names[0] if names else ""
+        for label, value in (("mass", masses), ("inertia", inertias), ("q", q)):
             if not is_real(value):
                 raise JaxmbError.about(
-                    f"body {name!r}",
+                    f"body {first!r}",
                     f"{label} must be a real number (or numbers), got "
                     f"{value!r} of type {type(value).__name__}",
                 )
-        for label, value in (("mass", mass), ("inertia", inertia)):
-            if jnp.shape(value) != ():
-                raise JaxmbError.about(f"body {name!r}", f"{label} must be a scalar")
+        k = len(names)
+        masses, inertias, q = (jnp.asarray(x, jnp.float64) for x in (masses, inertias, q))
+        for label, value, shape in (("mass", masses, (k,)), ("inertia", inertias, (k,))):
+            if value.shape != shape:
+                raise ValueError(f"bodies: {label}es must have shape {shape}, got {value.shape}")
             if is_concrete(value):
-                v = float(np.asarray(value))
-                if not np.isfinite(v) or v <= 0.0:
+                v = np.asarray(value)
+                bad = ~(np.isfinite(v) & (v > 0.0))
+                if bad.any():
+                    m = int(np.argmax(bad))
                     raise JaxmbError.about(
-                        f"body {name!r}", f"{label} = {v} must be positive and finite"
+                        f"body {names[m]!r}", f"{label} = {v[m]} must be positive and finite"
                     )
-        q = jnp.asarray(q, dtype=jnp.float64)
-        if q.shape != (3,):
-            raise JaxmbError.about(f"body {name!r}", f"q must be (x, y, phi), got shape {q.shape}")
+        if q.shape != (k, 3):
+            raise ValueError(f"bodies: q must have shape ({k}, 3) (x, y, phi), got {q.shape}")
         if is_concrete(q) and not np.all(np.isfinite(np.asarray(q))):
-            raise JaxmbError.about(f"body {name!r}", f"q = {np.asarray(q).tolist()} is not finite")
-        handle = Body(name, len(self._bodies), self._token)
-        self._bodies.append((handle, mass, inertia, q))
-        return handle
+            m = int(np.argmax(~np.all(np.isfinite(np.asarray(q)), axis=1)))
+            raise JaxmbError.about(
+                f"body {names[m]!r}", f"q = {np.asarray(q)[m].tolist()} is not finite"
+            )
+        count = sum(len(chunk[0]) for chunk in self._bodies)
+        handles = tuple(Body(name, count + m, self._token) for m, name in enumerate(names))
+        self._bodies.append((handles, masses, inertias, q))
+        self._handles.update(handles)
+        self._body_names.update(names)
+        return handles
+
+    def _check_handle(self, body, fail) -> None:
+        if not isinstance(body, Body):
+            fail(
+                f"{body!r} is not a body handle; use the handle returned by "
+                "Mechanism.body (or Mechanism.ground)"
+            )
+        if body.owner != self._token:
+            fail(f"body {body.name!r} belongs to another Mechanism")
+        if not body.is_ground and body not in self._handles:
+            fail(
+                f"body {body.name!r} is unknown to this Mechanism; its bodies are "
+                f"{[b.name for b in self.bodies]}"
+            )
 
     def add(self, element: AbstractElement) -> AbstractElement:
         """Add a constraint pair, driver or force element; names must be unique."""
         if not isinstance(element, AbstractElement):
             raise TypeError(f"can only add jaxmb elements, got {type(element).__name__}")
-        if any(e.name == element.name for e in self._elements):
+        if element.name in self._names:
             raise ValueError(f"an element named {element.name!r} was already added")
         for body in element.bodies():
-            if not isinstance(body, Body):
-                element.fail(
-                    f"{body!r} is not a body handle; use the handle returned by "
-                    "Mechanism.body (or Mechanism.ground)"
-                )
-            if body.owner != self._token:
-                element.fail(f"body {body.name!r} belongs to another Mechanism")
-            if not body.is_ground and body not in self.bodies:
-                element.fail(
-                    f"body {body.name!r} is unknown to this Mechanism; its bodies are "
-                    f"{[b.name for b in self.bodies]}"
-                )
+            self._check_handle(body, element.fail)
         self._elements.append(element)
+        self._names.add(element.name)
         return element
+
+    def add_stacked(
+        self, kind: type[AbstractPair], names: Sequence[str], **fields: object
+    ) -> tuple[str, ...]:
+        """Add k pairs of one type at once: every body field a sequence of k handles, every
+        other field an array with a leading axis of length k (pair m takes entry m). The model
+        is the one k calls of `add(kind(names[m], ...))` build (same rows, in this order), but
+        it keeps the arrays whole (one `PairStack` in `Model.pair_store`): a traced build of
+        hundreds of joints does not slice them apart and stack them again.
+
+        ```python
+        m.add_stacked(Revolute, ["A", "B"], i=[p, q], j=[q, r], s_i=s_i, s_j=s_j)  # (2, 2) each
+        ```
+        Returns the names."""
+        return self._add_stack(stacked_pairs(kind, tuple(names), fields, self._check_handle))
+
+    def _add_stack(self, stack: PairStack) -> tuple[str, ...]:
+        taken = [name for name in stack.names if name in self._names]
+        if taken or len(set(stack.names)) != len(stack.names):
+            raise ValueError(f"element names must be unique; already used: {taken}")
+        self._elements.append(stack)
+        self._names.update(stack.names)
+        return stack.names
 
     @property
     def bodies(self) -> tuple[Body, ...]:
-        return tuple(b for b, *_ in self._bodies)
+        return tuple(b for chunk in self._bodies for b in chunk[0])
 
     def build(self) -> Model:
         """Freeze into a `Model` (an equinox Module whose numbers are array leaves)."""
         if not self._bodies:
             raise ValueError("the mechanism has no bodies")
-        names = tuple(b.name for b, *_ in self._bodies)
-        masses = jnp.stack([jnp.asarray(m, jnp.float64) for _, m, _, _ in self._bodies])
-        inertias = jnp.stack([jnp.asarray(j, jnp.float64) for _, _, j, _ in self._bodies])
-        q0 = jnp.concatenate([q for *_, q in self._bodies])
+        names = tuple(b.name for b in self.bodies)
+        masses, inertias, q0 = (
+            jnp.concatenate([chunk[k] for chunk in self._bodies])  # pyright: ignore[reportArgumentType]
+            for k in (1, 2, 3)  # (the arrays of the chunks: pyright types chunk[k] by all fields)
+        )
+        q0 = q0.reshape(-1)
         elements = checked_elements(self._elements)
         coordinates = [f"body {nm!r}: {c}" for nm in names for c in ("x", "y", "phi")]
         model = Model(
@@ -119,7 +189,7 @@ class Mechanism:
             masses=_checked_positive(masses, [f"body {nm!r}: mass" for nm in names]),
             inertias=_checked_positive(inertias, [f"body {nm!r}: inertia" for nm in names]),
             q0=_checked_finite(q0, coordinates),
-            pairs=tuple(e for e in elements if isinstance(e, AbstractPair)),
+            pair_store=tuple(e for e in elements if isinstance(e, (AbstractPair, PairStack))),
             force_elements=tuple(e for e in elements if isinstance(e, AbstractForceElement)),
             friction=tuple(e for e in elements if isinstance(e, AbstractFriction)),
         )
@@ -146,6 +216,14 @@ def _checked_positive(x, labels):
     return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages)
 
 
+_FAILING = {  # per row of a (rows, size) array: whether the row fails the check
+    "finite": lambda x: ~jnp.all(jnp.isfinite(x), axis=1),
+    "nonnegative": lambda x: ~jnp.all(x >= 0.0, axis=1),
+    "positive": lambda x: ~jnp.all(x > 0.0, axis=1),
+    "nonzero": lambda x: ~(jnp.sum(x * x, axis=1) > 0.0),
+}
+
+
 def checked_elements(elements):
     """`elements` with one runtime check over all their traced array leaves (their concrete
     leaves were checked when they were constructed): finite; non-negative, positive or of
@@ -158,8 +236,28 @@ def checked_elements(elements):
         return eqx.is_inexact_array(leaf) and not is_concrete(leaf)
 
     leaves, tests = [], []  # tests: (leaf index, kind, message)
-    extra_preds, extra_messages = [], []  # the drives' own checks
+    extra_preds, extra_messages = [], []  # the drives' own checks, and those of the stacks
+    stacked_leaves = set()  # indices of leaves of a PairStack: checked row by row
     for element in elements:
+        if isinstance(element, PairStack):
+            kinds = type(element.template)
+            what = [f"{kinds.__name__} {name!r}" for name in element.names]
+            for path, leaf in jax.tree_util.tree_flatten_with_path(element.template)[0]:
+                if not traced(leaf):
+                    continue
+                field = jax.tree_util.keystr(path).lstrip(".")
+                stacked_leaves.add(len(leaves))
+                leaves.append(leaf)
+                rows = leaf.reshape(len(element), -1)
+                extra_preds.append(_FAILING["finite"](rows))
+                extra_messages += [f"{w}: {field} is not finite (traced value)" for w in what]
+                for kind in ("nonnegative", "positive", "nonzero"):
+                    if field in getattr(kinds, kind):
+                        extra_preds.append(_FAILING[kind](rows))
+                        extra_messages += [
+                            f"{w}: {field} {VALUE_PROBLEMS[kind]} (traced value)" for w in what
+                        ]
+            continue
         what = f"{type(element).__name__} {element.name!r}"
         for path, leaf in jax.tree_util.tree_flatten_with_path(element)[0]:
             if not traced(leaf):
@@ -187,18 +285,14 @@ def checked_elements(elements):
     # elements the model has (not three per leaf: thousands for a grid of hundreds of hinges)
     by_shape: dict = {}
     for k, leaf in enumerate(leaves):
+        if k in stacked_leaves:
+            continue
         by_shape.setdefault(jnp.shape(leaf), []).append(k)
     where = {}  # leaf -> (group, row)
     stacked = []
     for g, members in enumerate(by_shape.values()):
         stacked.append(jnp.stack([leaves[k] for k in members]).reshape(len(members), -1))
         where.update({k: (g, row) for row, k in enumerate(members)})
-    failing = {
-        "finite": lambda x: ~jnp.all(jnp.isfinite(x), axis=1),
-        "nonnegative": lambda x: ~jnp.all(x >= 0.0, axis=1),
-        "positive": lambda x: ~jnp.all(x > 0.0, axis=1),
-        "nonzero": lambda x: ~(jnp.sum(x * x, axis=1) > 0.0),
-    }
     selected: dict = {}  # (group, kind) -> [(row, message)]
     for k, kind, message in tests:
         g, row = where[k]
@@ -206,7 +300,7 @@ def checked_elements(elements):
     preds, messages = [], []
     for (g, kind), entries in selected.items():
         rows = np.asarray([row for row, _ in entries], np.int64)
-        preds.append(failing[kind](stacked[g])[rows])
+        preds.append(_FAILING[kind](stacked[g])[rows])
         messages += [message for _, message in entries]
     pred = jnp.concatenate(preds + extra_preds)
     messages += extra_messages

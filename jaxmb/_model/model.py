@@ -23,6 +23,7 @@ from ..elements import AbstractForceElement, AbstractFriction, AbstractPair
 from .blocks import constraint_blocks
 from .groups import evaluate, group_pairs, scatter_rows
 from .input_checks import as_states
+from .pair_stacks import PairInfo, PairStack, expand, group_store, store_info
 from .rows import RowTable, row_table
 
 
@@ -73,11 +74,18 @@ def _place_blocks(groups, blocks, num_rows, n):
     return C.reshape(num_rows, n)
 
 
+def _kind(entry):
+    return entry.template if isinstance(entry, PairStack) else entry
+
+
 class Model(eqx.Module):
     """A planar multibody model in absolute coordinates q = (x_k, y_k, phi_k) per body.
 
     Rows of C are ordered pair by pair, in the order the pairs were added (seed 001 stacks
-    C = [Phi_q; Psi], which is this order when holonomic pairs come first).
+    C = [Phi_q; Psi], which is this order when holonomic pairs come first). The pairs are
+    stored in that order in `pair_store`, those added by `Mechanism.add_stacked` as one
+    `PairStack` each (their parameters kept as whole arrays); `pairs` lists one element per
+    pair.
 
     Shapes in the annotations: `n` coordinates (3 per body), `rows` = m + h rows of C, `m`
     holonomic rows, `bodies`; they are those of one model (a model built under `jax.vmap`
@@ -88,7 +96,7 @@ class Model(eqx.Module):
     masses: Float[Array, " bodies"]
     inertias: Float[Array, " bodies"]
     q0: Coordinates
-    pairs: tuple[AbstractPair, ...]
+    pair_store: tuple[AbstractPair | PairStack, ...]  # the pairs in row order, some stacked
     force_elements: tuple[AbstractForceElement, ...]
     friction: tuple[AbstractFriction, ...] = ()  # friction elements, in the order added
 
@@ -103,9 +111,21 @@ class Model(eqx.Module):
         return 3 * len(self.body_names)
 
     @property
+    def pairs(self) -> tuple[AbstractPair, ...]:
+        """The constraint pairs (drivers and knife edges included), in row order, one element
+        each (a `PairStack` of the store gives one per member)."""
+        return expand(self.pair_store)
+
+    @property
+    def pair_info(self) -> tuple[PairInfo, ...]:
+        """Name, element type, rows, holonomy and bodies of every pair, in row order (static:
+        no numbers are read)."""
+        return store_info(self.pair_store)
+
+    @property
     def pair_names(self) -> tuple[str, ...]:
         """Names of the constraint pairs (drivers and knife edges included), in row order."""
-        return tuple(p.name for p in self.pairs)
+        return tuple(p.name for p in self.pair_info)
 
     @property
     def num_rows(self) -> int:
@@ -127,7 +147,7 @@ class Model(eqx.Module):
         """Which rows of C belong to which pair: `slices` (one slice of rows per pair, in pair
         order), `owner` (rows,), the index of the pair of each row, and `holonomic` (rows,), True
         for the rows of holonomic pairs."""
-        return row_table(self.pairs)
+        return row_table(self.pair_info)
 
     def rows(self, name: str) -> slice:
         """Rows of C (0-based) belonging to pair `name`."""
@@ -137,9 +157,10 @@ class Model(eqx.Module):
 
     def pair(self, name: str) -> AbstractPair:
         """The pair called `name`."""
-        for p in self.pairs:
-            if p.name == name:
-                return p
+        for entry in self.pair_store:
+            names = entry.names if isinstance(entry, PairStack) else (entry.name,)
+            if name in names:
+                return entry.member(names.index(name)) if isinstance(entry, PairStack) else entry
         raise KeyError(f"no pair named {name!r}; pairs are {list(self.pair_names)}")
 
     @property
@@ -154,8 +175,8 @@ class Model(eqx.Module):
 
     # ----- constraints ----------------------------------------------------------------------
     def _groups(self, holonomic_only=False):
-        pairs = tuple(p for p in self.pairs if p.holonomic or not holonomic_only)
-        return pairs, group_pairs(pairs, row_table(pairs).starts)
+        store = tuple(e for e in self.pair_store if not holonomic_only or _kind(e).holonomic)
+        return group_store(store)
 
     def phi(self, q: CoordinatesLike, t: ScalarLike = 0.0) -> Float[Array, " m"]:
         """Holonomic residuals Phi(q, t) (m rows, in pair order)."""
@@ -237,9 +258,18 @@ class Model(eqx.Module):
         q, qd = as_states(self, "Model.forces", q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
         F = jnp.zeros(self.n, q.dtype)
+        local = [f for f in self.force_elements if f.local]
         for f in self.force_elements:
-            F = F + f.generalized_force(self, q, qd, t)
-        return F
+            if not f.local:
+                F = F + f.generalized_force(self, q, qd, t)
+        if not local:
+            return F
+        groups = group_pairs(local)  # one vmapped evaluation per type, scattered once
+        values = evaluate(
+            local, groups, lambda f, ql, vl: f.generalized_force(None, ql, vl, t), q, qd
+        )
+        coords = np.concatenate([g.coords.reshape(-1) for g in groups])
+        return F.at[coords].add(jnp.concatenate([v.reshape(-1) for v in values]))
 
     def pose(self, q: Coordinates, body_name: str) -> Float[Array, "3"]:
         """(x, y, phi) of the named body."""

@@ -16,7 +16,7 @@ from .rows import row_table
 def worst_pair_error(model, x, residual, tol, text, holonomic_only):
     """x, raising unless max |residual| <= tol (nan fails); the message `text.format(name)`
     names the pair owning the largest entry."""
-    pairs = [p for p in model.pairs if p.holonomic or not holonomic_only]
+    pairs = [p for p in model.pair_info if p.holonomic or not holonomic_only]
     worst = jnp.asarray(row_table(pairs).owner)[jnp.argmax(jnp.abs(residual))]
     bad = ~(jnp.max(jnp.abs(residual)) <= tol)
     return _errors.branched_error_if(

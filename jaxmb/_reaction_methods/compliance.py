@@ -232,6 +232,9 @@ class Compliance(AbstractReactionMethod):
     pairs: tuple[str, ...] = eqx.field(static=True)
     values: tuple[Float[Array, " *pair_rows"], ...]  # per pair: one number, or one per row
     default: Scalar | None
+    # the number of every row, packed by `bind` when all numbers are known: one array enters
+    # the compiled program instead of one value per pair
+    row_values: Float[Array, " rows"] | None
     physical: ClassVar[bool] = True
 
     def __init__(
@@ -248,6 +251,7 @@ class Compliance(AbstractReactionMethod):
         self.pairs = tuple(stiffness)
         self.values = tuple(_checked(v, f"stiffness of pair {n!r}") for n, v in stiffness.items())
         self.default = None if default is None else _checked(default, "default", scalar=True)
+        self.row_values = None
 
     @property
     def stiffness(self) -> dict[str, Float[Array, " *pair_rows"]]:
@@ -261,7 +265,7 @@ class Compliance(AbstractReactionMethod):
         return f"Compliance({', '.join(x for x in (listed, rest) if x)})"
 
     def bind(self, model: Model, where: str) -> AbstractReactionMethod:
-        rows = {p.name: p.num_rows for p in model.pairs}  # one pass: O(pairs), not pairs^2
+        rows = {p.name: p.num_rows for p in model.pair_info}  # one pass: O(pairs), not pairs^2
         unknown = [n for n in self.pairs if n not in rows]
         if unknown:
             close = difflib.get_close_matches(unknown[0], list(rows), n=1)
@@ -284,20 +288,27 @@ class Compliance(AbstractReactionMethod):
                 f"{where}: Compliance has no stiffness for pair(s) {missing} and "
                 "no default; list them or pass default=..."
             )
-        given = [_errors.concrete(v) for v in (*self.values, self.default) if v is not None]
-        known = [v for v in given if v is not None]
-        if rows and len(known) == len(given):  # else checked at run time
-            values = dict(zip(self.pairs, known))
-            default = None if self.default is None else known[-1]
-            k = np.concatenate(
-                [
-                    # every pair without a default has a value (checked by bind)
-                    np.broadcast_to(values.get(name, default), (count,))  # pyright: ignore[reportCallIssue, reportArgumentType]
-                    for name, count in rows.items()
-                ]
-            )
+        k = self._known_row_stiffness(rows)
+        if rows and k is not None:  # else checked at run time
             self._check_ratio(k, model, where)
+            return eqx.tree_at(lambda c: c.row_values, self, jnp.asarray(k), is_leaf=_none)
         return self
+
+    def _known_row_stiffness(self, rows):
+        """The number of every row (numpy) when all numbers are concrete, else None; `rows`:
+        pair name -> its number of rows, in row order."""
+        known = [_errors.concrete(v) for v in (*self.values, self.default) if v is not None]
+        if not rows or any(v is None for v in known):
+            return None
+        values = dict(zip(self.pairs, known))
+        default = None if self.default is None else known[-1]
+        return np.concatenate(
+            [
+                # every pair without a default has a value (checked by bind)
+                np.broadcast_to(values.get(name, default), (count,))  # pyright: ignore[reportCallIssue, reportArgumentType]
+                for name, count in rows.items()
+            ]
+        ).astype(np.float64)
 
     @staticmethod
     def _check_ratio(k, model, where):
@@ -314,16 +325,21 @@ class Compliance(AbstractReactionMethod):
     def row_stiffness(self, model: Model) -> RowVector:
         """The number of every row of C (row order), checked positive and finite at run time
         (the error names the pair)."""
+        if self.row_values is not None and self.row_values.shape == (model.num_rows,):
+            return self.row_values  # packed by `bind` (checked there)
+        known = self._known_row_stiffness({p.name: p.num_rows for p in model.pair_info})
+        if known is not None:  # one constant, not one operation per pair in a traced program
+            return jnp.asarray(known)
         given = self.stiffness
         parts = [
             jnp.broadcast_to(given.get(p.name, self.default), (p.num_rows,))  # pyright: ignore[reportArgumentType]
-            for p in model.pairs  # (every pair without a default has a value: bind checked it)
+            for p in model.pair_info  # (every pair without a default has a value: bind checked it)
         ]
         k = jnp.concatenate(parts) if parts else jnp.zeros(0)
         messages = tuple(
             f"Compliance: the stiffness of pair {p.name!r} must be positive, "
             "finite and at least the smallest normal float64 (traced value)"
-            for p in model.pairs
+            for p in model.pair_info
             for _ in range(p.num_rows)
         )
         if not messages or is_concrete(k):
@@ -364,6 +380,10 @@ RATIO_REASON = (
     "a pair this much stiffer than the others acts as rigid, so give it a stiffness at most "
     f"{MAX_STIFFNESS_RATIO:g} times the softest, or leave the soft pairs out of the model"
 )
+
+
+def _none(x):
+    return x is None
 
 
 def _checked(value, label, scalar=False):

@@ -198,7 +198,13 @@ class AbstractNonholonomicPair(AbstractPair):
 
 
 class AbstractForceElement(AbstractElement):
-    """An applied force; contributes its generalized force to F(q, qd, t)."""
+    """An applied force; contributes its generalized force to F(q, qd, t).
+
+    `local`: its generalized force reads only its own bodies' coordinates and not the model,
+    so the model evaluates elements of one type together on their bodies' coordinates (one
+    vmapped kernel per type, as the pairs) with `model=None`."""
+
+    local: ClassVar[bool] = False
 
     @abc.abstractmethod
     def generalized_force(

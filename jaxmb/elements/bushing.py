@@ -48,6 +48,8 @@ class Bushing(AbstractForceElement):
     damping: Float[Array, "3"] = eqx.field(converter=as_f64, default=(0.0, 0.0, 0.0))
     free_angle: Scalar = eqx.field(converter=as_f64, default=0.0)
 
+    local: ClassVar[bool] = True
+
     def __check_init__(self):
         self.check_distinct(self.i, self.j)
         self.check_vector(self.s_i, "s_i")

@@ -68,6 +68,8 @@ class SpringDamper(AbstractForceElement):
     free_length: Scalar = eqx.field(converter=as_f64)
     nonnegative: ClassVar[tuple[str, ...]] = ("stiffness", "damping", "free_length")
 
+    local: ClassVar[bool] = True
+
     def __check_init__(self):
         self.check_distinct(self.i, self.j)
         self.check_vector(self.s_i, "s_i")
@@ -115,6 +117,8 @@ class RotationalSpringDamper(AbstractForceElement):
     free_angle: Scalar = eqx.field(converter=as_f64, default=0.0)
     nonnegative: ClassVar[tuple[str, ...]] = ("stiffness", "damping")
 
+    local: ClassVar[bool] = True
+
     def __check_init__(self):
         self.check_distinct(self.i, self.j)
         self.check_scalar(self.stiffness, "stiffness")
@@ -151,6 +155,8 @@ class Force(AbstractForceElement):
     s: Vector2 = eqx.field(converter=as_f64)
     f: AbstractDrive = eqx.field(converter=drive_field)
 
+    local: ClassVar[bool] = True
+
     def __check_init__(self):
         self.check_body(self.body, "body")
         if self.body.is_ground:
@@ -183,6 +189,8 @@ class Torque(AbstractForceElement):
     name: str = eqx.field(static=True)
     body: Body = eqx.field(static=True)
     tau: AbstractDrive = eqx.field(converter=drive_field)
+
+    local: ClassVar[bool] = True
 
     def __check_init__(self):
         self.check_body(self.body, "body")

@@ -188,11 +188,11 @@ def build(
     masses = mass * (sizes / side) ** 2
     inertias = masses * sizes**2 * (1.0 + jnp.asarray(aspect, jnp.float64) ** 2) / 12
     mech = Mechanism()
-    plates = {}
-    for j in range(m):
-        for i in range(n):
-            k = i + n * j
-            plates[(i, j)] = mech.body(f"P{i}_{j}", mass=masses[k], inertia=inertias[k], q=q[k])
+    # bodies and hinges added as whole arrays: a traced build (the inverse design's gradient)
+    # stays a few operations however many plates the grid has
+    names = [f"P{k % n}_{k // n}" for k in range(n * m)]
+    handles = mech.add_bodies(names, masses, inertias, q)
+    plates = {(k % n, k // n): h for k, h in enumerate(handles)}
     if hold == "plate":
         mech.add(
             Weld("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0), angle=q[0, 2])
@@ -209,8 +209,15 @@ def build(
                 "mode", plates[(0, 0)], plates[(1, 0)], f=0.0, offset=q[1, 2] - q[0, 2]
             )
         )
-    for h, (name, a, b, _, _) in enumerate(hinges(n, m)):
-        mech.add(Revolute(name, plates[a], plates[b], s_i=local[h, 0], s_j=local[h, 1]))
+    pairs = hinges(n, m)
+    mech.add_stacked(
+        Revolute,
+        [name for name, *_ in pairs],
+        i=[plates[a] for _, a, _, _, _ in pairs],
+        j=[plates[b] for _, _, b, _, _ in pairs],
+        s_i=local[:, 0],
+        s_j=local[:, 1],
+    )
     if gravity is not None:
         mech.add(Gravity(g=gravity))
     if pull is not None:
