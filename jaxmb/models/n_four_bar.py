@@ -120,22 +120,47 @@ def build(
     mass = jnp.asarray(mass, jnp.float64)
     q = configuration(angle0, N, L, rigid_coupler).reshape(-1, 3)
     m = Mechanism()
-    cranks = [
-        m.body(f"crank{k}", mass=mass, inertia=mass * L**2 / 12, q=q[k]) for k in range(N + 1)
-    ]
+    # bodies and joints added as whole arrays (`add_bodies`, `add_stacked`: the same model as
+    # one call per body and joint, whose traced build would grow with N)
+    ones = jnp.ones(N + 1)
+    cranks = m.add_bodies(
+        [f"crank{k}" for k in range(N + 1)], mass * ones, mass * L**2 / 12 * ones, q[: N + 1]
+    )
     z = 0.0 * L
     tip, foot = jnp.stack([L / 2, z]), jnp.stack([-L / 2, z])
-    for k, crank in enumerate(cranks):
-        m.add(Revolute(f"A{k}", m.ground, crank, s_i=jnp.stack([k * L, z]), s_j=foot))
+    k = jnp.arange(N + 1.0)
+    m.add_stacked(
+        Revolute,
+        [f"A{k}" for k in range(N + 1)],
+        i=[m.ground] * (N + 1),
+        j=list(cranks),
+        s_i=jnp.stack([k * L, 0.0 * k + z], axis=1),
+        s_j=jnp.broadcast_to(foot, (N + 1, 2)),
+    )
     if rigid_coupler:
         bar = m.body("coupler", mass=N * mass, inertia=N * mass * (N * L) ** 2 / 12, q=q[N + 1])
-        for k, crank in enumerate(cranks):
-            m.add(Revolute(f"B{k}", crank, bar, s_i=tip, s_j=jnp.stack([(k - N / 2) * L, z])))
+        m.add_stacked(
+            Revolute,
+            [f"B{k}" for k in range(N + 1)],
+            i=list(cranks),
+            j=[bar] * (N + 1),
+            s_i=jnp.broadcast_to(tip, (N + 1, 2)),
+            s_j=jnp.stack([(k - N / 2) * L, 0.0 * k + z], axis=1),
+        )
     else:
-        for j in range(N):
-            bar = m.body(f"coupler{j}", mass=mass, inertia=mass * L**2 / 12, q=q[N + 1 + j])
-            m.add(Revolute(f"B{j}c{j}", cranks[j], bar, s_i=tip, s_j=foot))
-            m.add(Revolute(f"B{j + 1}c{j}", cranks[j + 1], bar, s_i=tip, s_j=tip))
+        ones = jnp.ones(N)
+        bars = m.add_bodies(
+            [f"coupler{j}" for j in range(N)], mass * ones, mass * L**2 / 12 * ones, q[N + 1 :]
+        )
+        # per window j: B_j on crank j (the bar's foot) and B_(j+1) on crank j + 1 (its tip)
+        m.add_stacked(
+            Revolute,
+            [name for j in range(N) for name in (f"B{j}c{j}", f"B{j + 1}c{j}")],
+            i=[cranks[j + e] for j in range(N) for e in (0, 1)],
+            j=[bars[j] for j in range(N) for _ in (0, 1)],
+            s_i=jnp.broadcast_to(tip, (2 * N, 2)),
+            s_j=jnp.tile(jnp.stack([foot, tip]), (N, 1)),
+        )
     if gravity is not None:
         m.add(Gravity(g=gravity))
     return m.build()
