@@ -10,6 +10,8 @@ that reports the failure in its own terms (a model file's entry) says `detail` a
 subject instead of editing the message.
 """
 
+from typing import Any
+
 import equinox as eqx
 
 
@@ -32,7 +34,7 @@ class JaxmbError(ValueError):
         self.subject, self.detail = subject, message if detail is None else detail
 
     @classmethod
-    def about(cls, subject: str, detail: str, **fields) -> "JaxmbError":
+    def about(cls, subject: str, detail: str, **fields: Any) -> "JaxmbError":
         """The failure "<subject>: <detail>", e.g. about("body 'wheel'", "mass must be ...")."""
         return cls(f"{subject}: {detail}", subject=subject, detail=detail, **fields)
 
