@@ -54,6 +54,7 @@ import jax
 import numpy as np
 
 from .._linalg import native as _native
+from . import stored_calls as _stored_calls
 
 _PINNED = frozenset(
     {
@@ -161,6 +162,7 @@ def disable() -> None:
     global _directory
     _directory = None
     _loaded.clear()
+    _jitted.clear()
     _unexportable.clear()
 
 
@@ -239,7 +241,12 @@ def _pinned_name(obj) -> str:
 def _describe(x, static, out) -> None:
     """Append tokens that pin x (see the module docstring); `static`: x is held in a static
     field, so its arrays are part of the program (by value), not inputs."""
-    if eqx.is_array(x):
+    if isinstance(x, jax.core.Tracer):
+        if static:  # a traced value the program would hold as a constant
+            raise _Unpinned(x)
+        aval = jax.typeof(x)
+        out.append(("array", tuple(aval.shape), str(aval.dtype), bool(aval.weak_type)))
+    elif eqx.is_array(x):
         array = np.asarray(x)
         if static:
             out.append(
@@ -306,10 +313,11 @@ def _describe(x, static, out) -> None:
         raise _Unpinned(x)
 
 
-def key(fn, args, kwargs) -> str | None:
-    """The store key of fn(*args, **kwargs), or None where it cannot be pinned."""
+def key(fn, args, kwargs, traced=False) -> str | None:
+    """The store key of fn(*args, **kwargs), or None where it cannot be pinned; `traced`: the
+    program called inside the user's trace (exported with its VJP), a program of its own."""
     try:
-        tokens = [("fn", _pinned_name(fn))]
+        tokens = [("fn", _pinned_name(fn)), ("traced", traced)]
         _describe((args, kwargs), False, tokens)
     except _Unpinned:
         return None
@@ -324,21 +332,24 @@ def call(fn, collect, args, kwargs, analysis=None):
     if _directory is None or jax.config.jax_disable_jit:
         return None
     leaves = [x for x in jax.tree.leaves((args, kwargs)) if eqx.is_array(x)]
+    mode = None
     if any(isinstance(x, jax.core.Tracer) for x in leaves):
-        return None
-    name = key(fn, args, kwargs)
+        mode = _stored_calls.storable(leaves)
+        if mode is None:  # vmap, forward mode: the ordinary path
+            return None
+    name = key(fn, args, kwargs, traced=mode is not None)
     if name is None or name in _unexportable:
         return None
     inputs = _inputs(args, kwargs)
     entry, result = _loaded.get(name), None
     if entry is None:
-        entry = _read(name)
+        entry = _read(name, traced=mode is not None)
         if entry is _SKIP:
             _unexportable.add(name)
             return None
-        if entry is not None:  # from a file: its first run compiles it, which may still fail
+        if entry is not None and mode is None:  # its first run compiles it, which may fail
             try:
-                result = entry[0](*inputs)
+                result = _eager(entry)(*inputs)
             except Exception as err:  # any failure of a stored program: a miss
                 first = next(iter(str(err).strip().splitlines()), "")[:120]
                 _warn_unusable(name, f"it does not run: {type(err).__name__}: {first}")
@@ -346,18 +357,33 @@ def call(fn, collect, args, kwargs, analysis=None):
     if entry is None:
         for listener in compile_listeners:
             listener(analysis or fn.__module__.rsplit(".", 1)[-1].lstrip("_"))
-        entry = _export(name, collect, args, kwargs)
+        entry = _export(name, collect, args, kwargs, traced=mode is not None)
         if entry is None:
             return None
     _loaded[name] = entry
-    run, skeleton, msgs = entry
-    flat, flags, indices = run(*inputs) if result is None else result
+    exported, skeleton, msgs = entry
+    if mode is not None:  # inside the user's jit or grad
+        original = jax.jit(_flat_program(collect, args, kwargs)[0])
+        flat, flags, indices = _stored_calls.call(exported, original, inputs, mode)
+    else:
+        flat, flags, indices = _eager(entry)(*inputs) if result is None else result
     out = jax.tree.map(
         lambda s: flat[s.index] if isinstance(s, _Slot) else s,
         skeleton,
         is_leaf=lambda s: isinstance(s, _Slot),
     )
     return out, flags, indices, msgs
+
+
+_jitted: dict = {}  # id(Exported) -> (Exported, jax.jit(Exported.call)): one per program
+
+
+def _eager(entry):
+    exported = entry[0]
+    known = _jitted.get(id(exported))
+    if known is None or known[0] is not exported:
+        known = _jitted[id(exported)] = (exported, jax.jit(exported.call))
+    return known[1]
 
 
 def _inputs(args, kwargs):
@@ -384,9 +410,10 @@ def _warn_unusable(name, reason):
     )
 
 
-def _read(name):
-    """The entry stored under `name` as (run, skeleton, msgs), _SKIP, or None (a miss: no
-    file, or one that fails a check, with a warning)."""
+def _read(name, traced=False):
+    """The entry stored under `name` as (Exported, skeleton, msgs), _SKIP, or None (a miss: no
+    file, or one that fails a check, with a warning). A program for the user's traces
+    (`traced`) is checked by lowering it and its VJP (eager ones by their first run)."""
     try:
         with open(_path(name), "rb") as fh:
             data = fh.read()
@@ -409,13 +436,26 @@ def _read(name):
         skeleton, msgs = _decode(meta["skeleton"], num_out), _decode(meta["msgs"], 0)
         if not _is_msgs(msgs):
             raise _Invalid("malformed check messages")
+        if traced:
+            _check_lowers(exported)
     except Exception as err:  # any check failed (_Invalid), or data of the wrong shape
         _warn_unusable(
             name,
             str(err) if isinstance(err, _Invalid) else f"malformed metadata: {type(err).__name__}",
         )
         return None
-    return jax.jit(exported.call), skeleton, msgs
+    return exported, skeleton, msgs
+
+
+def _check_lowers(exported):
+    """_Invalid unless the program and its VJP deserialize and lower (their StableHLO parses)."""
+    for program in (exported, exported.vjp() if exported.has_vjp() else None):
+        if program is None:
+            raise _Invalid("a program without its VJP")
+        try:
+            jax.jit(program.call).trace(*program.in_avals).lower()
+        except Exception as err:
+            raise _Invalid(f"the program does not lower: {type(err).__name__}") from None
 
 
 def _pack(name, meta, program=b""):
@@ -451,9 +491,10 @@ def _is_msgs(msgs):
     )
 
 
-def _export(name, collect, args, kwargs):
-    """Trace and export collect for these arguments' structure and write it to the store; None
-    (and a marker entry) where the program cannot be exported or its outputs stored."""
+def _flat_program(collect, args, kwargs):
+    """(flat, inputs' specs, side): flat(*arrays) = (output arrays, flags, indices) of collect
+    at these arguments' static parts; `side` receives the output's skeleton and the check
+    messages when flat is traced."""
     dynamic, static = eqx.partition((args, kwargs), eqx.is_array)
     leaves, treedef = jax.tree.flatten(dynamic)
     side = {}
@@ -470,9 +511,18 @@ def _export(name, collect, args, kwargs):
         return out_leaves, flags, indices
 
     specs = [
-        jax.ShapeDtypeStruct(np.shape(x), x.dtype, weak_type=bool(getattr(x, "weak_type", False)))
-        for x in leaves
+        jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+        for a in map(jax.typeof, leaves)
     ]
+    return flat, specs, side
+
+
+def _export(name, collect, args, kwargs, traced=False):
+    """Trace and export collect for these arguments' structure and write it to the store; None
+    (and a marker entry) where the program cannot be exported or its outputs stored. A program
+    for the user's traces (`traced`) is kept with its VJP, and used as read back from its bytes
+    (the VJP is then not traced again, and both processes run the same program)."""
+    flat, specs, side = _flat_program(collect, args, kwargs)
     try:
         # every custom call may be kept (LAPACK's pivoted QR has no cross-version guarantee,
         # and needs none: the key holds the jaxlib version) except host callbacks, which
@@ -487,15 +537,18 @@ def _export(name, collect, args, kwargs):
             and _decode(msgs, 0) == side["msgs"]
         ):
             raise ValueError("an output the store cannot rebuild exactly")
-        data = _pack(
-            name, dict(kind="program", skeleton=skeleton, msgs=msgs), bytes(exported.serialize())
-        )
+        program = bytes(exported.serialize(vjp_order=1 if traced else 0))
+        if traced:
+            exported = jax.export.deserialize(bytearray(program))
+            if _CALLBACK in exported.vjp().mlir_module_serialized:
+                raise ValueError("a host callback")
+        data = _pack(name, dict(kind="program", skeleton=skeleton, msgs=msgs), program)
     except Exception:  # an output the store cannot hold as data, a trace error
         _unexportable.add(name)
         _write(name, _pack(name, dict(kind="skip")))
         return None
     _write(name, data)
-    return jax.jit(exported.call), side["skeleton"], side["msgs"]
+    return exported, side["skeleton"], side["msgs"]
 
 
 def _write(name, data):
