@@ -313,11 +313,13 @@ def _describe(x, static, out) -> None:
         raise _Unpinned(x)
 
 
-def key(fn, args, kwargs, traced=False) -> str | None:
-    """The store key of fn(*args, **kwargs), or None where it cannot be pinned; `traced`: the
-    program called inside the user's trace (exported with its VJP), a program of its own."""
+def key(fn, args, kwargs, mode=None) -> str | None:
+    """The store key of fn(*args, **kwargs), or None where it cannot be pinned; `mode`: None
+    for an eager call, else how the program is called inside the user's trace
+    (`stored_calls.storable`: "reverse" programs are kept with their VJP), a program of its
+    own."""
     try:
-        tokens = [("fn", _pinned_name(fn)), ("traced", traced)]
+        tokens = [("fn", _pinned_name(fn)), ("mode", mode)]
         _describe((args, kwargs), False, tokens)
     except _Unpinned:
         return None
@@ -337,13 +339,13 @@ def call(fn, collect, args, kwargs, analysis=None):
         mode = _stored_calls.storable(leaves)
         if mode is None:  # vmap, forward mode: the ordinary path
             return None
-    name = key(fn, args, kwargs, traced=mode is not None)
+    name = key(fn, args, kwargs, mode)
     if name is None or name in _unexportable:
         return None
     inputs = _inputs(args, kwargs)
     entry, result = _loaded.get(name), None
     if entry is None:
-        entry = _read(name, traced=mode is not None)
+        entry = _read(name, mode)
         if entry is _SKIP:
             _unexportable.add(name)
             return None
@@ -355,9 +357,9 @@ def call(fn, collect, args, kwargs, analysis=None):
                 _warn_unusable(name, f"it does not run: {type(err).__name__}: {first}")
                 entry = None
     if entry is None:
-        for listener in compile_listeners:
+        for listener in compile_listeners if mode is None else ():  # eager calls only
             listener(analysis or fn.__module__.rsplit(".", 1)[-1].lstrip("_"))
-        entry = _export(name, collect, args, kwargs, traced=mode is not None)
+        entry = _export(name, collect, args, kwargs, mode)
         if entry is None:
             return None
     _loaded[name] = entry
@@ -410,10 +412,11 @@ def _warn_unusable(name, reason):
     )
 
 
-def _read(name, traced=False):
+def _read(name, mode=None):
     """The entry stored under `name` as (Exported, skeleton, msgs), _SKIP, or None (a miss: no
-    file, or one that fails a check, with a warning). A program for the user's traces
-    (`traced`) is checked by lowering it and its VJP (eager ones by their first run)."""
+    file, or one that fails a check, with a warning). A program for the user's traces (`mode`)
+    is checked by lowering it and, for reverse mode, its VJP (eager ones by their first
+    run)."""
     try:
         with open(_path(name), "rb") as fh:
             data = fh.read()
@@ -436,8 +439,8 @@ def _read(name, traced=False):
         skeleton, msgs = _decode(meta["skeleton"], num_out), _decode(meta["msgs"], 0)
         if not _is_msgs(msgs):
             raise _Invalid("malformed check messages")
-        if traced:
-            _check_lowers(exported)
+        if mode is not None:
+            _check_lowers(exported, mode == "reverse")
     except Exception as err:  # any check failed (_Invalid), or data of the wrong shape
         _warn_unusable(
             name,
@@ -447,11 +450,12 @@ def _read(name, traced=False):
     return exported, skeleton, msgs
 
 
-def _check_lowers(exported):
-    """_Invalid unless the program and its VJP deserialize and lower (their StableHLO parses)."""
-    for program in (exported, exported.vjp() if exported.has_vjp() else None):
-        if program is None:
-            raise _Invalid("a program without its VJP")
+def _check_lowers(exported, vjp):
+    """_Invalid unless the program (and its VJP where `vjp`) deserializes and lowers (its
+    StableHLO parses)."""
+    if vjp and not exported.has_vjp():
+        raise _Invalid("a program without its VJP")
+    for program in (exported, exported.vjp()) if vjp else (exported,):
         try:
             jax.jit(program.call).trace(*program.in_avals).lower()
         except Exception as err:
@@ -517,11 +521,11 @@ def _flat_program(collect, args, kwargs):
     return flat, specs, side
 
 
-def _export(name, collect, args, kwargs, traced=False):
+def _export(name, collect, args, kwargs, mode=None):
     """Trace and export collect for these arguments' structure and write it to the store; None
     (and a marker entry) where the program cannot be exported or its outputs stored. A program
-    for the user's traces (`traced`) is kept with its VJP, and used as read back from its bytes
-    (the VJP is then not traced again, and both processes run the same program)."""
+    for the user's reverse mode (`mode`) is kept with its VJP, and used as read back from its
+    bytes (the VJP is then not traced again, and both processes run the same program)."""
     flat, specs, side = _flat_program(collect, args, kwargs)
     try:
         # every custom call may be kept (LAPACK's pivoted QR has no cross-version guarantee,
@@ -537,8 +541,8 @@ def _export(name, collect, args, kwargs, traced=False):
             and _decode(msgs, 0) == side["msgs"]
         ):
             raise ValueError("an output the store cannot rebuild exactly")
-        program = bytes(exported.serialize(vjp_order=1 if traced else 0))
-        if traced:
+        program = bytes(exported.serialize(vjp_order=1 if mode == "reverse" else 0))
+        if mode == "reverse":
             exported = jax.export.deserialize(bytearray(program))
             if _CALLBACK in exported.vjp().mlir_module_serialized:
                 raise ValueError("a host callback")
