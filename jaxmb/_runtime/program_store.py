@@ -9,6 +9,13 @@ StableHLO, serialized) to `<cache>/jaxmb-programs/<key>`, with what the caller n
 the arrays (the output's structure and the check messages); a later call with the same key
 deserializes it and runs it, and its compile is a cache hit.
 
+Calls inside the user's `jax.grad` / `value_and_grad` / `vjp` and `jax.jit` are kept too, as
+programs of their own (the key says how the call is traced): under reverse mode the program
+is serialized with its VJP (`vjp_order=1`), and both are called from the user's trace
+(`jaxmb._runtime.stored_calls`), so a later process traces neither jaxmb's forward nor its
+backward program, and the user's compiled program is a cache hit. Under `vmap` or forward
+mode (`jax.jvp`, `jacfwd`) the call takes the ordinary path.
+
 The key must change whenever the program could: it is a SHA-256 over
 - the function (module and qualified name);
 - the arguments' structure: every type (module, qualified name), every static value (numbers
@@ -21,16 +28,18 @@ The key must change whenever the program could: it is a SHA-256 over
 Anything the key cannot pin makes the call take the ordinary path (trace, then the
 compilation cache): a class, function or value from outside jaxmb and those libraries (a
 user's own element class or drive: its source could change between processes), a closure or
-lambda (its captured values), an unknown object, a traced argument (the user's jit, vmap or
-grad). A program that cannot be exported (a host callback, e.g. the progress meter) is
-remembered as such (a marker entry) and takes the ordinary path too.
+lambda (its captured values), an unknown object, an argument traced by vmap or forward mode.
+A program that cannot be exported (a host callback, e.g. the progress meter; for reverse mode,
+one without a VJP with respect to every input) is remembered as such (a marker entry) and
+takes the ordinary path too.
 
 A store file is data, never code: a header naming the format, a SHA-256 of the rest, the
 metadata as JSON (the key, the check messages and the output's structure, whose classes are
 named and must be dataclasses of jaxmb or the pinned libraries, rebuilt field by field without
 running their code) and the serialized `jax.export` program. A file that fails any check
 (another format, a flipped bit, another key, an unknown class, a program that does not
-deserialize or compile) is a miss: one warning, the program is traced again and the file
+deserialize or compile, or for the user's traces one that, with its VJP, does not lower) is a
+miss: one warning, the program is traced again and the file
 rewritten (atomically). The folder must belong to the user and be writable by nobody else
 (`folder_problem`), since whoever writes there chooses the programs this process runs.
 """
