@@ -242,6 +242,21 @@ def test_traced_calls_use_stored_programs(store, traces):
     assert sorted(os.listdir(store)) == files  # vmap, forward mode: nothing stored
 
 
+def test_jacrev_maps_the_stored_vjp(store):
+    """jax.jacrev maps the stored VJP over the cotangents (vmap outside the stored call: the
+    batching rule of `jaxmb._runtime.stored_calls`); the Jacobian is the ordinary path's."""
+
+    def lam(length):
+        m = _pendulum(length=length)
+        return mb.reactions(m, m.q0, jnp.stack([0.0, length, 1.0]), 0.0).lam
+
+    stored = jax.jacrev(lam)(1.0)
+    _program_store._loaded.clear()
+    assert np.array_equal(np.asarray(jax.jacrev(lam)(1.0)), np.asarray(stored))
+    _program_store.disable()
+    assert np.allclose(np.asarray(stored), np.asarray(jax.jacrev(lam)(1.0)), rtol=1e-12, atol=0)
+
+
 @pytest.mark.parametrize("damage", ["a flipped bit in the program", "unloadable StableHLO"])
 def test_a_damaged_traced_program_is_a_miss_and_rewritten(store, damage):
     """A stored program for the user's traces is checked when read (it and its VJP must
