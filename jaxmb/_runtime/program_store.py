@@ -372,10 +372,10 @@ def call(fn, collect, args, kwargs, analysis=None):
         if entry is None:
             return None
     _loaded[name] = entry
-    exported, skeleton, msgs = entry
+    exported, skeleton, msgs, backward = entry
     if mode is not None:  # inside the user's jit or grad
         original = jax.jit(_flat_program(collect, args, kwargs)[0])
-        flat, flags, indices = _stored_calls.call(exported, original, inputs, mode)
+        flat, flags, indices = _stored_calls.call(exported, backward, original, inputs, mode)
     else:
         flat, flags, indices = _eager(entry)(*inputs) if result is None else result
     out = jax.tree.map(
@@ -448,27 +448,46 @@ def _read(name, mode=None):
         skeleton, msgs = _decode(meta["skeleton"], num_out), _decode(meta["msgs"], 0)
         if not _is_msgs(msgs):
             raise _Invalid("malformed check messages")
-        if mode is not None:
-            _check_lowers(exported, mode == "reverse")
+        backward = _read_backward(name) if mode == "reverse" else None
+        for program in (exported, backward):
+            if program is not None and mode is not None:
+                _check_lowers(program)
     except Exception as err:  # any check failed (_Invalid), or data of the wrong shape
         _warn_unusable(
             name,
             str(err) if isinstance(err, _Invalid) else f"malformed metadata: {type(err).__name__}",
         )
         return None
-    return exported, skeleton, msgs
+    return exported, skeleton, msgs, backward
 
 
-def _check_lowers(exported, vjp):
-    """_Invalid unless the program (and its VJP where `vjp`) deserializes and lowers (its
-    StableHLO parses)."""
-    if vjp and not exported.has_vjp():
-        raise _Invalid("a program without its VJP")
-    for program in (exported, exported.vjp()) if vjp else (exported,):
-        try:
-            jax.jit(program.call).trace(*program.in_avals).lower()
-        except Exception as err:
-            raise _Invalid(f"the program does not lower: {type(err).__name__}") from None
+def backward_name(name):
+    """The store file of the backward program of the reverse-mode program `name`."""
+    return f"{name}-backward"
+
+
+def _read_backward(name):
+    """The backward program stored with `name`, or _Invalid (the whole entry is then a miss)."""
+    try:
+        with open(_path(backward_name(name)), "rb") as fh:
+            data = fh.read()
+    except OSError:
+        raise _Invalid("its backward program is missing") from None
+    meta, program = _unpack(backward_name(name), data)
+    if meta.get("kind") != "backward":
+        raise _Invalid("an unknown kind of backward program")
+    try:
+        return jax.export.deserialize(bytearray(program))
+    except Exception as err:
+        raise _Invalid(f"the backward program does not deserialize: {type(err).__name__}") from None
+
+
+def _check_lowers(program):
+    """_Invalid unless the program lowers (its StableHLO parses)."""
+    try:
+        jax.jit(program.call).trace(*program.in_avals).lower()
+    except Exception as err:
+        raise _Invalid(f"the program does not lower: {type(err).__name__}") from None
 
 
 def _pack(name, meta, program=b""):
@@ -550,18 +569,55 @@ def _export(name, collect, args, kwargs, mode=None):
             and _decode(msgs, 0) == side["msgs"]
         ):
             raise ValueError("an output the store cannot rebuild exactly")
-        program = bytes(exported.serialize(vjp_order=1 if mode == "reverse" else 0))
-        if mode == "reverse":
-            exported = jax.export.deserialize(bytearray(program))
-            if _CALLBACK in exported.vjp().mlir_module_serialized:
-                raise ValueError("a host callback")
-        data = _pack(name, dict(kind="program", skeleton=skeleton, msgs=msgs), program)
+        backward = None
+        if mode == "reverse":  # the forward with its residuals, and the backward pass
+            exported, backward = _export_reverse(flat, specs)
+            backward_data = _pack(
+                backward_name(name), dict(kind="backward"), bytes(backward.serialize())
+            )
+        data = _pack(
+            name, dict(kind="program", skeleton=skeleton, msgs=msgs), bytes(exported.serialize())
+        )
     except Exception:  # an output the store cannot hold as data, a trace error
         _unexportable.add(name)
         _write(name, _pack(name, dict(kind="skip")))
         return None
+    if backward is not None:
+        _write(backward_name(name), backward_data)  # first: a reader finds both or a miss
     _write(name, data)
-    return exported, side["skeleton"], side["msgs"]
+    return exported, side["skeleton"], side["msgs"], backward
+
+
+def _export_reverse(flat, specs):
+    """Reverse mode as two programs: forward(*x) = (flat(*x), residuals) and
+    backward(*residuals, *output cotangents) = the inputs' cotangents (`jax.vjp`, split where
+    its pullback's residuals are: the backward pass does not recompute the forward)."""
+    trees = {}
+    program = jax.jit(flat)  # traced in a jit of its own: the checks come back as data
+
+    def forward(*x):
+        y, pullback = jax.vjp(program, *x)
+        residuals, trees["residuals"] = jax.tree.flatten(pullback)
+        trees["y"] = jax.tree.structure(y)
+        return y, residuals
+
+    def backward(*args):
+        count = trees["residuals"].num_leaves
+        pullback = jax.tree.unflatten(trees["residuals"], args[:count])
+        return pullback(jax.tree.unflatten(trees["y"], args[count:]))
+
+    export = functools.partial(jax.export.export, disabled_checks=_ANY_CUSTOM_CALL)
+    fwd = export(jax.jit(forward))(*specs)
+    avals = fwd.out_avals
+    num_y = trees["y"].num_leaves
+    cts = [a.to_tangent_aval() for a in avals[:num_y]]
+    bwd = export(jax.jit(backward))(
+        *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals[num_y:] + tuple(cts)]
+    )
+    for program in (fwd, bwd):
+        if _CALLBACK in program.mlir_module_serialized:
+            raise ValueError("a host callback")
+    return fwd, bwd
 
 
 def _write(name, data):

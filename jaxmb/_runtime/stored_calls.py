@@ -1,11 +1,13 @@
 """Stored programs called from inside the user's transformations (private JAX API, fenced here).
 
 A program of the store (`jaxmb._runtime.program_store`) called while the user's `jax.jit` or
-`jax.grad` traces jaxmb is a `jax.export.Exported` serialized with its VJP (`vjp_order=1`):
+`jax.grad` traces jaxmb is a `jax.export.Exported`:
 
-- under reverse mode (`jax.grad`, `value_and_grad`, `vjp`, `jacrev`: linearize tracers) it is
-  `Exported.call`, a `custom_vjp` whose backward pass is the stored VJP program: neither the
-  forward nor the backward program of jaxmb is traced again;
+- under reverse mode (`jax.grad`, `value_and_grad`, `vjp`, `jacrev`: linearize tracers) two
+  programs (`program_store._export_reverse`): the forward, which also returns the residuals
+  of `jax.vjp`, and the backward pass, which takes them with the output cotangents, behind a
+  `custom_vjp`: neither is traced again, and the backward pass does not recompute the
+  forward;
 - under `jax.jit` alone it is the stored forward program behind a `custom_jvp` whose rule is
   the ordinary path's JVP, traced only if a transformation applied later to the user's jitted
   function differentiates it (`jax.grad(jax.jit(f))`, `jax.jacfwd(jax.jit(f))`).
@@ -19,6 +21,8 @@ batched as the ordinary path is (`jax.vmap` of the traced function), any other e
 """
 
 import jax
+import numpy as np
+from jax._src import dtypes
 from jax._src.export import _export
 from jax._src.interpreters import ad, batching, partial_eval as pe
 
@@ -54,13 +58,39 @@ def _kinds(x, out):
             return
 
 
-def call(exported, original, inputs, mode):
-    """The outputs of `exported` (flat list) at the traced `inputs`; `original` is the function
-    it was exported from (the ordinary path, for the transformations it cannot serve)."""
+def call(exported, backward, original, inputs, mode):
+    """The outputs of `exported` (flat list) at the traced `inputs`; for reverse mode
+    `exported` also returns the residuals that the program `backward` takes with the output
+    cotangents; `original` is the function they were exported from (the ordinary path, for
+    the transformations they cannot serve)."""
     _register(exported, original)
     if mode == "reverse":
-        return exported.call(*inputs)
+        return _with_stored_vjp(exported, backward)(*inputs)
     return _with_ordinary_jvp(exported, original)(*inputs)
+
+
+def _with_stored_vjp(forward, backward):
+    def run_forward(*inputs):
+        flat = _PRIMITIVE.bind(*inputs, exported=forward)
+        return forward.out_tree.unflatten(flat)
+
+    @jax.custom_vjp
+    def run(*inputs):
+        return run_forward(*inputs)[0]
+
+    def run_fwd(*inputs):
+        return run_forward(*inputs)
+
+    def run_bwd(residuals, cts):
+        count = len(residuals)
+        cts = [
+            np.zeros(a.shape, a.dtype) if a.dtype == dtypes.float0 else ct
+            for ct, a in zip(jax.tree.leaves(cts), backward.in_avals[count:])
+        ]
+        return tuple(_PRIMITIVE.bind(*residuals, *cts, exported=backward))
+
+    run.defvjp(run_fwd, run_bwd)
+    return run
 
 
 def _register(exported, original):
