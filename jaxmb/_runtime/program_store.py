@@ -10,8 +10,9 @@ the arrays (the output's structure and the check messages); a later call with th
 deserializes it and runs it, and its compile is a cache hit.
 
 Calls inside the user's `jax.grad` / `value_and_grad` / `vjp` and `jax.jit` are kept too, as
-programs of their own (the key says how the call is traced): under reverse mode the program
-is serialized with its VJP (`vjp_order=1`), and both are called from the user's trace
+programs of their own (the key says how the call is traced): under reverse mode as the
+forward pass with `jax.vjp`'s residuals and the backward pass (`_export_reverse`; the backward
+in a second file, `backward_name`), called from the user's trace
 (`jaxmb._runtime.stored_calls`), so a later process traces neither jaxmb's forward nor its
 backward program, and the user's compiled program is a cache hit. Under `vmap` or forward
 mode (`jax.jvp`, `jacfwd`) the call takes the ordinary path.
@@ -38,9 +39,9 @@ metadata as JSON (the key, the check messages and the output's structure, whose 
 named and must be dataclasses of jaxmb or the pinned libraries, rebuilt field by field without
 running their code) and the serialized `jax.export` program. A file that fails any check
 (another format, a flipped bit, another key, an unknown class, a program that does not
-deserialize or compile, or for the user's traces one that, with its VJP, does not lower) is a
-miss: one warning, the program is traced again and the file
-rewritten (atomically). The folder must belong to the user and be writable by nobody else
+deserialize or compile, or for the user's traces one that, or whose backward pass, does not
+lower) is a miss: one warning, the program is traced again and the file rewritten
+(atomically). The folder must belong to the user and be writable by nobody else
 (`folder_problem`), since whoever writes there chooses the programs this process runs.
 """
 
@@ -325,8 +326,8 @@ def _describe(x, static, out) -> None:
 def key(fn, args, kwargs, mode=None) -> str | None:
     """The store key of fn(*args, **kwargs), or None where it cannot be pinned; `mode`: None
     for an eager call, else how the program is called inside the user's trace
-    (`stored_calls.storable`: "reverse" programs are kept with their VJP), a program of its
-    own."""
+    (`stored_calls.storable`: "reverse" programs are kept with their backward pass), a
+    program of its own."""
     try:
         tokens = [("fn", _pinned_name(fn)), ("mode", mode)]
         _describe((args, kwargs), False, tokens)
@@ -424,7 +425,7 @@ def _warn_unusable(name, reason):
 def _read(name, mode=None):
     """The entry stored under `name` as (Exported, skeleton, msgs), _SKIP, or None (a miss: no
     file, or one that fails a check, with a warning). A program for the user's traces (`mode`)
-    is checked by lowering it and, for reverse mode, its VJP (eager ones by their first
+    is checked by lowering it and, for reverse mode, its backward pass (eager ones by their first
     run)."""
     try:
         with open(_path(name), "rb") as fh:
@@ -552,8 +553,8 @@ def _flat_program(collect, args, kwargs):
 def _export(name, collect, args, kwargs, mode=None):
     """Trace and export collect for these arguments' structure and write it to the store; None
     (and a marker entry) where the program cannot be exported or its outputs stored. A program
-    for the user's reverse mode (`mode`) is kept with its VJP, and used as read back from its
-    bytes (the VJP is then not traced again, and both processes run the same program)."""
+    for the user's reverse mode (`mode`) is the forward pass with its residuals, kept with the
+    backward pass (`_export_reverse`)."""
     flat, specs, side = _flat_program(collect, args, kwargs)
     try:
         # every custom call may be kept (LAPACK's pivoted QR has no cross-version guarantee,
