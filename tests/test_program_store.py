@@ -211,6 +211,10 @@ def _pin_value(length):
     return length**2 + (_G * _INERTIA / (_INERTIA + length**2)) ** 2
 
 
+def _pin_slope(length):
+    return 2.0 * length - (_G * _INERTIA) ** 2 * 4.0 * length / (_INERTIA + length**2) ** 3
+
+
 def test_traced_calls_use_stored_programs(store, traces):
     """Inside the user's jit and grad the stored programs (with their backward pass) are called
     from the user's trace: a later process traces nothing and gets the same numbers; under vmap and
@@ -237,6 +241,9 @@ def test_traced_calls_use_stored_programs(store, traces):
     assert np.allclose(np.asarray(batched), [_pin_value(1.0), _pin_value(2.0)], rtol=1e-12)
     assert np.allclose(float(jax.jacfwd(jax.jit(_pin_loss))(1.0)), expected, rtol=0, atol=1e-9)
     assert np.allclose(float(jax.grad(jax.jit(_pin_loss))(1.0)), expected, rtol=0, atol=1e-9)
+    # vmap of a jitted gradient: the stored forward and backward pass mapped by lax.map
+    slopes = jax.vmap(jax.jit(jax.grad(_pin_loss)))(lengths)
+    assert np.allclose(np.asarray(slopes), [_pin_slope(1.0), _pin_slope(2.0)], rtol=1e-12)
     files = sorted(os.listdir(store))
     jax.vmap(_pin_loss)(lengths)
     jax.jvp(_pin_loss, (1.0,), (1.0,))

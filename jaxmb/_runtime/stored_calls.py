@@ -12,12 +12,12 @@ A program of the store (`jaxmb._runtime.program_store`) called while the user's 
   the ordinary path's JVP, traced only if a transformation applied later to the user's jitted
   function differentiates it (`jax.grad(jax.jit(f))`, `jax.jacfwd(jax.jit(f))`).
 
-`call_exported` has no batching rule in JAX; one is registered here: a program of ours is
-batched as the ordinary path is (`jax.vmap` of the traced function), any other exported program
-(e.g. the stored VJP under `jacrev`'s vmap over cotangents) is mapped sequentially with
-`lax.map`, which is correct for every program. A call whose inputs carry `vmap` or forward-mode
-(`jax.jvp`, `jacfwd`) tracers, or tracers of any other transformation, takes the ordinary path
-(`storable` says which).
+`call_exported` has no batching rule in JAX; one is registered here: a forward program called
+under jit alone is batched as the ordinary path is (`jax.vmap` of the traced function), any
+other exported program (the reverse-mode pair, e.g. the backward pass under `jacrev`'s vmap
+over cotangents) is mapped sequentially with `lax.map`, which is correct for every program.
+A call whose inputs carry `vmap` or forward-mode (`jax.jvp`, `jacfwd`) tracers, or tracers of
+any other transformation, takes the ordinary path (`storable` says which).
 """
 
 import jax
@@ -63,9 +63,9 @@ def call(exported, backward, original, inputs, mode):
     `exported` also returns the residuals that the program `backward` takes with the output
     cotangents; `original` is the function they were exported from (the ordinary path, for
     the transformations they cannot serve)."""
-    _register(exported, original)
-    if mode == "reverse":
+    if mode == "reverse":  # batched (outside a jit) by lax.map: it also returns residuals
         return _with_stored_vjp(exported, backward)(*inputs)
+    _register(exported, original)
     return _with_ordinary_jvp(exported, original)(*inputs)
 
 
