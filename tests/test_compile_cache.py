@@ -22,7 +22,8 @@ import jaxmb as mb
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Eager simulate, reactions along the run and jax.grad of a reaction loss (through assemble,
-# consistent_velocity and reactions), with mb.enable_compilation_cache (so also the program
+# consistent_velocity, simulate and reactions: programs called from inside jax.grad's trace,
+# kept with their VJP), with mb.enable_compilation_cache (so also the program
 # store, jaxmb._runtime.program_store), counting the traces of the eager calls, the persistent
 # cache's misses and the programs it refused for their host callbacks (a pendulum: the smallest
 # model that has every program kind, so the two processes compile little).
@@ -77,18 +78,21 @@ _SCRIPT = textwrap.dedent(
     rx = mb.reactions(model, traj)
     eager_traces = len(traced)
 
-    def loss(length):
+    def loss(length):  # through simulate and the reactions along it
         m = pendulum(length)
         q, qd = state(m)
-        return jnp.sum(mb.reactions(m, q, qd, 0.0).lam ** 2)
+        run = mb.simulate(m, q, qd, 0.2, ts=jnp.linspace(0.0, 0.2, 5))
+        return jnp.sum(mb.reactions(m, run).lam ** 2)
 
+    before = len(traced)
     g = jax.grad(loss)(1.0)
+    grad_traces = len(traced) - before
     print(json.dumps({
         "q": traj.q.tolist(), "lam": rx.lam.tolist(), "grad": float(g),
         "misses": events["/jax/compilation_cache/cache_misses"],
         "hits": events["/jax/compilation_cache/cache_hits"],
         "refused": refused, "eager_traces": eager_traces, "compiled": compiled,
-        "announced": announced,
+        "announced": announced, "grad_traces": grad_traces,
     }))
     """
 )
@@ -127,6 +131,7 @@ def test_second_process_compiles_nothing(tmp_path):
     # the compile announcements of the command line (jaxmb.cli.announce_compiles) fire only in
     # the first process, once per program, named by the analysis
     assert first["eager_traces"] > 0 and second["eager_traces"] == 0
+    assert first["grad_traces"] > 0 and second["grad_traces"] == 0  # the gradient's too
     assert {"assemble", "velocity", "simulate", "reactions"} <= set(first["compiled"])
     assert second["compiled"] == []
     # the logger's announcements: each eager compile of the first process, before it ("...")

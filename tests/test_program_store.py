@@ -194,26 +194,92 @@ def test_checks_raise_the_same_message_through_the_store(store):
     assert messages == [str(err.value)] * 3
 
 
-def test_traced_calls_bypass_the_store(store):
-    """Arguments traced by the user's jit or grad are not the store's business; the numbers
-    are the pin force of a pendulum (mass 1, inertia I about its centre, length L, turning at
-    1 rad/s through the horizontal): radial m w^2 L = L, tangential m g I / (I + m L^2)."""
-    inertia, g = 1e-3, 9.81
+def _pin_loss(length):
+    """The squared pin force of a pendulum (mass 1, inertia I about its centre, length L,
+    turning at 1 rad/s through the horizontal): radial m w^2 L = L, tangential
+    m g I / (I + m L^2)."""
+    m = _pendulum(length=length)
+    qd = jnp.stack([0.0, length, 1.0])  # consistent: the pin point at rest
+    return jnp.sum(mb.reactions(m, m.q0, qd, 0.0).lam ** 2)
 
-    def loss(length):
-        m = _pendulum(length=length)
-        qd = jnp.stack([0.0, length, 1.0])  # consistent: the pin point at rest
-        return jnp.sum(mb.reactions(m, m.q0, qd, 0.0).lam ** 2)
 
+_INERTIA, _G = 1e-3, 9.81
+_TANGENTIAL = _G * _INERTIA / (_INERTIA + 1.0)
+
+
+def _pin_value(length):
+    return length**2 + (_G * _INERTIA / (_INERTIA + length**2)) ** 2
+
+
+def _pin_slope(length):
+    return 2.0 * length - (_G * _INERTIA) ** 2 * 4.0 * length / (_INERTIA + length**2) ** 3
+
+
+def test_traced_calls_use_stored_programs(store, traces):
+    """Inside the user's jit and grad the stored programs (with their backward pass) are called
+    from the user's trace: a later process traces nothing and gets the same numbers; under vmap and
+    forward mode the ordinary path runs (no program stored)."""
     model = _pendulum()
-    lam = jax.jit(lambda q: mb.reactions(model, q, jnp.array([0.0, 1.0, 1.0]), 0.0).lam)(model.q0)
-    grad = jax.grad(loss)(1.0)
-    assert os.listdir(store) == []
-    tangential = g * inertia / (inertia + 1.0)
-    assert abs(float(jnp.sum(lam**2)) - (1.0 + tangential**2)) < 1e-9
+    qd = jnp.array([0.0, 1.0, 1.0])
+    jitted = lambda q: mb.reactions(model, q, qd, 0.0).lam  # noqa: E731
+    lam = jax.jit(jitted)(model.q0)
+    grad = jax.grad(_pin_loss)(1.0)
+    # reverse mode: a forward program and its backward pass
+    assert set(_kinds(store).values()) == {"program", "backward"} and len(os.listdir(store)) >= 3
+    assert abs(float(jnp.sum(lam**2)) - (1.0 + _TANGENTIAL**2)) < 1e-9
     # d/dL [L^2 + (g I / (I + L^2))^2] at L = 1
-    expected = 2.0 - 2.0 * tangential * g * inertia * 2.0 / (inertia + 1.0) ** 2
+    expected = 2.0 - 2.0 * _TANGENTIAL * _G * _INERTIA * 2.0 / (_INERTIA + 1.0) ** 2
     assert abs(float(grad) - expected) < 1e-9
+    _program_store._loaded.clear()  # as a new process
+    traces.clear()
+    assert float(jax.grad(_pin_loss)(1.0)) == float(grad)
+    assert np.array_equal(np.asarray(jax.jit(jitted)(model.q0)), np.asarray(lam))
+    assert traces == []
+    # transformations of the user's jitted function: the ordinary path's rules
+    lengths = jnp.array([1.0, 2.0])
+    batched = jax.vmap(jax.jit(_pin_loss))(lengths)
+    assert np.allclose(np.asarray(batched), [_pin_value(1.0), _pin_value(2.0)], rtol=1e-12)
+    assert np.allclose(float(jax.jacfwd(jax.jit(_pin_loss))(1.0)), expected, rtol=0, atol=1e-9)
+    assert np.allclose(float(jax.grad(jax.jit(_pin_loss))(1.0)), expected, rtol=0, atol=1e-9)
+    # vmap of a jitted gradient: the stored forward and backward pass mapped by lax.map
+    slopes = jax.vmap(jax.jit(jax.grad(_pin_loss)))(lengths)
+    assert np.allclose(np.asarray(slopes), [_pin_slope(1.0), _pin_slope(2.0)], rtol=1e-12)
+    files = sorted(os.listdir(store))
+    jax.vmap(_pin_loss)(lengths)
+    jax.jvp(_pin_loss, (1.0,), (1.0,))
+    assert sorted(os.listdir(store)) == files  # vmap, forward mode: nothing stored
+
+
+def test_jacrev_maps_the_stored_vjp(store):
+    """jax.jacrev maps the stored VJP over the cotangents (vmap outside the stored call: the
+    batching rule of `jaxmb._runtime.stored_calls`); the Jacobian is the ordinary path's."""
+
+    def lam(length):
+        m = _pendulum(length=length)
+        return mb.reactions(m, m.q0, jnp.stack([0.0, length, 1.0]), 0.0).lam
+
+    stored = jax.jacrev(lam)(1.0)
+    _program_store._loaded.clear()
+    assert np.array_equal(np.asarray(jax.jacrev(lam)(1.0)), np.asarray(stored))
+    _program_store.disable()
+    assert np.allclose(np.asarray(stored), np.asarray(jax.jacrev(lam)(1.0)), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("damage", ["a flipped bit in the program", "unloadable StableHLO"])
+def test_a_damaged_traced_program_is_a_miss_and_rewritten(store, damage):
+    """A stored program for the user's traces is checked when read (it and its backward pass
+    must deserialize and lower): a damaged one is a miss, traced again, with the same
+    gradient."""
+    grad = jax.grad(_pin_loss)(1.0)
+    names = os.listdir(store)
+    for name in names:
+        (store / name).write_bytes(_DAMAGE[damage](name, (store / name).read_bytes()))
+    _program_store._loaded.clear()
+    with pytest.warns(UserWarning, match="the stored program .* is unusable") as record:
+        again = jax.grad(_pin_loss)(1.0)
+    programs = {n for n in names if _kinds(store)[n] == "program"}
+    assert {n for n in programs if any(n in str(w.message) for w in record)} == programs
+    assert float(again) == float(grad) and set(_kinds(store).values()) == {"program", "backward"}
 
 
 def test_host_callback_programs_are_marked_and_run_ordinarily(store, capsys):
@@ -267,7 +333,8 @@ def _garbled_stablehlo(name, data):
     import dataclasses
 
     broken = dataclasses.replace(exported, mlir_module_serialized=bytes(module))
-    return _repack(name, data, program=bytes(broken.serialize()))
+    vjp_order = 1 if exported.has_vjp() else 0  # a program for the user's traces keeps its VJP
+    return _repack(name, data, program=bytes(broken.serialize(vjp_order=vjp_order)))
 
 
 _DAMAGE = {

@@ -11,6 +11,14 @@ StableHLO, serialized) to `<cache>/jaxmb-programs/<key>`, with what the caller n
 the arrays (the output's structure and the check messages); a later call with the same key
 deserializes it and runs it, and its compile is a cache hit.
 
+Calls inside the user's `jax.grad` / `value_and_grad` / `vjp` and `jax.jit` are kept too, as
+programs of their own (the key says how the call is traced): under reverse mode as the
+forward pass with `jax.vjp`'s residuals and the backward pass (`_export_reverse`; the backward
+in a second file, `backward_name`), called from the user's trace
+(`jaxmb._runtime.stored_calls`), so a later process traces neither jaxmb's forward nor its
+backward program, and the user's compiled program is a cache hit. Under `vmap` or forward
+mode (`jax.jvp`, `jacfwd`) the call takes the ordinary path.
+
 The key must change whenever the program could: it is a SHA-256 over
 - the function (module and qualified name);
 - the arguments' structure: every type (module, qualified name), every static value (numbers
@@ -23,17 +31,19 @@ The key must change whenever the program could: it is a SHA-256 over
 Anything the key cannot pin makes the call take the ordinary path (trace, then the
 compilation cache): a class, function or value from outside jaxmb and those libraries (a
 user's own element class or drive: its source could change between processes), a closure or
-lambda (its captured values), an unknown object, a traced argument (the user's jit, vmap or
-grad). A program that cannot be exported (a host callback, e.g. the progress meter) is
-remembered as such (a marker entry) and takes the ordinary path too.
+lambda (its captured values), an unknown object, an argument traced by vmap or forward mode.
+A program that cannot be exported (a host callback, e.g. the progress meter; for reverse mode,
+one without a VJP with respect to every input) is remembered as such (a marker entry) and
+takes the ordinary path too.
 
 A store file is data, never code: a header naming the format, a SHA-256 of the rest, the
 metadata as JSON (the key, the check messages and the output's structure, whose classes are
 named and must be dataclasses of jaxmb or the pinned libraries, rebuilt field by field without
 running their code) and the serialized `jax.export` program. A file that fails any check
 (another format, a flipped bit, another key, an unknown class, a program that does not
-deserialize or compile) is a miss: one warning, the program is traced again and the file
-rewritten (atomically). The folder must belong to the user and be writable by nobody else
+deserialize or compile, or for the user's traces one that, or whose backward pass, does not
+lower) is a miss: one warning, the program is traced again and the file rewritten
+(atomically). The folder must belong to the user and be writable by nobody else
 (`folder_problem`), since whoever writes there chooses the programs this process runs.
 """
 
@@ -57,6 +67,7 @@ import jax.core
 import numpy as np
 
 from .._linalg import native as _native
+from . import stored_calls as _stored_calls
 from .config import jax_setting
 
 _PINNED = frozenset(
@@ -165,6 +176,7 @@ def disable() -> None:
     global _directory
     _directory = None
     _loaded.clear()
+    _jitted.clear()
     _unexportable.clear()
 
 
@@ -242,7 +254,12 @@ def _pinned_name(obj) -> str:
 def _describe(x, static, out) -> None:
     """Append tokens that pin x (see the module docstring); `static`: x is held in a static
     field, so its arrays are part of the program (by value), not inputs."""
-    if eqx.is_array(x):
+    if isinstance(x, jax.core.Tracer):
+        if static:  # a traced value the program would hold as a constant
+            raise _Unpinned(x)
+        aval = jax.typeof(x)
+        out.append(("array", tuple(aval.shape), str(aval.dtype), bool(aval.weak_type)))
+    elif eqx.is_array(x):
         array = np.asarray(x)
         if static:
             out.append(
@@ -309,10 +326,13 @@ def _describe(x, static, out) -> None:
         raise _Unpinned(x)
 
 
-def key(fn, args, kwargs) -> str | None:
-    """The store key of fn(*args, **kwargs), or None where it cannot be pinned."""
+def key(fn, args, kwargs, mode=None) -> str | None:
+    """The store key of fn(*args, **kwargs), or None where it cannot be pinned; `mode`: None
+    for an eager call, else how the program is called inside the user's trace
+    (`stored_calls.storable`: "reverse" programs are kept with their backward pass), a
+    program of its own."""
     try:
-        tokens = [("fn", _pinned_name(fn))]
+        tokens = [("fn", _pinned_name(fn)), ("mode", mode)]
         _describe((args, kwargs), False, tokens)
     except _Unpinned:
         return None
@@ -327,40 +347,58 @@ def call(fn, collect, args, kwargs, analysis=None):
     if _directory is None or jax_setting("jax_disable_jit"):
         return None
     leaves = [x for x in jax.tree.leaves((args, kwargs)) if eqx.is_array(x)]
+    mode = None
     if any(isinstance(x, jax.core.Tracer) for x in leaves):
-        return None
-    name = key(fn, args, kwargs)
+        mode = _stored_calls.storable(leaves)
+        if mode is None:  # vmap, forward mode: the ordinary path
+            return None
+    name = key(fn, args, kwargs, mode)
     if name is None or name in _unexportable:
         return None
     inputs = _inputs(args, kwargs)
     entry, result = _loaded.get(name), None
     if entry is None:
-        entry = _read(name)
-        if isinstance(entry, _Skip):
+        entry = _read(name, mode)
+        if entry is _SKIP:
             _unexportable.add(name)
             return None
-        if entry is not None:  # from a file: its first run compiles it, which may still fail
+        if entry is not None and mode is None:  # its first run compiles it, which may fail
             try:
-                result = entry[0](*inputs)
+                result = _eager(entry)(*inputs)
             except Exception as err:  # any failure of a stored program: a miss
                 first = next(iter(str(err).strip().splitlines()), "")[:120]
                 _warn_unusable(name, f"it does not run: {type(err).__name__}: {first}")
                 entry = None
     if entry is None:
-        for listener in compile_listeners:
+        for listener in compile_listeners if mode is None else ():  # eager calls only
             listener(analysis or fn.__module__.rsplit(".", 1)[-1].lstrip("_"))
-        entry = _export(name, collect, args, kwargs)
+        entry = _export(name, collect, args, kwargs, mode)
         if entry is None:
             return None
     _loaded[name] = entry
-    run, skeleton, msgs = entry
-    flat, flags, indices = run(*inputs) if result is None else result
+    exported, skeleton, msgs, backward = entry
+    if mode is not None:  # inside the user's jit or grad
+        original = jax.jit(_flat_program(collect, args, kwargs)[0])
+        flat, flags, indices = _stored_calls.call(exported, backward, original, inputs, mode)
+    else:
+        flat, flags, indices = _eager(entry)(*inputs) if result is None else result
     out = jax.tree.map(
         lambda s: flat[s.index] if isinstance(s, _Slot) else s,
         skeleton,
         is_leaf=lambda s: isinstance(s, _Slot),
     )
     return out, flags, indices, msgs
+
+
+_jitted: dict = {}  # id(Exported) -> (Exported, jax.jit(Exported.call)): one per program
+
+
+def _eager(entry):
+    exported = entry[0]
+    known = _jitted.get(id(exported))
+    if known is None or known[0] is not exported:
+        known = _jitted[id(exported)] = (exported, jax.jit(exported.call))
+    return known[1]
 
 
 def _inputs(args, kwargs):
@@ -392,9 +430,11 @@ def _warn_unusable(name, reason):
     )
 
 
-def _read(name):
-    """The entry stored under `name` as (run, skeleton, msgs), _SKIP, or None (a miss: no
-    file, or one that fails a check, with a warning)."""
+def _read(name, mode=None):
+    """The entry stored under `name` as (Exported, skeleton, msgs), _SKIP, or None (a miss: no
+    file, or one that fails a check, with a warning). A program for the user's traces (`mode`)
+    is checked by lowering it and, for reverse mode, its backward pass (eager ones by their first
+    run)."""
     try:
         with open(_path(name), "rb") as fh:
             data = fh.read()
@@ -417,13 +457,46 @@ def _read(name):
         skeleton, msgs = _decode(meta["skeleton"], num_out), _decode(meta["msgs"], 0)
         if not _is_msgs(msgs):
             raise _Invalid("malformed check messages")
+        backward = _read_backward(name) if mode == "reverse" else None
+        for program in (exported, backward):
+            if program is not None and mode is not None:
+                _check_lowers(program)
     except Exception as err:  # any check failed (_Invalid), or data of the wrong shape
         _warn_unusable(
             name,
             str(err) if isinstance(err, _Invalid) else f"malformed metadata: {type(err).__name__}",
         )
         return None
-    return jax.jit(exported.call), skeleton, msgs
+    return exported, skeleton, msgs, backward
+
+
+def backward_name(name):
+    """The store file of the backward program of the reverse-mode program `name`."""
+    return f"{name}-backward"
+
+
+def _read_backward(name):
+    """The backward program stored with `name`, or _Invalid (the whole entry is then a miss)."""
+    try:
+        with open(_path(backward_name(name)), "rb") as fh:
+            data = fh.read()
+    except OSError:
+        raise _Invalid("its backward program is missing") from None
+    meta, program = _unpack(backward_name(name), data)
+    if meta.get("kind") != "backward":
+        raise _Invalid("an unknown kind of backward program")
+    try:
+        return jax.export.deserialize(bytearray(program))
+    except Exception as err:
+        raise _Invalid(f"the backward program does not deserialize: {type(err).__name__}") from None
+
+
+def _check_lowers(program):
+    """_Invalid unless the program lowers (its StableHLO parses)."""
+    try:
+        jax.jit(program.call).trace(*program.in_avals).lower()
+    except Exception as err:
+        raise _Invalid(f"the program does not lower: {type(err).__name__}") from None
 
 
 def _pack(name, meta, program=b""):
@@ -459,9 +532,10 @@ def _is_msgs(msgs):
     )
 
 
-def _export(name, collect, args, kwargs):
-    """Trace and export collect for these arguments' structure and write it to the store; None
-    (and a marker entry) where the program cannot be exported or its outputs stored."""
+def _flat_program(collect, args, kwargs):
+    """(flat, inputs' specs, side): flat(*arrays) = (output arrays, flags, indices) of collect
+    at these arguments' static parts; `side` receives the output's skeleton and the check
+    messages when flat is traced."""
     dynamic, static = eqx.partition((args, kwargs), eqx.is_array)
     leaves, treedef = jax.tree.flatten(dynamic)
     side = {}
@@ -478,9 +552,18 @@ def _export(name, collect, args, kwargs):
         return out_leaves, flags, indices
 
     specs = [
-        jax.ShapeDtypeStruct(np.shape(x), x.dtype, weak_type=bool(getattr(x, "weak_type", False)))
-        for x in leaves
+        jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+        for a in map(jax.typeof, leaves)
     ]
+    return flat, specs, side
+
+
+def _export(name, collect, args, kwargs, mode=None):
+    """Trace and export collect for these arguments' structure and write it to the store; None
+    (and a marker entry) where the program cannot be exported or its outputs stored. A program
+    for the user's reverse mode (`mode`) is the forward pass with its residuals, kept with the
+    backward pass (`_export_reverse`)."""
+    flat, specs, side = _flat_program(collect, args, kwargs)
     try:
         # every custom call may be kept (LAPACK's pivoted QR has no cross-version guarantee,
         # and needs none: the key holds the jaxlib version) except host callbacks, which
@@ -495,6 +578,12 @@ def _export(name, collect, args, kwargs):
             and _decode(msgs, 0) == side["msgs"]
         ):
             raise ValueError("an output the store cannot rebuild exactly")
+        backward = None
+        if mode == "reverse":  # the forward with its residuals, and the backward pass
+            exported, backward = _export_reverse(flat, specs)
+            backward_data = _pack(
+                backward_name(name), dict(kind="backward"), bytes(backward.serialize())
+            )
         data = _pack(
             name, dict(kind="program", skeleton=skeleton, msgs=msgs), bytes(exported.serialize())
         )
@@ -502,8 +591,42 @@ def _export(name, collect, args, kwargs):
         _unexportable.add(name)
         _write(name, _pack(name, dict(kind="skip")))
         return None
+    if backward is not None:
+        _write(backward_name(name), backward_data)  # first: a reader finds both or a miss
     _write(name, data)
-    return jax.jit(exported.call), side["skeleton"], side["msgs"]
+    return exported, side["skeleton"], side["msgs"], backward
+
+
+def _export_reverse(flat, specs):
+    """Reverse mode as two programs: forward(*x) = (flat(*x), residuals) and
+    backward(*residuals, *output cotangents) = the inputs' cotangents (`jax.vjp`, split where
+    its pullback's residuals are: the backward pass does not recompute the forward)."""
+    trees = {}
+    program = jax.jit(flat)  # traced in a jit of its own: the checks come back as data
+
+    def forward(*x):
+        y, pullback = jax.vjp(program, *x)  # pyright: ignore[reportArgumentType]  (a jit, not an Exported)
+        residuals, trees["residuals"] = jax.tree.flatten(pullback)
+        trees["y"] = jax.tree.structure(y)
+        return y, residuals
+
+    def backward(*args):
+        count = trees["residuals"].num_leaves
+        pullback = jax.tree.unflatten(trees["residuals"], args[:count])
+        return pullback(jax.tree.unflatten(trees["y"], args[count:]))
+
+    export = functools.partial(jax.export.export, disabled_checks=_ANY_CUSTOM_CALL)
+    fwd = export(jax.jit(forward))(*specs)
+    avals = fwd.out_avals
+    num_y = trees["y"].num_leaves
+    cts = [a.to_tangent_aval() for a in avals[:num_y]]
+    bwd = export(jax.jit(backward))(
+        *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals[num_y:] + tuple(cts)]
+    )
+    for program in (fwd, bwd):
+        if _CALLBACK in program.mlir_module_serialized:
+            raise ValueError("a host callback")
+    return fwd, bwd
 
 
 def _write(name, data):
