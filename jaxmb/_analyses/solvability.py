@@ -457,13 +457,24 @@ def _solvability_compiled(model, q, t, method, groups, rtol, btol, block=None, s
     else:
         Qt, rank, margin = _left_null_svd(C, rtol)
 
-    ok, b_norm, b_rel, E, e_count = _analyse_sets(C, Qt, rank, pair_sets, method, rtol, btol)
+    pairs = _analyse_sets(C, Qt, rank, pair_sets, method, rtol, btol)
     # without groups the group fields are None, not size-0 arrays: jax.lax.map(...,
     # batch_size=k) cannot reshape size-0 outputs (ZeroDivisionError), so chunked maps failed
     g_ok = g_b = g_count = None
     if groups:
         g_ok, g_b, _, _, g_count = _analyse_sets(C, Qt, rank, group_sets, method, rtol, btol)
     _, _, row_order = pivoted_qr(C.T)
+    ranks = (rank, rank_h, rank_n)
+    return _report(model, method, groups, ranks, pairs, (g_ok, g_b, g_count), margin, row_order)
+
+
+def _report(model, method, groups, ranks, pairs, group_results, margin, row_order, **extra):
+    """`SolvabilityReport` from the ranks (C, holonomic rows, Pfaffian rows), the pairs'
+    (solvable, |B_X|, relative |B_X|, unique directions, their count) and the groups'
+    (solvable, |B_X|, count)."""
+    rank, rank_h, rank_n = ranks
+    ok, b_norm, b_rel, E, e_count = pairs
+    g_ok, g_b, g_count = group_results
     return SolvabilityReport(
         method=method,
         pair_names=model.pair_names,
@@ -485,6 +496,7 @@ def _solvability_compiled(model, q, t, method, groups, rtol, btol, block=None, s
         margin=margin,
         warning=margin < MARGIN_WARNING,
         row_order=row_order,
+        **extra,
     )
 
 
@@ -512,31 +524,20 @@ def _sparse_report(model, C, hol, groups, pair_sets, group_sets, rtol, btol, blo
     kept = jnp.concatenate([found.sigma > rtol * found.sigma_max, jnp.ones(1, bool)])
     margin = _margin(values, kept, rtol)
     Qt = _sparse.self_stress_probes(model, C)
-    ok, b_norm, b_rel, E, e_count = _analyse_local_sets(model, C, Qt, pair_sets, rtol, btol)
+    pairs = _analyse_local_sets(model, C, Qt, pair_sets, rtol, btol)
     g_ok = g_b = g_count = None
     if groups:
         g_ok, g_b, _, _, g_count = _analyse_local_sets(model, C, Qt, group_sets, rtol, btol)
-    return SolvabilityReport(
-        method="sparse",
-        pair_names=model.pair_names,
-        group_names=tuple(groups),
-        group_members=tuple(tuple(v) for v in groups.values()),
-        n=model.n,
-        num_rows=model.num_rows,
-        rank=rank,
-        rank_holonomic=rank_h,
-        rank_nonholonomic=rank_n,
-        solvable=ok,
-        b_norm=b_norm,
-        b_relative=b_rel,
-        unique_directions=E,
-        unique_count=e_count,
-        group_solvable=g_ok,
-        group_b_norm=g_b,
-        group_unique_count=g_count,
-        margin=margin,
-        warning=margin < MARGIN_WARNING,
-        row_order=None,
+    ranks = (rank, rank_h, rank_n)
+    return _report(
+        model,
+        "sparse",
+        groups,
+        ranks,
+        pairs,
+        (g_ok, g_b, g_count),
+        margin,
+        None,
         block_saturated=found.saturated,
     )
 
