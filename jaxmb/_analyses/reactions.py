@@ -204,8 +204,8 @@ def generalized_by_pair(
     owner (one segment sum, not one product per pair: a traced program of thousands of pairs
     stays a few operations)."""
     table = model.row_table
-    return -jax.ops.segment_sum(
-        C * lam[:, None],
+    return jax.ops.segment_sum(  # negated inside: a sum of zero terms is +0, not -0
+        -(C * lam[:, None]),
         table.owner,
         num_segments=len(table.slices),
         indices_are_sorted=True,
