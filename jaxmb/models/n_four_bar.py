@@ -128,13 +128,13 @@ def build(
     )
     z = 0.0 * L
     tip, foot = jnp.stack([L / 2, z]), jnp.stack([-L / 2, z])
-    k = jnp.arange(N + 1.0)
+    position = jnp.arange(N + 1.0)  # crank k's place along the ground, in bar lengths
     m.add_stacked(
         Revolute,
         [f"A{k}" for k in range(N + 1)],
         i=[m.ground] * (N + 1),
         j=list(cranks),
-        s_i=jnp.stack([k * L, 0.0 * k + z], axis=1),
+        s_i=jnp.stack([position * L, 0.0 * position + z], axis=1),
         s_j=jnp.broadcast_to(foot, (N + 1, 2)),
     )
     if rigid_coupler:
@@ -145,7 +145,7 @@ def build(
             i=list(cranks),
             j=[bar] * (N + 1),
             s_i=jnp.broadcast_to(tip, (N + 1, 2)),
-            s_j=jnp.stack([(k - N / 2) * L, 0.0 * k + z], axis=1),
+            s_j=jnp.stack([(position - N / 2) * L, 0.0 * position + z], axis=1),
         )
     else:
         ones = jnp.ones(N)
