@@ -124,7 +124,10 @@ def test_null_space_reports_the_passage(a02):
     # Two ways of sampling the ratios agree: by default the monitor reads them from the
     # right-hand side's own factorization (the last stage of Tsit5 is the end of the step);
     # with a user's controller it factorizes C at each step end. Same steps (both norms are
-    # over q and qd), same passage time and motion to round-off.
+    # over q and qd), same motion to round-off; the passage time is the root of the
+    # interpolated pivot ratio, which is near zero there, so the two factorizations' round-off
+    # (1e-16 relative) moves it by more: 2e-10 s measured between two code generators of
+    # XLA:CPU (tests/conftest.py), 1e-9 s allowed (a millionth of the 0.01 s save interval).
     with pytest.warns(mb.SingularPassageWarning):
         direct = mb.simulate(
             model,
@@ -136,7 +139,7 @@ def test_null_space_reports_the_passage(a02):
             stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10),
         )
     assert int(direct.num_steps) == int(traj.num_steps)
-    assert float(direct.t_passage) == pytest.approx(float(traj.t_passage), abs=1e-12)
+    assert float(direct.t_passage) == pytest.approx(float(traj.t_passage), abs=1e-9)
     np.testing.assert_allclose(direct.q, traj.q, rtol=0, atol=1e-12)
 
 
