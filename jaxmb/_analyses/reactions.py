@@ -223,15 +223,14 @@ def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
     if check:
         q, qd = checked_state(model, q, qd, t, "reactions", STATE_TOL)
     terms = state_terms(model, q, qd, t)
-    M, F, C, gamma = terms.M, terms.F, terms.C, terms.gamma
     solution = None
     if model.friction:  # the friction depends on the reactions: a coupled solve
         solution = _friction.at_state(model, q, qd, t, method, qdd=qdd, terms=terms)
         qdd, lam = solution.qdd, solution.lam
         lam = _friction.checked_converged(lam, model, solution)
     else:
-        qdd, lam = method.multipliers(model, M, F, C, gamma, qdd)
-    gen = generalized_by_pair(model, C, lam)
+        qdd, lam = method.multipliers(model, terms.equation_terms, qdd)
+    gen = generalized_by_pair(model, terms.C, lam)
     # the flags are piecewise constant: no derivative flows into the analysis (whose pivoted QR
     # has no batched JVP rule either)
     frozen = jax.tree.map(

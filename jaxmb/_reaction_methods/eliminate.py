@@ -9,12 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector, Scalar
+from .._custom_types import Coordinates, Scalar
 from .._formulations.base import AbstractStateFormulation, monitored_solver, with_ratios
-from .._formulations.eliminated import check_removable, eliminated_solve
+from .._formulations.eliminated import check_removable
 from .._model.model import Model
-from .._model.terms import StateTerms
+from .._model.terms import EquationTerms, StateTerms
 from ._base import AbstractReactionMethod, Solution
+from ._common import eliminated_multipliers
 
 
 class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
@@ -43,20 +44,11 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
         """The kept rows as a mask array: every elimination shares one compiled program."""
         return KeptRows(keep_mask(model, self))
 
-    def multipliers(
-        self,
-        model: Model,
-        M: MassMatrix,
-        F: Coordinates,
-        C: ConstraintMatrix,
-        gamma: RowVector,
-        qdd: Coordinates | None,
-    ) -> Solution:
-        return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd)
+    def multipliers(self, model: Model, terms: EquationTerms, qdd: Coordinates | None) -> Solution:
+        return self.bind(model, "reactions").multipliers(model, terms, qdd)
 
     def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
-        keep = keep_mask(model, self)
-        return eliminated_solve(terms.M, terms.F, terms.C, terms.gamma, keep)[0]
+        return eliminated_multipliers(terms.equation_terms, keep_mask(model, self), None)[0]
 
     def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         """The rows in range (trace time) and removable at (q0, t0) (run time)."""
@@ -92,18 +84,9 @@ class KeptRows(AbstractReactionMethod):
             )
         return self
 
-    def multipliers(
-        self,
-        model: Model,
-        M: MassMatrix,
-        F: Coordinates,
-        C: ConstraintMatrix,
-        gamma: RowVector,
-        qdd: Coordinates | None,
-    ) -> Solution:
-        C = check_removable(C, C, self.keep)
-        qdd_e, lam = eliminated_solve(M, F, C, gamma, self.keep)
-        return (qdd_e if qdd is None else qdd), lam
+    def multipliers(self, model: Model, terms: EquationTerms, qdd: Coordinates | None) -> Solution:
+        C = check_removable(terms.C, terms.C, self.keep)
+        return eliminated_multipliers(terms._replace(C=C), self.keep, qdd)
 
 
 def keep_mask(model: Model, method: Eliminate) -> Bool[Array, " rows"]:
