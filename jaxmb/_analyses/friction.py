@@ -42,7 +42,7 @@ import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Coordinates, CoordinatesLike, Scalar, ScalarLike
-from .._formulations.base import AbstractStateFormulation, with_ratios
+from .._formulations.base import AbstractRatiosApart, AbstractStateFormulation
 from .._linalg.dense import solve
 from .._model.input_checks import check_shapes
 from .._model.model import Model
@@ -366,7 +366,7 @@ def check_stop(model, method, failed, stop):
         )
 
 
-class WithFriction(AbstractStateFormulation):
+class WithFriction(AbstractRatiosApart):
     """The formulation `simulate` runs for a model with friction elements: the accelerations of
     the coupled friction solve (`simulate_accelerations`, over the bound reaction `method`),
     everything else (stabilization, solver wrapping, passage monitor) that of `formulation`,
@@ -388,11 +388,6 @@ class WithFriction(AbstractStateFormulation):
 
     def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         return simulate_accelerations(model, terms.q, terms.qd, terms.t, terms, self.method)
-
-    def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms
-    ) -> tuple[Coordinates, Float[Array, " width"]]:
-        return with_ratios(self, model, terms)
 
     def wrap_solver(
         self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False

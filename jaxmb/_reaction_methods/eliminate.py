@@ -3,14 +3,13 @@ and a `simulate` formulation."""
 
 from typing import ClassVar
 
-import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool
 
 from .._custom_types import Coordinates, Scalar
-from .._formulations.base import AbstractStateFormulation, monitored_solver, with_ratios
+from .._formulations.base import AbstractMonitored, AbstractRatiosApart
 from .._formulations.eliminated import check_removable
 from .._model.model import Model
 from .._model.terms import EquationTerms, StateTerms
@@ -18,7 +17,7 @@ from ._base import AbstractReactionMethod, Solution
 from ._common import eliminated_multipliers
 
 
-class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
+class Eliminate(AbstractReactionMethod, AbstractRatiosApart, AbstractMonitored):
     """Redundant-constraint elimination (seed 001, section 3.1): drop the rows `rows` (0-based
     rows of C), solve the reduced, nonsingular augmented system (eq. 11) and give the dropped
     rows zero multipliers. The rows must be a removable set of exactly p = redundancy rows,
@@ -29,7 +28,6 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
     physical: ClassVar[bool] = False
     baumgarte: ClassVar[bool] = True
     stabilizable: ClassVar[bool] = True
-    monitored: ClassVar[bool] = True
 
     def __check_init__(self):
         repeated = sorted({k for k in self.rows if self.rows.count(k) > 1})
@@ -54,16 +52,6 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
         """The rows in range (trace time) and removable at (q0, t0) (run time)."""
         keep = keep_mask(model, self)
         return check_removable(q0, model.C(q0, t0), keep)
-
-    def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms
-    ) -> tuple[Coordinates, Float[Array, " width"]]:
-        return with_ratios(self, model, terms)
-
-    def wrap_solver(
-        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
-    ) -> diffrax.AbstractSolver:
-        return monitored_solver(solver, model, from_rhs)
 
     def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
         return None
