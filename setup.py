@@ -10,7 +10,7 @@ setup(
         Extension(
             "jaxmb._linalg.native.batched_linalg",
             sources=["jaxmb/_linalg/native/batched_linalg.cc"],
-            include_dirs=["jaxmb/_linalg/native/include"],
+            include_dirs=["third_party/xla_ffi/include"],  # vendored XLA FFI headers
             language="c++",
             extra_compile_args=[
                 "-std=c++17",

@@ -68,6 +68,7 @@ from ._io import (
 )
 from ._model.mechanism import Mechanism as Mechanism
 from ._model.model import Model as Model
+from ._model.terms import EquationTerms as EquationTerms
 from ._reaction_methods._base import AbstractReactionMethod as AbstractReactionMethod
 from ._reaction_methods.auto import Auto as Auto
 from ._reaction_methods.compliance import Compliance as Compliance

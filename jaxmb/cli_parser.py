@@ -189,6 +189,15 @@ def build_parser(width=None) -> argparse.ArgumentParser:
             name, help=summary, description=description or summary, formatter_class=fmt
         )
 
+    def drawing(name, summary, description, out_metavar, out_help):
+        """A command that simulates MODEL as `simulate` does and draws the motion: MODEL, the
+        required --out (`out_metavar`, `out_help`) and the optional duration --t1."""
+        drawn = command(name, summary, description)
+        drawn.add_argument("model", metavar="MODEL", type=check_model, help=_MODEL_HELP)
+        drawn.add_argument("--out", required=True, metavar=out_metavar, help=out_help)
+        drawn.add_argument("--t1", type=float, default=None, metavar="T", help=_DURATION_HELP)
+        return drawn
+
     demo = command(
         "demo",
         "the seed-001 mobile robot: model, solvability, reactions, pictures",
@@ -292,21 +301,15 @@ def build_parser(width=None) -> argparse.ArgumentParser:
     )
     simulate.add_argument("--progress", action="store_true", help=_PROGRESS_HELP)
 
-    plot = command(
+    plot = drawing(
         "plot",
         "drawing of MODEL with its solvability, paths, reactions",
         "Simulate MODEL as `simulate` does and draw one figure: the mechanism at "
         "t = 0 with each pair marked unique or not, the paths of the bodies and the "
         "reactions (dashed where not unique: method-dependent).",
+        "FIG",
+        f"output image (required): .png, .pdf, .svg, ... (any of {', '.join(IMAGE_SUFFIXES)})",
     )
-    plot.add_argument("model", metavar="MODEL", type=check_model, help=_MODEL_HELP)
-    plot.add_argument(
-        "--out",
-        required=True,
-        metavar="FIG",
-        help=f"output image (required): .png, .pdf, .svg, ... (any of {', '.join(IMAGE_SUFFIXES)})",
-    )
-    plot.add_argument("--t1", type=float, default=None, metavar="T", help=_DURATION_HELP)
     plot.add_argument(
         "--num-saves",
         type=int,
@@ -317,20 +320,14 @@ def build_parser(width=None) -> argparse.ArgumentParser:
     )
     plot.add_argument("--progress", action="store_true", help=_PROGRESS_HELP)
 
-    anim = command(
+    anim = drawing(
         "animate",
         "simulate MODEL and write an animation",
         "Simulate MODEL as `simulate` does and write an animation of the mechanism, "
         "one frame per saved instant.",
+        "ANIM",
+        "output animation (required): .gif, or .mp4 (needs ffmpeg)",
     )
-    anim.add_argument("model", metavar="MODEL", type=check_model, help=_MODEL_HELP)
-    anim.add_argument(
-        "--out",
-        required=True,
-        metavar="ANIM",
-        help="output animation (required): .gif, or .mp4 (needs ffmpeg)",
-    )
-    anim.add_argument("--t1", type=float, default=None, metavar="T", help=_DURATION_HELP)
     anim.add_argument(
         "--frames",
         type=int,

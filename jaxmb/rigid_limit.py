@@ -278,6 +278,35 @@ def _rigid_rows(lam, model, names):
     return np.concatenate([np.asarray(lam[..., model.rows(n)]) for n in names], axis=-1)
 
 
+def _over_scales(one, scales):
+    """`one(s)` for every stiffness scale s of `scales`, in one compiled, vmapped program."""
+    return eqx.filter_jit(jax.vmap(one))(jnp.asarray(scales, jnp.float64))
+
+
+def _study(scales, forces, reference, **more) -> dict[str, Any]:
+    """A study's result: the `scales`, the compliant model's `forces` at each and the rigid
+    `reference`, the relative `errors` between them and their observed `rates`; then `more`
+    (times, names, step counts)."""
+    errors = _relative_errors(forces, reference)
+    return dict(
+        scales=np.asarray(scales),
+        errors=errors,
+        rates=observed_rates(scales, errors),
+        reference=reference,
+        forces=np.asarray(forces),
+        **more,
+    )
+
+
+def _implicit_solver(rtol: float) -> "diffrax.AbstractSolver":
+    """Kvaerno5 (L-stable implicit) whose stage equations Newton solves to 100 `rtol`: tighter,
+    Newton stalls at round-off and rejects the step."""
+    import diffrax
+    import optimistix as optx
+
+    return diffrax.Kvaerno5(root_finder=optx.Newton(rtol=100 * rtol, atol=rtol))
+
+
 def parallelogram_statics(
     scales: Real[ArrayLike, " scales"] | Sequence[float],
     stiffness: Mapping[str, float] = PARALLELOGRAM_STIFFNESS,
@@ -303,15 +332,7 @@ def parallelogram_statics(
         q, _ = static_equilibrium(soft, model.q0)
         return _stack(pair_forces(soft, q, jnp.zeros_like(q), names), names, slice(0, 2))
 
-    forces = eqx.filter_jit(jax.vmap(one))(jnp.asarray(scales, jnp.float64))
-    errors = _relative_errors(forces, reference)
-    return dict(
-        scales=np.asarray(scales),
-        errors=errors,
-        rates=observed_rates(scales, errors),
-        reference=reference,
-        forces=np.asarray(forces),
-    )
+    return _study(scales, _over_scales(one, scales), reference)
 
 
 def cycle_drive(theta0: float = 0.7, amplitude: float = 0.6, period: float = 1.0) -> Polynomial:
@@ -340,9 +361,6 @@ def parallelogram_cycle(
     `Compliance(K)` inverse dynamics of the rigid model.
 
     **Returns:** dict as `parallelogram_statics`, with `ts` and `num_steps`."""
-    import diffrax
-    import optimistix as optx
-
     from ._analyses.reactions import inverse_dynamics
     from ._analyses.simulate import simulate
     from ._reaction_methods.compliance import Compliance
@@ -354,8 +372,7 @@ def parallelogram_cycle(
     ts = jnp.linspace(0.0, period, num_saves)
     _, rx = eqx.filter_jit(inverse_dynamics)(model, ts, method=Compliance(stiffness, default=1.0))
     reference = _rigid_rows(rx.lam, model, names)
-    # the stage equations solved to 100 rtol: tighter, Newton stalls at round-off and rejects
-    solver = diffrax.Kvaerno5(root_finder=optx.Newton(rtol=100 * rtol, atol=rtol))
+    solver = _implicit_solver(rtol)
 
     def one(s):
         soft = with_bushings(model, {n: s * k for n, k in stiffness.items()}, damping=damping)
@@ -376,18 +393,9 @@ def parallelogram_cycle(
         )(traj.q, traj.qd)
         return f, traj.num_steps
 
-    forces, steps = eqx.filter_jit(jax.vmap(one))(jnp.asarray(scales, jnp.float64))
+    forces, steps = _over_scales(one, scales)
     reference = reference.reshape(len(ts), -1, 2)
-    errors = _relative_errors(forces, reference)
-    return dict(
-        scales=np.asarray(scales),
-        errors=errors,
-        rates=observed_rates(scales, errors),
-        reference=reference,
-        forces=np.asarray(forces),
-        ts=np.asarray(ts),
-        num_steps=np.asarray(steps),
-    )
+    return _study(scales, forces, reference, ts=np.asarray(ts), num_steps=np.asarray(steps))
 
 
 def robot_slip(
@@ -408,9 +416,6 @@ def robot_slip(
     (reactions of B and C are not unique in the rigid model; in the compliant one they are).
 
     **Returns:** dict as `parallelogram_statics`, with `ts`, `names`, `num_steps`."""
-    import diffrax
-    import optimistix as optx
-
     from ._analyses.reactions import reactions
     from ._analyses.simulate import simulate
     from ._reaction_methods.compliance import Compliance
@@ -424,7 +429,7 @@ def robot_slip(
     names = ["B", "C", *damping]
     reference = _rigid_rows(rx.lam, model, names)
     if solver is None:
-        solver = diffrax.Kvaerno5(root_finder=optx.Newton(rtol=100 * rtol, atol=rtol))
+        solver = _implicit_solver(rtol)
 
     def one(s):
         soft = with_slip(model, {n: s * d for n, d in damping.items()})
@@ -439,15 +444,7 @@ def robot_slip(
             [held.lam[:, soft.rows("B")], held.lam[:, soft.rows("C")], tyres], axis=1
         ), tr.num_steps
 
-    forces, steps = eqx.filter_jit(jax.vmap(one))(jnp.asarray(scales, jnp.float64))
-    errors = _relative_errors(forces, reference)
-    return dict(
-        scales=np.asarray(scales),
-        errors=errors,
-        rates=observed_rates(scales, errors),
-        reference=reference,
-        forces=np.asarray(forces),
-        ts=np.asarray(ts),
-        names=names,
-        num_steps=np.asarray(steps),
+    forces, steps = _over_scales(one, scales)
+    return _study(
+        scales, forces, reference, ts=np.asarray(ts), names=names, num_steps=np.asarray(steps)
     )

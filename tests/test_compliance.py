@@ -141,11 +141,11 @@ class LeastSquares(mb.AbstractReactionMethod):
     def bind(self, model, where):
         return self
 
-    def multipliers(self, model, M, F, C, gamma, qdd):
+    def multipliers(self, model, terms, qdd):
         qdd = (
             mb.accelerations(model, jnp.zeros(model.n), jnp.zeros(model.n)) if qdd is None else qdd
         )
-        return qdd, jnp.linalg.lstsq(C.T, F - M @ qdd)[0]
+        return qdd, jnp.linalg.lstsq(terms.C.T, terms.F - terms.M @ qdd)[0]
 
 
 def test_spellings_are_method_objects(para):
@@ -543,9 +543,9 @@ def test_compliance_takes_the_sparse_path_for_large_models(grid, count_calls):
 
     model, C, f, k = grid
     calls = count_calls(cp, "sparse_compliance_multipliers")
-    M = jnp.diag(model.mass_diagonal())
+    terms = mb.EquationTerms(jnp.diag(model.mass_diagonal()), f, C, jnp.zeros(model.num_rows))
     method = mb.Compliance(default=2.0)
-    _, lam = method.multipliers(model, M, f, C, jnp.zeros(model.num_rows), jnp.zeros(model.n))
+    _, lam = method.multipliers(model, terms, jnp.zeros(model.n))
     assert calls
     dense = cp.compliance_multipliers(C, f, jnp.full(model.num_rows, 2.0), model.holonomic_rows)
     np.testing.assert_allclose(lam, dense, rtol=0, atol=1e-12 * float(jnp.max(jnp.abs(dense))))
@@ -554,7 +554,7 @@ def test_compliance_takes_the_sparse_path_for_large_models(grid, count_calls):
     from jaxmb._reaction_methods import min_norm
 
     calls = count_calls(min_norm, "sparse_compliance_multipliers")
-    _, lam = mb.MinNorm().multipliers(model, M, f, C, jnp.zeros(model.num_rows), jnp.zeros(model.n))
+    _, lam = mb.MinNorm().multipliers(model, terms, jnp.zeros(model.n))
     assert calls
     pinv = np.linalg.pinv(np.asarray(C).T) @ np.asarray(f)
     np.testing.assert_allclose(lam, pinv, rtol=0, atol=1e-12 * float(np.max(np.abs(pinv))))

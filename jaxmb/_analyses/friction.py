@@ -42,13 +42,13 @@ import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import Coordinates, CoordinatesLike, Scalar, ScalarLike
-from .._formulations.base import AbstractStateFormulation, with_ratios
-from .._formulations.eliminated import eliminated_solve
+from .._formulations.base import AbstractRatiosApart, AbstractStateFormulation
 from .._linalg.dense import solve
 from .._model.input_checks import check_shapes
 from .._model.model import Model
 from .._model.terms import StateTerms, state_terms
 from .._reaction_methods._base import AbstractReactionMethod
+from .._reaction_methods._common import eliminated_multipliers
 from .._reaction_methods.eliminate import KeptRows
 from .._reaction_methods.spellings import as_method
 from .._runtime import errors as _errors
@@ -150,26 +150,29 @@ def _friction_of(rows):
     return forces
 
 
-def solve_friction(model, q, qd, multipliers, F, gamma, qdd=None) -> FrictionForces:
+def solve_friction(model, q, qd, multipliers, terms, qdd=None) -> FrictionForces:
     """The equations of motion with friction at (q, qd) (module docstring).
 
-    **Arguments:** `multipliers(F, gamma, qdd) -> (qdd, lambda)`: the frictionless solve of the
-    reaction method (linear in F and gamma; `qdd` the given accelerations or None); `F`,
-    `gamma`: the applied forces and the acceleration right-hand side; `qdd`: given (inverse
-    dynamics, statics) or None (forward dynamics).
+    **Arguments:** `multipliers(terms, qdd) -> (qdd, lambda)`: the frictionless solve of the
+    reaction method (linear in F and gamma; `qdd` the given accelerations or None); `terms`:
+    the `EquationTerms` M, F, C, gamma (F the applied forces, gamma the acceleration
+    right-hand side); `qdd`: given (inverse dynamics, statics) or None (forward dynamics).
 
     **Returns:** `FrictionForces`.
     """
     G, rates = slip_terms(model, q, qd)
-    qdd0, lam0 = multipliers(F, gamma, qdd)
+    qdd0, lam0 = multipliers(terms, qdd)
     zero_qdd = None if qdd is None else jnp.zeros_like(qdd)
+    unloaded = jnp.zeros_like(terms.gamma)
     Qd, L = jax.vmap(
-        lambda g: multipliers(-g, jnp.zeros_like(gamma), zero_qdd), in_axes=1, out_axes=1
+        lambda g: multipliers(terms._replace(F=-g, gamma=unloaded), zero_qdd),
+        in_axes=1,
+        out_axes=1,
     )(G)
     rows = _rows(model)
     forces = _friction_of(rows)
     args = (model.friction, lam0, L, rates)
-    T0 = forces(jnp.zeros(G.shape[1], F.dtype), args)
+    T0 = forces(jnp.zeros(G.shape[1], terms.F.dtype), args)
     scale = jax.lax.stop_gradient(1.0 + jnp.max(jnp.abs(T0)))
     solver = optx.Newton(rtol=NEWTON_RTOL, atol=NEWTON_ATOL, linear_solver=_DenseSolve())
     sol = optx.root_find(
@@ -197,18 +200,13 @@ def solve_friction(model, q, qd, multipliers, F, gamma, qdd=None) -> FrictionFor
     )
 
 
-def method_multipliers(model, method, M, C, *, in_loop=False):
-    """`multipliers(F, gamma, qdd)` of the bound reaction `method` for `solve_friction`. In
+def method_multipliers(model, method, *, in_loop=False):
+    """`multipliers(terms, qdd)` of the bound reaction `method` for `solve_friction`. In
     the integrator's loop (`in_loop`) an elimination skips the removable-set check of every
     call (simulate checks the rows at the start)."""
     if in_loop and isinstance(method, KeptRows):
-
-        def eliminated(F, gamma, qdd):
-            qdd_e, lam = eliminated_solve(M, F, C, gamma, method.keep)
-            return (qdd_e if qdd is None else qdd), lam
-
-        return eliminated
-    return lambda F, gamma, qdd: method.multipliers(model, M, F, C, gamma, qdd)
+        return lambda terms, qdd: eliminated_multipliers(terms, method.keep, qdd)
+    return lambda terms, qdd: method.multipliers(model, terms, qdd)
 
 
 def not_unique_messages(model, method_name):
@@ -273,9 +271,10 @@ def at_state(model, q, qd, t, method, *, gamma=None, qdd=None, in_loop=False, te
     from `terms` (the `StateTerms` at the state, formed here when None; `gamma` replaces
     theirs when given), `qdd` given or None."""
     terms = state_terms(model, q, qd, t) if terms is None else terms
-    gamma = terms.gamma if gamma is None else gamma
-    multipliers = method_multipliers(model, method, terms.M, terms.C, in_loop=in_loop)
-    return solve_friction(model, q, qd, multipliers, terms.F, gamma, qdd)
+    equation = terms.equation_terms
+    equation = equation if gamma is None else equation._replace(gamma=gamma)
+    multipliers = method_multipliers(model, method, in_loop=in_loop)
+    return solve_friction(model, q, qd, multipliers, equation, qdd)
 
 
 def friction_accelerations(model, q, qd, t, gamma, method):
@@ -367,7 +366,7 @@ def check_stop(model, method, failed, stop):
         )
 
 
-class WithFriction(AbstractStateFormulation):
+class WithFriction(AbstractRatiosApart):
     """The formulation `simulate` runs for a model with friction elements: the accelerations of
     the coupled friction solve (`simulate_accelerations`, over the bound reaction `method`),
     everything else (stabilization, solver wrapping, passage monitor) that of `formulation`,
@@ -389,11 +388,6 @@ class WithFriction(AbstractStateFormulation):
 
     def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         return simulate_accelerations(model, terms.q, terms.qd, terms.t, terms, self.method)
-
-    def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms
-    ) -> tuple[Coordinates, Float[Array, " width"]]:
-        return with_ratios(self, model, terms)
 
     def wrap_solver(
         self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False

@@ -30,7 +30,7 @@ from .._formulations import augmented_lagrangian as al
 from .._formulations.trajectory import Trajectory
 from .._model.input_checks import check_shapes
 from .._model.model import Model
-from .._model.state_checks import checked_state, worst_pair_error
+from .._model.state_checks import checked_state, checked_velocities
 from .._model.terms import state_terms
 from .._reaction_methods._base import AbstractReactionMethod
 from .._reaction_methods.spellings import as_method
@@ -223,15 +223,14 @@ def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
     if check:
         q, qd = checked_state(model, q, qd, t, "reactions", STATE_TOL)
     terms = state_terms(model, q, qd, t)
-    M, F, C, gamma = terms.M, terms.F, terms.C, terms.gamma
     solution = None
     if model.friction:  # the friction depends on the reactions: a coupled solve
         solution = _friction.at_state(model, q, qd, t, method, qdd=qdd, terms=terms)
         qdd, lam = solution.qdd, solution.lam
         lam = _friction.checked_converged(lam, model, solution)
     else:
-        qdd, lam = method.multipliers(model, M, F, C, gamma, qdd)
-    gen = generalized_by_pair(model, C, lam)
+        qdd, lam = method.multipliers(model, terms.equation_terms, qdd)
+    gen = generalized_by_pair(model, terms.C, lam)
     # the flags are piecewise constant: no derivative flows into the analysis (whose pivoted QR
     # has no batched JVP rule either)
     frozen = jax.tree.map(
@@ -377,16 +376,14 @@ def inverse_dynamics(
 
 def _consistent(model, q, qd, t):
     """qd, raising unless C qd + b = 0 (to STATE_TOL relative), naming the worst pair."""
-    if not model.num_rows:
-        return qd
-    return worst_pair_error(
+    return checked_velocities(
         model,
+        q,
         qd,
-        model.velocity_residual(q, qd, t),
-        STATE_TOL * (1.0 + jnp.max(jnp.abs(qd))),
+        t,
+        STATE_TOL,
         "statics: velocity violates the velocity constraints C qd + b = 0 of pair {!r}; "
         "project it with mb.consistent_velocity(model, q, velocity, t)",
-        False,
     )
 
 

@@ -172,21 +172,32 @@ def _b_norms(C, Qt, row_sets):
     return _b_norms_of(tuple(tuple(int(r) for r in idx) for idx in row_sets))(C, Qt)
 
 
+def _direction_width(n, row_sets):
+    """The width of the unique directions: a set has at most as many unique directions as rows
+    (range(C_X^T) has dimension <= L), and at most n."""
+    return min(n, max((len(idx) for idx in row_sets), default=0))
+
+
+def _no_sets(C):
+    """The results of `_analyse_sets` for no row sets: every array with zero sets (and unique
+    directions of width 0)."""
+    return (
+        jnp.zeros(0, bool),
+        jnp.zeros(0, C.dtype),
+        jnp.zeros(0, C.dtype),
+        jnp.zeros((0, C.shape[1], 0), C.dtype),
+        jnp.zeros(0, jnp.int32),
+    )
+
+
 def _analyse_sets(C, Qt, rank, row_sets, method, rtol, btol):
     """Verdict, |B_X|_F, |B_X|_F / |C_X|_F, unique directions and their count for each row set
     (a pair or a group). Sets with the same number of rows are gathered with static indices and
     vmapped together: B_X = C_X^T Q~_X costs L n (m + h), not n (m + h)^2 as with masks."""
     n, rows = C.shape[1], C.shape[0]
-    # a set has at most as many unique directions as rows (range(C_X^T) has dimension <= L)
-    width = min(n, max((len(idx) for idx in row_sets), default=0))
     if not row_sets:
-        return (
-            jnp.zeros(0, bool),
-            jnp.zeros(0, C.dtype),
-            jnp.zeros(0, C.dtype),
-            jnp.zeros((0, n, width), C.dtype),
-            jnp.zeros(0, jnp.int32),
-        )
+        return _no_sets(C)
+    width = _direction_width(n, row_sets)
     scale = jnp.max(jnp.abs(C), initial=0.0)
     b_norm = _b_norms(C, Qt, row_sets)
     member = np.zeros((len(row_sets), rows))  # |C_X|_F^2 = sum of the set's squared row norms
@@ -228,15 +239,9 @@ def _analyse_local_sets(model, C, Qt, row_sets, rtol, btol):
     """`_analyse_sets` on C_X restricted to its pair's coordinates (L x 3 b instead of L x n):
     the sparse report's cost then grows with the pairs, not pairs x n."""
     n = C.shape[1]
-    width = min(n, max((len(idx) for idx in row_sets), default=0))
     if not row_sets:
-        return (
-            jnp.zeros(0, bool),
-            jnp.zeros(0, C.dtype),
-            jnp.zeros(0, C.dtype),
-            jnp.zeros((0, n, width), C.dtype),
-            jnp.zeros(0, jnp.int32),
-        )
+        return _no_sets(C)
+    width = _direction_width(n, row_sets)
     scale = jnp.max(jnp.abs(C), initial=0.0)
 
     def one(idx, cols):

@@ -55,7 +55,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
 
 from .._custom_types import ConstraintMatrix, Coordinates, RowVector, Scalar, ScalarLike
 from .._linalg import dense, sparse_cholesky as sc
@@ -72,7 +71,7 @@ from .._model.terms import StateTerms, state_terms
 from .._runtime import errors as _errors
 from .._runtime.exceptions import JaxmbRuntimeError
 from .._runtime.results import RESULTS
-from .base import AbstractStateFormulation, with_ratios
+from .base import AbstractRatiosApart
 from .projection import ProjectedSolver
 
 ABSOLUTE_FLOOR = 1e-10
@@ -81,7 +80,7 @@ convergence and consistency: a mechanism at rest has no other scale, and there g
 round-off (1e-14) that redundant rows need not agree on."""
 
 
-class AugmentedLagrangian(AbstractStateFormulation):
+class AugmentedLagrangian(AbstractRatiosApart):
     """`simulate(..., formulation=mb.AugmentedLagrangian())` (or "augmented_lagrangian"): the
     accelerations of the augmented-Lagrangian iteration on the sparse matrix M + alpha C'^T C'
     and mass-orthogonal projections of q and qd after every accepted step with the same
@@ -132,11 +131,6 @@ class AugmentedLagrangian(AbstractStateFormulation):
 
     def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         return accelerations(model, self, terms)
-
-    def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms
-    ) -> tuple[Coordinates, Float[Array, " width"]]:
-        return with_ratios(self, model, terms)
 
     def wrap_solver(
         self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False

@@ -13,7 +13,8 @@ its arguments, picks the formulation and calls it. Formulations whose ODE is
 y = (q, qd), y' = (qd, qdd(q, qd, t)) derive from `AbstractStateFormulation`, whose
 `integrate` is simulate's diffrax program (`jaxmb._formulations.state_ode`); they supply the
 pieces it calls. Equinox's abstract-or-final rule holds: a method is abstract or never
-overridden.
+overridden, so an implementation that several formulations share lives in a small abstract
+class of its own (`AbstractRatiosApart`, `AbstractMonitored`, `AbstractUnchecked`).
 """
 
 import abc
@@ -48,9 +49,9 @@ class AbstractStateFormulation(AbstractFormulation):
       a state (M, F, C, gamma; runtime errors name the analysis being run, which the hook
       is never told);
     - `accelerations_and_ratios(model, terms)`: qdd and the pivot ratios the passage
-      monitor follows (`with_ratios` forms them apart);
+      monitor follows (`AbstractRatiosApart` forms them apart);
     - `wrap_solver(solver, model, from_rhs)`: the diffrax solver as this formulation runs it
-      (`monitored_solver` for the singular-passage monitor, `Trajectory.t_passage`);
+      (`AbstractMonitored`: inside the singular-passage monitor, `Trajectory.t_passage`);
     - `check_start(model, q0, t0)`: trace-time checks of the formulation against the
       model, and q0 with runtime checks of the initial state;
     - `diagnose_stop(model, failed, stop)`: eagerly, after a run that stopped early, raise
@@ -59,6 +60,10 @@ class AbstractStateFormulation(AbstractFormulation):
     - `monitored`: whether the solver state carries the passage monitor (`t_passage`);
     - `stabilizable`: whether its accelerations read the stabilized gamma, so that an explicit
       `stabilization=` takes effect (where not, simulate refuses one rather than ignore it).
+
+    The implementations several formulations share are abstract classes of one method each,
+    to inherit beside this one: `AbstractRatiosApart`, `AbstractMonitored` (with the flag
+    `monitored`) and `AbstractUnchecked` (`check_start` and `diagnose_stop`).
     """
 
     baumgarte: eqx.AbstractVar[bool]
@@ -94,25 +99,31 @@ class AbstractStateFormulation(AbstractFormulation):
         return integrate_state(self, model, problem)
 
 
-class AbstractAccelerationFormulation(AbstractStateFormulation):
-    """A state formulation given by its accelerations alone: subclass it and write
-    `accelerations(model, terms)` (qdd from the `StateTerms` at a state). Baumgarte
-    stabilization by default, the singular-passage monitor on, no checks of its own at the
-    start or after a stop."""
-
-    baumgarte: ClassVar[bool] = True
-    monitored: ClassVar[bool] = True
-    stabilizable: ClassVar[bool] = True
+class AbstractRatiosApart(AbstractStateFormulation):
+    """A state formulation whose pivot ratios are formed apart from its accelerations: qdd from
+    `accelerations`, and the pivoted QR ratios of the mass-scaled C (`ratios_of`) beside it."""
 
     def accelerations_and_ratios(
         self, model: Model, terms: StateTerms
     ) -> tuple[Coordinates, Float[Array, " width"]]:
-        return with_ratios(self, model, terms)
+        return self.accelerations(model, terms), ratios_of(terms.M, terms.C)
+
+
+class AbstractMonitored(AbstractStateFormulation):
+    """A state formulation whose solver runs inside the singular-passage monitor
+    (`PassageMonitor`, `Trajectory.t_passage`) when the model has rows."""
+
+    monitored: ClassVar[bool] = True
 
     def wrap_solver(
         self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
     ) -> diffrax.AbstractSolver:
-        return monitored_solver(solver, model, from_rhs)
+        return PassageMonitor(solver, model, from_rhs) if model.num_rows else solver
+
+
+class AbstractUnchecked(AbstractStateFormulation):
+    """A state formulation with no checks of its own: none of the initial configuration, no
+    reason of its own for a stop (the generic diagnosis speaks)."""
 
     def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         return q0
@@ -121,15 +132,11 @@ class AbstractAccelerationFormulation(AbstractStateFormulation):
         return None
 
 
-def with_ratios(
-    formulation: AbstractStateFormulation, model: Model, terms: StateTerms
-) -> tuple[Coordinates, Float[Array, " width"]]:
-    """`accelerations` and, apart, the pivoted QR ratios of the mass-scaled C."""
-    return formulation.accelerations(model, terms), ratios_of(terms.M, terms.C)
+class AbstractAccelerationFormulation(AbstractRatiosApart, AbstractMonitored, AbstractUnchecked):
+    """A state formulation given by its accelerations alone: subclass it and write
+    `accelerations(model, terms)` (qdd from the `StateTerms` at a state). Baumgarte
+    stabilization by default, the singular-passage monitor on, no checks of its own at the
+    start or after a stop."""
 
-
-def monitored_solver(
-    solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
-) -> diffrax.AbstractSolver:
-    """`solver` inside the singular-passage monitor (`PassageMonitor`) when the model has rows."""
-    return PassageMonitor(solver, model, from_rhs) if model.num_rows else solver
+    baumgarte: ClassVar[bool] = True
+    stabilizable: ClassVar[bool] = True

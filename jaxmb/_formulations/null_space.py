@@ -18,12 +18,11 @@ locally constant), i.e. the same solve with new right-hand sides and the same fa
 
 from typing import ClassVar, NamedTuple
 
-import diffrax
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._custom_types import Coordinates, Scalar
+from .._custom_types import Coordinates
 from .._linalg import native as _native
 from .._linalg.dense import (
     RANK_RTOL,
@@ -35,11 +34,11 @@ from .._linalg.dense import (
 )
 from .._model.model import Model
 from .._model.terms import StateTerms
-from .base import AbstractStateFormulation, monitored_solver
+from .base import AbstractMonitored, AbstractUnchecked
 from .passages import pivot_ratios
 
 
-class NullSpace(AbstractStateFormulation):
+class NullSpace(AbstractMonitored, AbstractUnchecked):
     """The null-space formulation (seed 001, eq. 13), simulate's default (spelled
     "null_space"): qdd = C^+ gamma + V z with V a basis of null(C) from a pivoted QR of the
     mass-scaled C^T (`null_space_solve`); unique however redundant C is. A singular passage
@@ -47,7 +46,6 @@ class NullSpace(AbstractStateFormulation):
 
     baumgarte: ClassVar[bool] = True
     stabilizable: ClassVar[bool] = True
-    monitored: ClassVar[bool] = True
 
     def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         return null_space_solve(terms.M, terms.F, terms.C, terms.gamma)
@@ -57,17 +55,6 @@ class NullSpace(AbstractStateFormulation):
     ) -> tuple[Coordinates, Float[Array, " width"]]:
         """Both from one factorization (`null_space_solve_with_ratios`)."""
         return null_space_solve_with_ratios(terms.M, terms.F, terms.C, terms.gamma)
-
-    def wrap_solver(
-        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
-    ) -> diffrax.AbstractSolver:
-        return monitored_solver(solver, model, from_rhs)
-
-    def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
-        return None
-
-    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
-        return q0
 
 
 class _GaussFactor(NamedTuple):

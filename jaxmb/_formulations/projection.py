@@ -39,12 +39,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from equinox.internal import unvmap_any
-from jaxtyping import Array, Float
+from jaxtyping import Array
 
 from .._custom_types import Coordinates, Scalar
 from .._model.model import Model
 from .._model.terms import StateTerms
-from .base import AbstractStateFormulation, with_ratios
+from .base import AbstractRatiosApart, AbstractUnchecked
 from .null_space import _gauss_factor, _gauss_solve, null_space_solve
 from .wrapped_solver import TransparentSolver
 
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # the augmented Lagrangian imports this module
     from .augmented_lagrangian import AugmentedLagrangian
 
 
-class Projection(AbstractStateFormulation):
+class Projection(AbstractRatiosApart, AbstractUnchecked):
     """`simulate(..., formulation=mb.Projection())` (or "projection"): the null-space
     formulation with mass-orthogonal projections of q and qd onto the constraints after every
     accepted step (the docs' Formulations page); it passes singular configurations on the
@@ -99,17 +99,6 @@ class Projection(AbstractStateFormulation):
     @property
     def projection_limit(self) -> float:
         return self.tol
-
-    def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms
-    ) -> tuple[Coordinates, Float[Array, " width"]]:
-        return with_ratios(self, model, terms)
-
-    def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
-        return None
-
-    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
-        return q0
 
 
 def project_position(model, q, t, iterations):

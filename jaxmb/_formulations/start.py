@@ -7,7 +7,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from .._model.input_checks import checked_finite
-from .._model.state_checks import worst_pair_error
+from .._model.state_checks import checked_positions, checked_velocities
 from .._runtime import errors as _errors
 from .._runtime.results import RESULTS
 from . import failures as _failures
@@ -52,26 +52,24 @@ def check_initial_state(model, q0, qd0, t0, throw=True):
         return q0, qd0, start_error_index(model, q0, qd0, t0)
     q0 = checked_finite(model, q0, "simulate", "q0")
     qd0 = checked_finite(model, qd0, "simulate", "qd0")
-    if model.m:
-        q0 = worst_pair_error(
-            model,
-            q0,
-            model.phi(q0, t0),
-            POSITION_TOL,
-            "simulate: the initial configuration violates the position constraints of pair "
-            f"{{!r}} (|Phi| above {POSITION_TOL}); call mb.assemble(model, q0) first.",
-            True,
-        )
-    if model.num_rows:
-        qd0 = worst_pair_error(
-            model,
-            qd0,
-            model.velocity_residual(q0, qd0, t0),
-            VELOCITY_TOL * (1.0 + jnp.max(jnp.abs(qd0))),
-            "simulate: the initial velocity violates the velocity constraints C qd + b = 0 of "
-            "pair {!r}; call mb.consistent_velocity(model, q0, qd0) first.",
-            False,
-        )
+    q0 = checked_positions(
+        model,
+        q0,
+        t0,
+        POSITION_TOL,
+        "simulate: the initial configuration violates the position constraints of pair "
+        f"{{!r}} (|Phi| above {POSITION_TOL}); call mb.assemble(model, q0) first.",
+        relative=False,
+    )
+    qd0 = checked_velocities(
+        model,
+        q0,
+        qd0,
+        t0,
+        VELOCITY_TOL,
+        "simulate: the initial velocity violates the velocity constraints C qd + b = 0 of "
+        "pair {!r}; call mb.consistent_velocity(model, q0, qd0) first.",
+    )
     return _failures.check_initial_forces(model, q0, qd0, t0), qd0, None
 
 

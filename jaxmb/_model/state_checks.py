@@ -28,32 +28,50 @@ def worst_pair_error(model, x, residual, tol, text, holonomic_only):
     )
 
 
+def checked_positions(model, q, t, tol, text, relative):
+    """q, raising unless the position constraints hold, max |Phi(q, t)| <= tol, or
+    tol (1 + max |q|) when `relative` (seed 001, eq. 1; nan fails), naming the worst pair
+    (`text.format(name)`). q as it is without holonomic rows."""
+    if not model.m:
+        return q
+    bound = tol * (1.0 + jnp.max(jnp.abs(q))) if relative else tol
+    return worst_pair_error(model, q, model.phi(q, t), bound, text, True)
+
+
+def checked_velocities(model, q, qd, t, tol, text):
+    """qd, raising unless the velocity constraints hold, max |C qd + b| <= tol (1 + max |qd|)
+    (seed 001, eq. 3; nan fails), naming the worst pair (`text.format(name)`). qd as it is
+    without constraint rows."""
+    if not model.num_rows:
+        return qd
+    bound = tol * (1.0 + jnp.max(jnp.abs(qd)))
+    return worst_pair_error(model, qd, model.velocity_residual(q, qd, t), bound, text, False)
+
+
 def checked_state(model, q, qd, t, where, tol):
     """(q, qd) with runtime checks: every entry finite, |Phi(q, t)| <= tol (1 + max |q|) and
     |C qd + b| <= tol (1 + max |qd|); the messages name `where`, the entry or the pair, and the
     opt-out `check=False`."""
     q = checked_finite(model, q, where, "q")
     qd = checked_finite(model, qd, where, "qd")
-    if model.m:
-        q = worst_pair_error(
-            model,
-            q,
-            model.phi(q, t),
-            tol * (1.0 + jnp.max(jnp.abs(q))),
-            f"{where}: q violates the position constraints of pair {{!r}} (|Phi| above "
-            f"{tol:g} (1 + max |q|)); assemble it with mb.assemble(model, q, t), or pass "
-            "check=False to compute at this state anyway.",
-            True,
-        )
-    if model.num_rows:
-        qd = worst_pair_error(
-            model,
-            qd,
-            model.velocity_residual(q, qd, t),
-            tol * (1.0 + jnp.max(jnp.abs(qd))),
-            f"{where}: qd violates the velocity constraints C qd + b = 0 of pair {{!r}} (above "
-            f"{tol:g} (1 + max |qd|)); project it with mb.consistent_velocity(model, q, qd, t), "
-            "or pass check=False to compute at this state anyway.",
-            False,
-        )
+    q = checked_positions(
+        model,
+        q,
+        t,
+        tol,
+        f"{where}: q violates the position constraints of pair {{!r}} (|Phi| above "
+        f"{tol:g} (1 + max |q|)); assemble it with mb.assemble(model, q, t), or pass "
+        "check=False to compute at this state anyway.",
+        relative=True,
+    )
+    qd = checked_velocities(
+        model,
+        q,
+        qd,
+        t,
+        tol,
+        f"{where}: qd violates the velocity constraints C qd + b = 0 of pair {{!r}} (above "
+        f"{tol:g} (1 + max |qd|)); project it with mb.consistent_velocity(model, q, qd, t), "
+        "or pass check=False to compute at this state anyway.",
+    )
     return q, qd

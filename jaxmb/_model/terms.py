@@ -6,17 +6,41 @@
 stages: `accelerations`, `reactions` (and inverse dynamics, statics), the friction solve and
 the integrator's right-hand side all start from it, so a term is formed the same way
 everywhere. With a stabilization (e.g. `mb.Baumgarte`) its `gamma` is the stabilized
-right-hand side and `gamma_exact` the one of the constraints themselves.
+right-hand side and `gamma_exact` the one of the constraints themselves. `EquationTerms` is
+the four terms of the equations alone, as a reaction method receives them.
 """
 
 import functools
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from .._custom_types import ConstraintMatrix, Coordinates, RowVector, Scalar, ScalarLike
+from .._custom_types import (
+    ConstraintMatrix,
+    Coordinates,
+    MassMatrix,
+    RowVector,
+    Scalar,
+    ScalarLike,
+)
 from .model import KinematicTerms, Model
+
+
+class EquationTerms(NamedTuple):
+    """The terms of the equations of motion at one state,
+
+        M qdd + C^T lambda = F,    C qdd = gamma                  (seed 001, eq. 11),
+
+    what a reaction method solves (`AbstractReactionMethod.multipliers`): `M` (n, n) the mass
+    matrix, `F` (n,) the applied forces, `C` (rows, n) the constraint matrix, `gamma` (rows,)
+    the acceleration right-hand side. Immutable and a pytree; `terms._replace(F=..., gamma=...)`
+    is the same system with other loads (the friction solve's unit loads)."""
+
+    M: MassMatrix
+    F: Coordinates
+    C: ConstraintMatrix
+    gamma: RowVector
 
 
 class StateTerms:
@@ -67,6 +91,11 @@ class StateTerms:
         if self._stabilization is None or self.model.num_rows == 0:
             return self._kinematic.gamma
         return self._stabilization.stabilized(self._kinematic, self._direction)
+
+    @property
+    def equation_terms(self) -> EquationTerms:
+        """M, F, C and gamma (stabilized when asked) as one `EquationTerms`."""
+        return EquationTerms(self.M, self.F, self.C, self.gamma)
 
 
 class Stabilization(Protocol):

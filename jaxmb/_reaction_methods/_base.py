@@ -5,10 +5,11 @@ from typing import TYPE_CHECKING
 
 import equinox as eqx
 
-from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector
+from .._custom_types import Coordinates, RowVector
 
 if TYPE_CHECKING:  # the model imports nothing from here; this keeps the package import-free
     from .._model.model import Model
+    from .._model.terms import EquationTerms
 
 Solution = tuple[Coordinates, RowVector]  # (qdd, lambda)
 
@@ -26,8 +27,9 @@ class AbstractReactionMethod(eqx.Module):
       and the problem); returns the method as the compiled program receives it, with any
       model-dependent data as arrays, so that methods differing only in data share one
       compiled program (`Eliminate` returns its kept-row mask; by default the method itself);
-    - `multipliers(model, M, F, C, gamma, qdd)`: `(qdd, lam)`, where `qdd` is the
-      given acceleration or, when None, the unique one of the model; runtime errors name the
+    - `multipliers(model, terms, qdd)`: `(qdd, lam)` for the equations whose terms M, F, C
+      and gamma are `terms` (an `EquationTerms`, seed 001, eq. 11), where `qdd` is the given
+      acceleration or, when None, the unique one of the model; runtime errors name the
       analysis being run, which the hook is never told;
     - `name`: how `Reactions.method` and error messages name it;
     - `physical`: True when the reactions of non-unique pairs are the physical ones (e.g.
@@ -44,15 +46,9 @@ class AbstractReactionMethod(eqx.Module):
 
     @abc.abstractmethod
     def multipliers(
-        self,
-        model: "Model",
-        M: MassMatrix,
-        F: Coordinates,
-        C: ConstraintMatrix,
-        gamma: RowVector,
-        qdd: Coordinates | None,
+        self, model: "Model", terms: "EquationTerms", qdd: Coordinates | None
     ) -> Solution:
-        """(qdd, lambda) with C^T lambda = F - M qdd."""
+        """(qdd, lambda) with C^T lambda = F - M qdd, M, F, C from `terms`."""
 
     @property
     @abc.abstractmethod

@@ -2,13 +2,13 @@
 
 from typing import ClassVar
 
-from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector
+from .._custom_types import Coordinates
 from .._formulations.base import AbstractAccelerationFormulation
-from .._formulations.eliminated import eliminated_solve
 from .._linalg.dense import independent_rows
 from .._model.model import Model
-from .._model.terms import StateTerms
+from .._model.terms import EquationTerms, StateTerms
 from ._base import AbstractReactionMethod, Solution
+from ._common import eliminated_multipliers
 
 
 class Auto(AbstractReactionMethod, AbstractAccelerationFormulation):
@@ -21,17 +21,8 @@ class Auto(AbstractReactionMethod, AbstractAccelerationFormulation):
     name: ClassVar[str] = "auto"
     physical: ClassVar[bool] = False
 
-    def multipliers(
-        self,
-        model: Model,
-        M: MassMatrix,
-        F: Coordinates,
-        C: ConstraintMatrix,
-        gamma: RowVector,
-        qdd: Coordinates | None,
-    ) -> Solution:
-        qdd_e, lam = eliminated_solve(M, F, C, gamma, independent_rows(C))
-        return (qdd_e if qdd is None else qdd), lam
+    def multipliers(self, model: Model, terms: EquationTerms, qdd: Coordinates | None) -> Solution:
+        return eliminated_multipliers(terms, independent_rows(terms.C), qdd)
 
     def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
-        return self.multipliers(model, terms.M, terms.F, terms.C, terms.gamma, None)[0]
+        return self.multipliers(model, terms.equation_terms, None)[0]

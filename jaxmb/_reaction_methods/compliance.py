@@ -66,11 +66,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
-from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector, Scalar, ScalarLike
+from .._custom_types import ConstraintMatrix, Coordinates, RowVector, Scalar, ScalarLike
 from .._formulations import augmented_lagrangian as al
 from .._linalg.dense import RANK_RTOL, pinv
 from .._model.blocks import mass_row_norms, multiply, multiply_transposed
 from .._model.model import Model
+from .._model.terms import EquationTerms
 from .._runtime import errors as _errors
 from .._runtime.exceptions import JaxmbError
 from ..elements.geometry import is_concrete, is_real
@@ -353,22 +354,15 @@ class Compliance(AbstractReactionMethod):
             f"{MAX_STIFFNESS_RATIO:g} (traced value): {RATIO_REASON}",
         )
 
-    def multipliers(
-        self,
-        model: Model,
-        M: MassMatrix,
-        F: Coordinates,
-        C: ConstraintMatrix,
-        gamma: RowVector,
-        qdd: Coordinates | None,
-    ) -> Solution:
-        qdd = unique_accelerations(model, M, F, C, gamma, qdd)
+    def multipliers(self, model: Model, terms: EquationTerms, qdd: Coordinates | None) -> Solution:
+        qdd = unique_accelerations(model, terms, qdd)
+        C, f = terms.C, terms.F - terms.M @ qdd
         k = self.row_stiffness(model)
         # large holonomic models: the sparse path; small ones, and knife edges (whose
         # quasi-static rule the dense formula implements): the pseudo-inverse
         if model.h == 0 and model.num_rows and not al.is_dense(model):
-            return qdd, sparse_compliance_multipliers(model, C, F - M @ qdd, k)
-        return qdd, compliance_multipliers(C, F - M @ qdd, k, model.holonomic_rows)
+            return qdd, sparse_compliance_multipliers(model, C, f, k)
+        return qdd, compliance_multipliers(C, f, k, model.holonomic_rows)
 
 
 MAX_STIFFNESS_RATIO = 1e12

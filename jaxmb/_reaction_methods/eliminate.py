@@ -3,21 +3,21 @@ and a `simulate` formulation."""
 
 from typing import ClassVar
 
-import diffrax
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, Bool
 
-from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector, Scalar
-from .._formulations.base import AbstractStateFormulation, monitored_solver, with_ratios
-from .._formulations.eliminated import check_removable, eliminated_solve
+from .._custom_types import Coordinates, Scalar
+from .._formulations.base import AbstractMonitored, AbstractRatiosApart
+from .._formulations.eliminated import check_removable
 from .._model.model import Model
-from .._model.terms import StateTerms
+from .._model.terms import EquationTerms, StateTerms
 from ._base import AbstractReactionMethod, Solution
+from ._common import eliminated_multipliers
 
 
-class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
+class Eliminate(AbstractReactionMethod, AbstractRatiosApart, AbstractMonitored):
     """Redundant-constraint elimination (seed 001, section 3.1): drop the rows `rows` (0-based
     rows of C), solve the reduced, nonsingular augmented system (eq. 11) and give the dropped
     rows zero multipliers. The rows must be a removable set of exactly p = redundancy rows,
@@ -28,7 +28,6 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
     physical: ClassVar[bool] = False
     baumgarte: ClassVar[bool] = True
     stabilizable: ClassVar[bool] = True
-    monitored: ClassVar[bool] = True
 
     def __check_init__(self):
         repeated = sorted({k for k in self.rows if self.rows.count(k) > 1})
@@ -43,35 +42,16 @@ class Eliminate(AbstractReactionMethod, AbstractStateFormulation):
         """The kept rows as a mask array: every elimination shares one compiled program."""
         return KeptRows(keep_mask(model, self))
 
-    def multipliers(
-        self,
-        model: Model,
-        M: MassMatrix,
-        F: Coordinates,
-        C: ConstraintMatrix,
-        gamma: RowVector,
-        qdd: Coordinates | None,
-    ) -> Solution:
-        return self.bind(model, "reactions").multipliers(model, M, F, C, gamma, qdd)
+    def multipliers(self, model: Model, terms: EquationTerms, qdd: Coordinates | None) -> Solution:
+        return self.bind(model, "reactions").multipliers(model, terms, qdd)
 
     def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
-        keep = keep_mask(model, self)
-        return eliminated_solve(terms.M, terms.F, terms.C, terms.gamma, keep)[0]
+        return eliminated_multipliers(terms.equation_terms, keep_mask(model, self), None)[0]
 
     def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         """The rows in range (trace time) and removable at (q0, t0) (run time)."""
         keep = keep_mask(model, self)
         return check_removable(q0, model.C(q0, t0), keep)
-
-    def accelerations_and_ratios(
-        self, model: Model, terms: StateTerms
-    ) -> tuple[Coordinates, Float[Array, " width"]]:
-        return with_ratios(self, model, terms)
-
-    def wrap_solver(
-        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
-    ) -> diffrax.AbstractSolver:
-        return monitored_solver(solver, model, from_rhs)
 
     def diagnose_stop(self, model: Model, failed: object, stop: tuple) -> None:
         return None
@@ -92,18 +72,9 @@ class KeptRows(AbstractReactionMethod):
             )
         return self
 
-    def multipliers(
-        self,
-        model: Model,
-        M: MassMatrix,
-        F: Coordinates,
-        C: ConstraintMatrix,
-        gamma: RowVector,
-        qdd: Coordinates | None,
-    ) -> Solution:
-        C = check_removable(C, C, self.keep)
-        qdd_e, lam = eliminated_solve(M, F, C, gamma, self.keep)
-        return (qdd_e if qdd is None else qdd), lam
+    def multipliers(self, model: Model, terms: EquationTerms, qdd: Coordinates | None) -> Solution:
+        C = check_removable(terms.C, terms.C, self.keep)
+        return eliminated_multipliers(terms._replace(C=C), self.keep, qdd)
 
 
 def keep_mask(model: Model, method: Eliminate) -> Bool[Array, " rows"]:

@@ -4,10 +4,11 @@ from typing import ClassVar
 
 import jax.numpy as jnp
 
-from .._custom_types import ConstraintMatrix, Coordinates, MassMatrix, RowVector
+from .._custom_types import Coordinates
 from .._formulations import augmented_lagrangian as al
 from .._formulations.null_space import min_norm_multipliers
 from .._model.model import Model
+from .._model.terms import EquationTerms
 from ._base import AbstractReactionMethod, Solution
 from ._common import unique_accelerations
 from .compliance import sparse_compliance_multipliers
@@ -27,17 +28,9 @@ class MinNorm(AbstractReactionMethod):
     name: ClassVar[str] = "min_norm"
     physical: ClassVar[bool] = False
 
-    def multipliers(
-        self,
-        model: Model,
-        M: MassMatrix,
-        F: Coordinates,
-        C: ConstraintMatrix,
-        gamma: RowVector,
-        qdd: Coordinates | None,
-    ) -> Solution:
-        qdd = unique_accelerations(model, M, F, C, gamma, qdd)
+    def multipliers(self, model: Model, terms: EquationTerms, qdd: Coordinates | None) -> Solution:
+        qdd = unique_accelerations(model, terms, qdd)
+        C, f = terms.C, terms.F - terms.M @ qdd
         if C.shape[0] and not al.is_dense(model):
-            ones = jnp.ones(C.shape[0], C.dtype)
-            return qdd, sparse_compliance_multipliers(model, C, F - M @ qdd, ones)
-        return qdd, min_norm_multipliers(C, F - M @ qdd)
+            return qdd, sparse_compliance_multipliers(model, C, f, jnp.ones(C.shape[0], C.dtype))
+        return qdd, min_norm_multipliers(C, f)

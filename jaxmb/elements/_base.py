@@ -135,6 +135,15 @@ class AbstractElement(eqx.Module):
                 f"Mechanism.ground), got {body!r} of type {type(body).__name__}"
             )
 
+    def check_point_pair(
+        self, i: Body, j: Body, s_i: Real[ArrayLike, "2"], s_j: Real[ArrayLike, "2"]
+    ) -> None:
+        """Build-time checks of an element between the point s_i of body i and the point s_j of
+        body j: distinct body handles (`check_distinct`), 2-vectors (`check_vector`)."""
+        self.check_distinct(i, j)
+        self.check_vector(s_i, "s_i")
+        self.check_vector(s_j, "s_j")
+
     def check_distinct(self, *bodies: Body) -> None:
         """Build-time check of body handles; a pair must not join a body to itself."""
         for ordinal, body in zip(("first", "second", "third"), bodies):

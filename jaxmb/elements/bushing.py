@@ -51,9 +51,7 @@ class Bushing(AbstractForceElement):
     local: ClassVar[bool] = True
 
     def __check_init__(self):
-        self.check_distinct(self.i, self.j)
-        self.check_vector(self.s_i, "s_i")
-        self.check_vector(self.s_j, "s_j")
+        self.check_point_pair(self.i, self.j, self.s_i, self.s_j)
         for label in ("stiffness", "damping"):
             self._check_rates(getattr(self, label), label)
         self.check_scalar(self.free_angle, "free_angle")

@@ -35,9 +35,7 @@ class Distance(AbstractHolonomicPair):
     positive: ClassVar[tuple[str, ...]] = ("length",)
 
     def __check_init__(self):
-        self.check_distinct(self.i, self.j)
-        self.check_vector(self.s_i, "s_i")
-        self.check_vector(self.s_j, "s_j")
+        self.check_point_pair(self.i, self.j, self.s_i, self.s_j)
         self.check_scalar(self.length, "length")
 
     def bodies(self) -> tuple[Body, ...]:

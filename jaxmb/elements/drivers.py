@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from .._custom_types import Coordinates, PairRowVector, Scalar, Vector2
 from ._base import AbstractHolonomicPair, drive_field
 from .drive import AbstractDrive
-from .geometry import Body, as_f64, direction, dot2, point, pose
+from .geometry import Body, as_f64, direction, dot2, point, pose, relative_angle
 
 
 class TranslationalDriver(AbstractHolonomicPair):
@@ -38,9 +38,7 @@ class TranslationalDriver(AbstractHolonomicPair):
     nonzero: ClassVar[tuple[str, ...]] = ("u",)
 
     def __check_init__(self):
-        self.check_distinct(self.i, self.j)
-        self.check_vector(self.s_i, "s_i")
-        self.check_vector(self.s_j, "s_j")
+        self.check_point_pair(self.i, self.j, self.s_i, self.s_j)
         self.check_vector(self.u, "u")
         self.check_drive(self.d, "d")
 
@@ -83,9 +81,8 @@ class RelativeAngleDriver(AbstractHolonomicPair):
         return (self.i, self.j)
 
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
-        _, phi_i = pose(q, self.i)
-        _, phi_j = pose(q, self.j)
-        return jnp.reshape(phi_j - phi_i - self.offset - self.f(t), (1,))
+        angle = relative_angle(q, self.i, self.j)
+        return jnp.reshape(angle - self.offset - self.f(t), (1,))
 
 
 class AbsoluteDriver(AbstractHolonomicPair):

@@ -71,9 +71,7 @@ class SpringDamper(AbstractForceElement):
     local: ClassVar[bool] = True
 
     def __check_init__(self):
-        self.check_distinct(self.i, self.j)
-        self.check_vector(self.s_i, "s_i")
-        self.check_vector(self.s_j, "s_j")
+        self.check_point_pair(self.i, self.j, self.s_i, self.s_j)
         self.check_scalar(self.stiffness, "stiffness")
         self.check_scalar(self.damping, "damping")
         self.check_scalar(self.free_length, "free_length")

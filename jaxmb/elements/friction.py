@@ -33,7 +33,7 @@ import jax.numpy as jnp
 
 from .._custom_types import Coordinates, PairRowVector, Scalar, Vector2
 from ._base import AbstractElement, AbstractPair
-from .geometry import Body, as_f64, direction, dot2, point, pose, rot90
+from .geometry import Body, as_f64, direction, dot2, point, relative_angle, rot90
 from .revolute import Revolute
 from .translational import Translational
 
@@ -63,21 +63,22 @@ class AbstractFriction(AbstractElement):
     mu: eqx.AbstractVar[Scalar]
     velocity_scale: eqx.AbstractVar[Scalar]
     pair_type: eqx.AbstractClassVar[type[AbstractPair]]
+    nonnegative: ClassVar[tuple[str, ...]] = ("mu",)
 
-    def bodies(self) -> tuple[Body, ...]:
-        return ()  # those of its pair, checked when the model is built (`check_pair`)
-
-    def check_parameters(self, **positive: Scalar) -> None:
+    def __check_init__(self):
         """Build-time checks: `pair` a non-empty string, mu >= 0 (`nonnegative`), and the
-        named lengths and the velocity scale positive (`positive`; traced values are checked
-        inside jit by `Mechanism.build`)."""
+        fields of `positive` (the subclass's length, then the velocity scale) positive scalars
+        (traced values are checked inside jit by `Mechanism.build`)."""
         if not isinstance(self.pair, str) or not self.pair:
             self.fail(
                 f"pair must be the name of a {self.pair_type.__name__} pair, got {self.pair!r}"
             )
         self.check_scalar(self.mu, "mu")
-        for label, value in {**positive, "velocity_scale": self.velocity_scale}.items():
-            self.check_scalar(value, label)
+        for label in self.positive:
+            self.check_scalar(getattr(self, label), label)
+
+    def bodies(self) -> tuple[Body, ...]:
+        return ()  # those of its pair, checked when the model is built (`check_pair`)
 
     def check_pair(self, model: "Model") -> None:
         """Build-time check against the model: the pair exists and can carry this friction."""
@@ -149,14 +150,10 @@ class RevoluteFriction(AbstractFriction):
     radius: Scalar = eqx.field(converter=as_f64)
     velocity_scale: Scalar = eqx.field(converter=as_f64, default=1e-3)
     pair_type: ClassVar[type[AbstractPair]] = Revolute
-    nonnegative: ClassVar[tuple[str, ...]] = ("mu",)
     positive: ClassVar[tuple[str, ...]] = ("radius", "velocity_scale")
 
-    def __check_init__(self):
-        self.check_parameters(radius=self.radius)
-
     def slip(self, pair: Revolute, q: Coordinates) -> Scalar:
-        return pose(q, pair.j)[1] - pose(q, pair.i)[1]
+        return relative_angle(q, pair.i, pair.j)
 
     def normal_load(self, lam: Vector2) -> Scalar:
         return _safe_norm(lam)
@@ -196,11 +193,7 @@ class TranslationalFriction(AbstractFriction):
     length: Scalar = eqx.field(converter=as_f64)
     velocity_scale: Scalar = eqx.field(converter=as_f64, default=1e-3)
     pair_type: ClassVar[type[AbstractPair]] = Translational
-    nonnegative: ClassVar[tuple[str, ...]] = ("mu",)
     positive: ClassVar[tuple[str, ...]] = ("length", "velocity_scale")
-
-    def __check_init__(self):
-        self.check_parameters(length=self.length)
 
     def slip(self, pair: Translational, q: Coordinates) -> Scalar:
         """s = (P_i - P_j)^T u with u = A_j Omega v / |v| the sliding axis."""

@@ -1,5 +1,6 @@
 """Gear pairs (also chain/sprocket and belt/pulley)."""
 
+import abc
 from typing import ClassVar
 
 import equinox as eqx
@@ -7,10 +8,33 @@ import jax.numpy as jnp
 
 from .._custom_types import Coordinates, PairRowVector, Scalar
 from ._base import AbstractHolonomicPair
-from .geometry import Body, as_f64, pose
+from .geometry import Body, as_f64, pose, relative_angle
 
 
-class Gear(AbstractHolonomicPair):
+class AbstractGear(AbstractHolonomicPair):
+    """The gear law theta_j - K theta_i - C = 0 (K = `ratio`, C = `offset`) between the angles
+    theta_i, theta_j of gears i and j, measured from the ground (`Gear`) or from the link that
+    carries them (`GearOnLink`): `angles(q)` gives them."""
+
+    ratio: eqx.AbstractVar[Scalar]
+    offset: eqx.AbstractVar[Scalar]
+    num_rows: ClassVar[int] = 1
+
+    def __check_init__(self):
+        self.check_distinct(*self.bodies())
+        self.check_scalar(self.ratio, "ratio")
+        self.check_scalar(self.offset, "offset")
+
+    @abc.abstractmethod
+    def angles(self, q: Coordinates) -> tuple[Scalar, Scalar]:
+        """(theta_i, theta_j): the angles of gears i and j that the law relates."""
+
+    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
+        theta_i, theta_j = self.angles(q)
+        return jnp.reshape(theta_j - self.ratio * theta_i - self.offset, (1,))
+
+
+class Gear(AbstractGear):
     """phi_j - K phi_i - C = 0 with K = `ratio`, C = `offset` (seed 003, "Gear pair").
 
     External gears K = -rho_i / rho_j, internal K = +rho_i / rho_j. Torque on i: K lambda,
@@ -29,23 +53,16 @@ class Gear(AbstractHolonomicPair):
     j: Body = eqx.field(static=True)
     ratio: Scalar = eqx.field(converter=as_f64)
     offset: Scalar = eqx.field(converter=as_f64, default=0.0)
-    num_rows: ClassVar[int] = 1
-
-    def __check_init__(self):
-        self.check_distinct(self.i, self.j)
-        self.check_scalar(self.ratio, "ratio")
-        self.check_scalar(self.offset, "offset")
 
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
-    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
-        _, phi_i = pose(q, self.i)
-        _, phi_j = pose(q, self.j)
-        return jnp.reshape(phi_j - self.ratio * phi_i - self.offset, (1,))
+    def angles(self, q: Coordinates) -> tuple[Scalar, Scalar]:
+        """(phi_i, phi_j): the absolute angles."""
+        return pose(q, self.i)[1], pose(q, self.j)[1]
 
 
-class GearOnLink(AbstractHolonomicPair):
+class GearOnLink(AbstractGear):
     """Gears i and j carried by a rotating link k (planet carrier).
 
     (phi_j - phi_k) - K (phi_i - phi_k) - C = 0 (seed 003, "Gear pair on rotating link k");
@@ -67,19 +84,10 @@ class GearOnLink(AbstractHolonomicPair):
     k: Body = eqx.field(static=True)
     ratio: Scalar = eqx.field(converter=as_f64)
     offset: Scalar = eqx.field(converter=as_f64, default=0.0)
-    num_rows: ClassVar[int] = 1
-
-    def __check_init__(self):
-        self.check_distinct(self.i, self.j, self.k)
-        self.check_scalar(self.ratio, "ratio")
-        self.check_scalar(self.offset, "offset")
 
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j, self.k)
 
-    def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
-        _, phi_i = pose(q, self.i)
-        _, phi_j = pose(q, self.j)
-        _, phi_k = pose(q, self.k)
-        rel = (phi_j - phi_k) - self.ratio * (phi_i - phi_k) - self.offset
-        return jnp.reshape(rel, (1,))
+    def angles(self, q: Coordinates) -> tuple[Scalar, Scalar]:
+        """(phi_i - phi_k, phi_j - phi_k): the angles relative to the link."""
+        return relative_angle(q, self.k, self.i), relative_angle(q, self.k, self.j)

@@ -81,6 +81,11 @@ def point(q, body: Body, s):
     return r + rotate(phi, s)
 
 
+def relative_angle(q, i: Body, j: Body):
+    """phi_j - phi_i: the angle of body j relative to body i."""
+    return pose(q, j)[1] - pose(q, i)[1]
+
+
 def direction(q, body: Body, v):
     """Global components of the body-frame vector v: A(phi) v."""
     _, phi = pose(q, body)

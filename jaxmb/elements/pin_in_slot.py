@@ -36,9 +36,7 @@ class PinInSlot(AbstractHolonomicPair):
     nonzero: ClassVar[tuple[str, ...]] = ("a_i",)
 
     def __check_init__(self):
-        self.check_distinct(self.i, self.j)
-        self.check_vector(self.s_i, "s_i")
-        self.check_vector(self.s_j, "s_j")
+        self.check_point_pair(self.i, self.j, self.s_i, self.s_j)
         self.check_vector(self.a_i, "a_i")
 
     def bodies(self) -> tuple[Body, ...]:

@@ -31,9 +31,7 @@ class Revolute(AbstractHolonomicPair):
     num_rows: ClassVar[int] = 2
 
     def __check_init__(self):
-        self.check_distinct(self.i, self.j)
-        self.check_vector(self.s_i, "s_i")
-        self.check_vector(self.s_j, "s_j")
+        self.check_point_pair(self.i, self.j, self.s_i, self.s_j)
 
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 
 from .._custom_types import Coordinates, PairRowVector, Scalar, Vector2
 from ._base import AbstractHolonomicPair
-from .geometry import Body, as_f64, direction, dot2, point, pose
+from .geometry import Body, as_f64, direction, dot2, point, relative_angle
 
 
 class Translational(AbstractHolonomicPair):
@@ -39,9 +39,7 @@ class Translational(AbstractHolonomicPair):
     nonzero: ClassVar[tuple[str, ...]] = ("v",)
 
     def __check_init__(self):
-        self.check_distinct(self.i, self.j)
-        self.check_vector(self.s_i, "s_i")
-        self.check_vector(self.s_j, "s_j")
+        self.check_point_pair(self.i, self.j, self.s_i, self.s_j)
         self.check_vector(self.v, "v")
         self.check_scalar(self.angle, "angle")
 
@@ -49,8 +47,6 @@ class Translational(AbstractHolonomicPair):
         return (self.i, self.j)
 
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
-        _, phi_i = pose(q, self.i)
-        _, phi_j = pose(q, self.j)
         d = point(q, self.j, self.s_j) - point(q, self.i, self.s_i)
         v = direction(q, self.j, self.v / jnp.linalg.norm(self.v))
-        return jnp.stack([dot2(d, v), phi_i - phi_j - self.angle])
+        return jnp.stack([dot2(d, v), relative_angle(q, self.j, self.i) - self.angle])

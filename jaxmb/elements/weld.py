@@ -7,7 +7,7 @@ import jax.numpy as jnp
 
 from .._custom_types import Coordinates, PairRowVector, Scalar, Vector2
 from ._base import AbstractHolonomicPair
-from .geometry import Body, as_f64, point, pose
+from .geometry import Body, as_f64, point, relative_angle
 
 
 class Weld(AbstractHolonomicPair):
@@ -34,16 +34,13 @@ class Weld(AbstractHolonomicPair):
     num_rows: ClassVar[int] = 3
 
     def __check_init__(self):
-        self.check_distinct(self.i, self.j)
-        self.check_vector(self.s_i, "s_i")
-        self.check_vector(self.s_j, "s_j")
+        self.check_point_pair(self.i, self.j, self.s_i, self.s_j)
         self.check_scalar(self.angle, "angle")
 
     def bodies(self) -> tuple[Body, ...]:
         return (self.i, self.j)
 
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
-        _, phi_i = pose(q, self.i)
-        _, phi_j = pose(q, self.j)
         d = point(q, self.i, self.s_i) - point(q, self.j, self.s_j)
-        return jnp.concatenate([d, jnp.reshape(phi_j - phi_i - self.angle, (1,))])
+        angle = relative_angle(q, self.i, self.j) - self.angle
+        return jnp.concatenate([d, jnp.reshape(angle, (1,))])

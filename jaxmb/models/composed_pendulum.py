@@ -27,6 +27,7 @@ from ..elements import (
     TranslationalDriver,
     drive,
 )
+from ..elements.geometry import Body
 
 L1, L2, M1, M2, G = 0.5, 0.75, 0.25, 1.0, 9.81
 AMP10, AMP21, OMEGA = np.pi / 12, np.pi / 6, np.pi / 6
@@ -56,18 +57,26 @@ def build(
       phi10(t) and phi21(t) (module docstring; dof 0); without them the pendulum swings
       freely (dof 2).
     """
-    l1, l2, g = (jnp.asarray(x, jnp.float64) for x in (l1, l2, g))
     m = Mechanism()
+    _hang_rods(m, m.ground, l1, l2, m1, m2, g, driven=driven)
+    return m.build()
+
+
+def _hang_rods(m: Mechanism, support: Body, l1, l2, m1, m2, g, *, driven: bool) -> None:
+    """Add to `m` the two rods hanging from `support` (the ground, or the fictitious support)
+    at O1 (both vertical at t = 0): their bodies, the revolutes "O1" (support - rod 1) and "O2"
+    (rod 1 - rod 2), when `driven` the motors "M1" and "M2" that impose phi10(t) and phi21(t),
+    and gravity."""
+    l1, l2, g = (jnp.asarray(x, jnp.float64) for x in (l1, l2, g))
     down = -jnp.pi / 2
     rod1 = m.body("rod1", mass=m1, inertia=m1 * l1**2 / 12, q=jnp.stack([0.0, -l1 / 2, down]))
     rod2 = m.body("rod2", mass=m2, inertia=m2 * l2**2 / 12, q=jnp.stack([0.0, -l1 - l2 / 2, down]))
-    m.add(Revolute("O1", m.ground, rod1, s_i=(0.0, 0.0), s_j=(-l1 / 2, 0.0)))
+    m.add(Revolute("O1", support, rod1, s_i=(0.0, 0.0), s_j=(-l1 / 2, 0.0)))
     m.add(Revolute("O2", rod1, rod2, s_i=(l1 / 2, 0.0), s_j=(-l2 / 2, 0.0)))
     if driven:
-        m.add(RelativeAngleDriver("M1", m.ground, rod1, f=phi10(jnp.pi / 12), offset=down))
+        m.add(RelativeAngleDriver("M1", support, rod1, f=phi10(jnp.pi / 12), offset=down))
         m.add(RelativeAngleDriver("M2", rod1, rod2, f=phi10(jnp.pi / 6)))
     m.add(Gravity(g=(0.0, -g)))
-    return m.build()
 
 
 def build_fictitious(
@@ -110,23 +119,15 @@ def build_fictitious(
     u = jnp.asarray(direction, jnp.float64)
     u = u / jnp.linalg.norm(u)
     v = jnp.stack([-u[1], u[0]])  # perpendicular to the sliding axis
-    l1, l2, g = (jnp.asarray(x, jnp.float64) for x in (l1, l2, g))
     m = Mechanism()
-    down = -jnp.pi / 2
     support = m.body("support", mass=support_mass, inertia=support_inertia, q=(0.0, 0.0, 0.0))
-    rod1 = m.body("rod1", mass=m1, inertia=m1 * l1**2 / 12, q=jnp.stack([0.0, -l1 / 2, down]))
-    rod2 = m.body("rod2", mass=m2, inertia=m2 * l2**2 / 12, q=jnp.stack([0.0, -l1 - l2 / 2, down]))
     m.add(Translational("slide", support, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), v=v))
     m.add(
         TranslationalDriver(
             "X", support, m.ground, s_i=(0.0, 0.0), s_j=(0.0, 0.0), u=u, d=drive.Constant(0.0)
         )
     )
-    m.add(Revolute("O1", support, rod1, s_i=(0.0, 0.0), s_j=(-l1 / 2, 0.0)))
-    m.add(Revolute("O2", rod1, rod2, s_i=(l1 / 2, 0.0), s_j=(-l2 / 2, 0.0)))
-    m.add(RelativeAngleDriver("M1", support, rod1, f=phi10(jnp.pi / 12), offset=down))
-    m.add(RelativeAngleDriver("M2", rod1, rod2, f=phi10(jnp.pi / 6)))
-    m.add(Gravity(g=(0.0, -g)))
+    _hang_rods(m, support, l1, l2, m1, m2, g, driven=True)
     return m.build()
 
 
