@@ -5,21 +5,20 @@ import os
 import shutil
 import tempfile
 
-# One persistent JAX compilation cache for the whole run, set before jax is imported: the
-# xdist workers, the CLI and example subprocesses and the notebook kernels inherit it, so a
-# program compiled once is loaded from disk by the others (JAX skips programs with host
-# callbacks, i.e. those with eqx.error_if checks). Fresh per run (a clean CI machine sees the
-# same), removed at exit by the process that made it.
+# One persistent JAX compilation cache folder for the run's subprocesses, set before jax is
+# imported: the CLI and example subprocesses and the notebook kernel inherit it (and never
+# touch ~/.cache), so a program one of them compiled is loaded from disk by the others. Fresh
+# per run (a clean CI machine sees the same), removed at exit by the process that made it.
+# The xdist workers themselves do not write to it (below).
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="jaxmb-tests-jax-cache-")
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
-# The CLI, example and notebook subprocesses compile the same programs as the tests in this
-# process, and find them in the cache above. With the program store (jaxmb._runtime.program_store) on,
-# they would compile its exported wrappers instead, whose modules differ: the store is off for
-# them; tests/test_program_store.py, test_compile_cache.py and the CLI's first-run test switch
+# The CLI, example and notebook subprocesses compile the same programs as one another and
+# find them in the cache above. With the program store (jaxmb._runtime.program_store) on, they
+# would compile its exported wrappers as well: the store is off for them; tests/test_program_store.py, test_compile_cache.py and the CLI's first-run test switch
 # it on where they test it.
 os.environ.setdefault("JAXMB_PROGRAM_STORE", "0")
 
@@ -49,6 +48,12 @@ import jaxmb  # noqa: F401, E402  (side effect: jax_enable_x64)
 # (broadcasting a (n,) against a (T, n) array without saying so) raises instead of guessing, in
 # the library and in the tests. Subprocesses (CLI, examples, notebooks) keep JAX's default.
 jax.config.update("jax_numpy_rank_promotion", "raise")
+# The workers compile with the persistent cache off (tests of the cache switch it on where
+# they test it): measured over a whole run, loading programs from it saved the workers 10 s
+# in all (each test compiles its own programs), while writing every program (serialize,
+# compress, write) is where a worker twice died in native code (a segmentation fault and an
+# abort inside jax's put_executable_and_time).
+jax.config.update("jax_compilation_cache_dir", None)
 # and, also as there, strict dtype promotion: mixing int32 with int64, or a bool mask with
 # floats, raises instead of silently promoting (jaxmb casts and selects explicitly).
 jax.config.update("jax_numpy_dtype_promotion", "strict")

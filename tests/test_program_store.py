@@ -289,7 +289,10 @@ def test_host_callback_programs_are_marked_and_run_ordinarily(store, capsys):
     assert "skip" in _kinds(store).values()  # the progress meter
     _program_store.disable()
     plain = mb.simulate(model, q0, qd0, 0.1, ts=jnp.linspace(0.0, 0.1, 3))
-    assert np.array_equal(np.asarray(traj.q), np.asarray(plain.q))
+    # the same steps; the meter's callback moves XLA's fusion boundaries, so round-off may
+    # differ in the last bits (seen with the tests' compiler settings, tests/conftest.py)
+    np.testing.assert_allclose(np.asarray(traj.q), np.asarray(plain.q), rtol=0, atol=1e-14)
+    assert int(traj.num_steps) == int(plain.num_steps)
 
 
 def _velocity(model):
