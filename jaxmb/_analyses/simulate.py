@@ -22,6 +22,7 @@ from .._formulations.independent import IndependentCoordinates
 from .._formulations.null_space import NullSpace
 from .._formulations.problem import Problem
 from .._formulations.projection import Projection
+from .._formulations.solvers import default_solver
 from .._formulations.trajectory import Trajectory
 from .._model.arguments import checked_times, checked_tolerances
 from .._model.input_checks import check_shapes, checked_finite
@@ -70,7 +71,9 @@ def simulate(
     - `ts`: times to save (default 201 equally spaced instants from t0 to t1): a non-empty
       1-D array within [t0, t1], ordered from t0 towards t1.
     - `rtol`, `atol`: error tolerances of the adaptive step-size controller (positive).
-    - `solver`: a diffrax solver (default `diffrax.Tsit5()`; `diffrax.Dopri5()` is the
+    - `solver`: a diffrax solver (default `diffrax.Tsit5()`, or `diffrax.Dopri8()` where
+      rtol is a number at most 1e-10, where the higher order takes fewer steps:
+      `TIGHT_RTOL` in `jaxmb/_formulations/solvers.py`; `diffrax.Dopri5()` is the
       Dormand-Prince pair used by seed 001).
     - `dt0`: the first step (s, with the sign of t1 - t0); None lets the controller choose it.
     - `max_steps`: the most integrator steps; a run that needs more stops (and raises with
@@ -129,6 +132,7 @@ def simulate(
         qd0 = checked_finite(model, qd0, "simulate", "qd0")
     t0, t1, ts = checked_times(t0, t1, ts)
     rtol, atol = checked_tolerances(rtol, atol)  # arrays: a new value reuses the program
+    solver = default_solver(rtol) if solver is None else solver
     dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
     formulation = as_formulation(formulation, model, method)
     problem = Problem(

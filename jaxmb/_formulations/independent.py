@@ -83,7 +83,7 @@ class IndependentCoordinates(AbstractFormulation):
             qd0,
             jnp.concatenate([p.t0[None], ts]),
             option=self,
-            solver=diffrax.Tsit5() if p.solver is None else p.solver,
+            solver=p.solver,
             rtol=p.rtol,
             atol=p.atol,
             max_steps=p.max_steps,

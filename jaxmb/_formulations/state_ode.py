@@ -158,7 +158,7 @@ def _integrate(model, formulation, problem):
     dtmin = _failures.DTMIN_RTOL * jnp.abs(t1 - t0)
     direction = jnp.where(t1 >= t0, 1.0, -1.0)
     solver, controller = p.solver, p.stepsize_controller
-    solver = diffrax.Tsit5() if solver is None else solver
+    assert solver is not None  # simulate chose it (`default_solver`)
     monitored = model.num_rows > 0 and formulation.monitored
     from_rhs = monitored and uses_rhs_ratios(solver, controller)
     solver = formulation.wrap_solver(solver, model, from_rhs)
