@@ -74,13 +74,17 @@ def test_a_model_file_names_its_entry_with_the_failure_detail(tmp_path):
 
 def test_results_extend_diffrax_codes(doubled_pin):
     """A trajectory's result is a code of mb.RESULTS: diffrax's codes under their names, and
-    jaxmb's own (a refused start under throw=False: inconsistent_start)."""
+    jaxmb's own (a start refused under throw=False: the code of its reason, here q0 off the
+    pins, inconsistent_positions; with throw=True the error raised carries the same code)."""
     assert issubclass(mb.RESULTS, diffrax.RESULTS)
     promoted = mb.RESULTS.promote(diffrax.RESULTS.dt_min_reached)
     assert bool(promoted == mb.RESULTS.dt_min_reached)
     q0 = doubled_pin.q0.at[1].add(0.01)  # off the pins
     traj = mb.simulate(doubled_pin, q0, jnp.zeros(3), 0.1, throw=False)
-    assert bool(traj.result == mb.RESULTS.inconsistent_start) and not bool(traj.success)
+    assert bool(traj.result == mb.RESULTS.inconsistent_positions) and not bool(traj.success)
+    with pytest.raises(mb.JaxmbRuntimeError) as caught:
+        mb.simulate(doubled_pin, q0, jnp.zeros(3), 0.1)
+    assert bool(caught.value.cause == mb.RESULTS.inconsistent_positions)
     good = mb.simulate(doubled_pin, doubled_pin.q0, jnp.zeros(3), 0.1, throw=False)
     assert bool(good.result == mb.RESULTS.successful)
 

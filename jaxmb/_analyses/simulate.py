@@ -82,10 +82,12 @@ def simulate(
     - `throw`: raise on failure, naming the cause (a singular configuration and the pair
       involved, a non-finite force element, step-size collapse, max_steps); with False,
       inspect `Trajectory.result`, `t_stop` and `singular` (per item under vmap); an initial
-      state that would raise (non-finite, off the constraints, non-finite forces) is then
-      refused per item instead: its `result` is `mb.RESULTS.inconsistent_start`,
-      `start_error` > 0 indexes `START_ERRORS` (which check refused it), and nothing is
-      integrated for that item.
+      state that would raise is then refused per item instead, and nothing is integrated
+      for that item: its `result` is the code of the reason, `mb.RESULTS.nonfinite_positions`
+      or `nonfinite_velocities` (a nan or inf in q0 or qd0), `inconsistent_positions` (call
+      `mb.assemble`), `inconsistent_velocities` (call `mb.consistent_velocity`) or
+      `nonfinite_force` (an applied force at the initial state); rerun the item with
+      throw=True for the message naming the entry or the pair.
     - `progress`: print a text progress meter.
     - `stepsize_controller`: replaces the default `diffrax.PIDController(rtol, atol)` (with
       dtmin = 1e-12 |t1 - t0|, so a collapsing step size stops the run), e.g.
@@ -114,8 +116,7 @@ def simulate(
       solves the friction forces by Newton's method; where it does not converge the step is
       rejected, and a run stopped by that raises saying so.
 
-    **Returns:** `Trajectory(ts, q, qd, result, num_steps, t_stop=..., singular=...,
-    start_error=...)`.
+    **Returns:** `Trajectory(ts, q, qd, result, num_steps, t_stop=..., singular=...)`.
 
     ```python
     traj = mb.simulate(model, q0, qd0, t1=20.0, ts=jnp.linspace(0, 20, 401))

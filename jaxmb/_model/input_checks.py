@@ -29,11 +29,14 @@ def as_states(model, where: str, **vectors) -> tuple[Array, ...]:
 
 def checked_finite(model, x: Array, where: str, label: str) -> Array:
     """x with a runtime check (eager or inside jit) that all entries are finite; the error
-    names the first bad coordinate by body and component."""
+    names the first bad coordinate by body and component. Its cause is
+    `RESULTS.nonfinite_velocities` for the velocities (`label` qd, qd0), else
+    `RESULTS.nonfinite_positions`."""
     messages = tuple(
         f"{where}: {label}[{3 * k + c}] ({comp} of body {body!r}) is not finite"
         for k, body in enumerate(model.body_names)
         for c, comp in enumerate(("x", "y", "phi"))
     )
     bad = ~jnp.isfinite(x)
-    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages, "nonfinite_state")
+    cause = "nonfinite_velocities" if label.startswith("qd") else "nonfinite_positions"
+    return _errors.branched_error_if(x, jnp.any(bad), jnp.argmax(bad), messages, cause)

@@ -15,7 +15,8 @@ from .rows import row_table
 
 def worst_pair_error(model, x, residual, tol, text, holonomic_only):
     """x, raising unless max |residual| <= tol (nan fails); the message `text.format(name)`
-    names the pair owning the largest entry."""
+    names the pair owning the largest entry; the cause is `RESULTS.inconsistent_positions`
+    for the holonomic rows (`holonomic_only`), else `RESULTS.inconsistent_velocities`."""
     pairs = [p for p in model.pair_info if p.holonomic or not holonomic_only]
     worst = jnp.asarray(row_table(pairs).owner)[jnp.argmax(jnp.abs(residual))]
     bad = ~(jnp.max(jnp.abs(residual)) <= tol)
@@ -24,7 +25,7 @@ def worst_pair_error(model, x, residual, tol, text, holonomic_only):
         bad,
         jnp.where(bad, worst, 0),
         tuple(text.format(p.name) for p in pairs),
-        "inconsistent_state",
+        "inconsistent_positions" if holonomic_only else "inconsistent_velocities",
     )
 
 
