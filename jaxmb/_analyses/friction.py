@@ -280,8 +280,8 @@ def at_state(model, q, qd, t, method, *, gamma=None, qdd=None, in_loop=False, te
 def friction_accelerations(model, q, qd, t, gamma, method):
     """qdd with friction (for `accelerations`), raising when a friction pair's reactions are
     not unique and `method` is not physical, or when Newton's method does not converge."""
-    method = default_method(method, where="accelerations").bind(model, "accelerations")
     with _errors.reporting("accelerations"):
+        method = default_method(method, where="accelerations").bind(model, "accelerations")
         return _friction_accelerations(model, q, qd, t, gamma, method)
 
 
@@ -323,12 +323,12 @@ def friction_forces(
         )
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
-    check_shapes(model, "friction_forces", q=q, qd=qd)
-    bound = default_method(method, where="friction_forces").bind(model, "friction_forces")
-    qdd = None if qdd is None else jnp.asarray(qdd, jnp.float64)
-    if qdd is not None:
-        check_shapes(model, "friction_forces", qdd=qdd)
     with _errors.reporting("friction_forces"):
+        check_shapes(model, q=q, qd=qd)
+        bound = default_method(method, where="friction_forces").bind(model, "friction_forces")
+        qdd = None if qdd is None else jnp.asarray(qdd, jnp.float64)
+        if qdd is not None:
+            check_shapes(model, qdd=qdd)
         return _friction_forces(model, q, qd, jnp.asarray(t, jnp.float64), bound, qdd)
 
 

@@ -28,6 +28,7 @@ from .._model.input_checks import check_shapes, checked_finite
 from .._model.model import Model
 from .._reaction_methods._base import AbstractReactionMethod
 from .._reaction_methods.auto import Auto
+from .._runtime import errors as _errors
 from ..elements.geometry import is_concrete
 from . import friction as _friction
 from .solvability import suggesting_rows
@@ -124,14 +125,15 @@ def simulate(
     """
     q0 = jnp.asarray(q0, jnp.float64)
     qd0 = jnp.asarray(qd0, jnp.float64)
-    check_shapes(model, "simulate", q0=q0, qd0=qd0)
-    if throw and is_concrete(q0) and is_concrete(qd0):  # answered before any compile
-        q0 = checked_finite(model, q0, "simulate", "q0")
-        qd0 = checked_finite(model, qd0, "simulate", "qd0")
-    t0, t1, ts = checked_times(t0, t1, ts)
-    rtol, atol = checked_tolerances(rtol, atol)  # arrays: a new value reuses the program
-    dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
-    formulation = as_formulation(formulation, model, method)
+    with _errors.reporting("simulate"):
+        check_shapes(model, q0=q0, qd0=qd0)
+        if throw and is_concrete(q0) and is_concrete(qd0):  # answered before any compile
+            q0 = checked_finite(model, q0, "q0")
+            qd0 = checked_finite(model, qd0, "qd0")
+        t0, t1, ts = checked_times(t0, t1, ts)
+        rtol, atol = checked_tolerances(rtol, atol)  # arrays: a new value reuses the program
+        dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
+        formulation = as_formulation(formulation, model, method)
     problem = Problem(
         q0,
         qd0,

@@ -76,7 +76,8 @@ class IndependentCoordinates(AbstractFormulation):
         p = problem
         q0, qd0, start = checked_initial_state(model, p.q0, p.qd0, p.t0, p.throw)
         q0, qd0, t1, ts = refuse_start(model, start, q0, qd0, p.t0, p.t1, p.ts)
-        checked_direction(p.t0, t1, "simulate(formulation='independent')")
+        with _errors.reporting("simulate(formulation='independent')"):
+            checked_direction(p.t0, t1)
         q, qd, result, steps, switched, cause, (t_stop, q_stop) = simulate_independent(
             model,
             q0,

@@ -51,26 +51,31 @@ def check_initial_state(model, q0, qd0, t0, throw=True):
     pair (start None); without, its `start_result`, per member under vmap."""
     if not throw:
         return q0, qd0, start_result(model, q0, qd0, t0)
-    q0 = checked_finite(model, q0, "simulate", "q0")
-    qd0 = checked_finite(model, qd0, "simulate", "qd0")
-    q0 = checked_positions(
-        model,
-        q0,
-        t0,
-        POSITION_TOL,
-        "simulate: the initial configuration violates the position constraints of pair "
-        f"{{!r}} (|Phi| above {POSITION_TOL}); call mb.assemble(model, q0) first.",
-        relative=False,
-    )
-    qd0 = checked_velocities(
-        model,
-        q0,
-        qd0,
-        t0,
-        VELOCITY_TOL,
-        "simulate: the initial velocity violates the velocity constraints C qd + b = 0 of "
-        "pair {!r}; call mb.consistent_velocity(model, q0, qd0) first.",
-    )
+    with _errors.reporting("simulate"):  # simulate's own checks, whichever formulation runs
+        q0 = checked_finite(model, q0, "q0")
+        qd0 = checked_finite(model, qd0, "qd0")
+        q0 = checked_positions(
+            model,
+            q0,
+            t0,
+            POSITION_TOL,
+            _errors.named(
+                "the initial configuration violates the position constraints of pair "
+                f"{{!r}} (|Phi| above {POSITION_TOL}); call mb.assemble(model, q0) first."
+            ),
+            relative=False,
+        )
+        qd0 = checked_velocities(
+            model,
+            q0,
+            qd0,
+            t0,
+            VELOCITY_TOL,
+            _errors.named(
+                "the initial velocity violates the velocity constraints C qd + b = 0 of "
+                "pair {!r}; call mb.consistent_velocity(model, q0, qd0) first."
+            ),
+        )
     return _failures.check_initial_forces(model, q0, qd0, t0), qd0, None
 
 

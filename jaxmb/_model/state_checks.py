@@ -49,20 +49,22 @@ def checked_velocities(model, q, qd, t, tol, text):
     return worst_pair_error(model, qd, model.velocity_residual(q, qd, t), bound, text, False)
 
 
-def checked_state(model, q, qd, t, where, tol):
+def checked_state(model, q, qd, t, tol):
     """(q, qd) with runtime checks: every entry finite, |Phi(q, t)| <= tol (1 + max |q|) and
-    |C qd + b| <= tol (1 + max |qd|); the messages name `where`, the entry or the pair, and the
-    opt-out `check=False`."""
-    q = checked_finite(model, q, where, "q")
-    qd = checked_finite(model, qd, where, "qd")
+    |C qd + b| <= tol (1 + max |qd|); the messages name the function being reported, the entry
+    or the pair, and the opt-out `check=False`."""
+    q = checked_finite(model, q, "q")
+    qd = checked_finite(model, qd, "qd")
     q = checked_positions(
         model,
         q,
         t,
         tol,
-        f"{where}: q violates the position constraints of pair {{!r}} (|Phi| above "
-        f"{tol:g} (1 + max |q|)); assemble it with mb.assemble(model, q, t), or pass "
-        "check=False to compute at this state anyway.",
+        _errors.named(
+            f"q violates the position constraints of pair {{!r}} (|Phi| above {tol:g} "
+            "(1 + max |q|)); assemble it with mb.assemble(model, q, t), or pass check=False "
+            "to compute at this state anyway."
+        ),
         relative=True,
     )
     qd = checked_velocities(
@@ -71,8 +73,10 @@ def checked_state(model, q, qd, t, where, tol):
         qd,
         t,
         tol,
-        f"{where}: qd violates the velocity constraints C qd + b = 0 of pair {{!r}} (above "
-        f"{tol:g} (1 + max |qd|)); project it with mb.consistent_velocity(model, q, qd, t), "
-        "or pass check=False to compute at this state anyway.",
+        _errors.named(
+            f"qd violates the velocity constraints C qd + b = 0 of pair {{!r}} (above {tol:g} "
+            "(1 + max |qd|)); project it with mb.consistent_velocity(model, q, qd, t), or pass "
+            "check=False to compute at this state anyway."
+        ),
     )
     return q, qd
