@@ -138,7 +138,7 @@ class LeastSquares(mb.AbstractReactionMethod):
     name = "lstsq"
     physical = False
 
-    def bind(self, model, where):
+    def bind(self, model):
         return self
 
     def multipliers(self, model, terms, qdd):

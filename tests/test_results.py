@@ -94,10 +94,30 @@ def test_hooks_take_no_label():
     hooks = {
         mb.AbstractStateFormulation.accelerations: ["self", "model", "terms"],
         mb.AbstractStateFormulation.check_start: ["self", "model", "q0", "t0"],
-        mb.AbstractReactionMethod.multipliers: ["self", "model", "M", "F", "C", "gamma", "qdd"],
+        mb.AbstractReactionMethod.multipliers: ["self", "model", "terms", "qdd"],
+        mb.AbstractReactionMethod.bind: ["self", "model"],
     }
     for hook, names in hooks.items():
         assert list(inspect.signature(hook).parameters) == names, hook
+
+
+def test_a_wrong_argument_carries_the_function(doubled_pin):
+    """An argument refused at trace time (a method, a count, a shape, a method's `bind`) is a
+    JaxmbError (a ValueError) of the function it was passed to, named in the message and as
+    `function`, which the checks read from `reporting` (no label is passed to them)."""
+    q0, zeros = doubled_pin.q0, jnp.zeros(3)
+    unknown = mb.Compliance({"X": 1.0}, default=1.0)
+    cases = (
+        (lambda: mb.statics(doubled_pin, q0, method="pinv"), "statics"),
+        (lambda: mb.assemble(doubled_pin, q0, max_steps=0), "assemble"),
+        (lambda: doubled_pin.C(q0[:2]), "Model.C"),
+        (lambda: mb.reactions(doubled_pin, q0, zeros, method=unknown), "reactions"),
+    )
+    for run, function in cases:
+        with pytest.raises(mb.JaxmbError) as caught:
+            run()
+        assert caught.value.function == function, function
+        assert str(caught.value).startswith(function + ": ") and caught.value.cause is None
 
 
 def test_traced_failure_keeps_the_function(doubled_pin):

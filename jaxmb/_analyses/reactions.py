@@ -298,7 +298,7 @@ def reactions(
         method = as_method(method)
         if not isinstance(q, Trajectory) and qd is None:
             raise TypeError("reactions: pass qd (or a Trajectory)")
-        bound = method.bind(model, "reactions")
+        bound = method.bind(model)
     at = (
         (q.q[0], q.ts[0], "at the first saved state")
         if isinstance(q, Trajectory)
@@ -359,8 +359,8 @@ def inverse_dynamics(
     **Returns:** `(Trajectory, Reactions)` with a leading time axis.
     """
     with _errors.reporting("inverse_dynamics"):  # checked before the kinematics
-        method = as_method(method, "inverse_dynamics")
-        bound = method.bind(model, "inverse_dynamics")
+        method = as_method(method)
+        bound = method.bind(model)
     kin = kinematics(model, ts, q)
     n_t = kin.ts.shape[0]
     traj = Trajectory(
@@ -418,8 +418,8 @@ def statics(
     q = jnp.asarray(q, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
     with _errors.reporting("statics"):
-        method = as_method(method, "statics")
-        bound = method.bind(model, "statics")
+        method = as_method(method)
+        bound = method.bind(model)
         if velocity is not None:
             velocity = jnp.asarray(velocity, jnp.float64)
             check_shapes(model, velocity=velocity)

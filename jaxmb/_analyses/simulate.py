@@ -194,7 +194,7 @@ def as_formulation(
             "simulate: the independent-coordinate formulation does not "
             "support friction elements; use formulation='null_space'"
         )
-    bound = _friction.default_method(method, formulation).bind(model, "simulate")
+    bound = _friction.default_method(method, formulation).bind(model)
     return _friction.WithFriction(formulation, bound)  # pyright: ignore[reportCallIssue]
     # (pyright counts the base's AbstractVars, which WithFriction fills with properties, as fields)
 
