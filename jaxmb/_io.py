@@ -35,6 +35,7 @@ from ._custom_types import Coordinates, CoordinatesLike
 from ._model.mechanism import Mechanism
 from ._model.model import Model
 from ._reaction_methods.compliance import Compliance
+from ._runtime import errors as _errors
 from ._runtime.exceptions import JaxmbError
 from .elements import drive as _drive
 from .elements.geometry import Body, is_concrete
@@ -127,7 +128,8 @@ def compliance_dict(compliance: Compliance, model: Model) -> dict:
     "default": number} (checked against `model`)."""
     if not isinstance(compliance, Compliance):
         raise ValueError(f"compliance: expected an mb.Compliance, got {compliance!r}")
-    compliance.bind(model, "compliance")
+    with _errors.reporting("compliance"):
+        compliance.bind(model)
     out = {
         "stiffness": {
             n: _plain(v, f"compliance: stiffness of {n!r}") for n, v in compliance.stiffness.items()
@@ -159,7 +161,8 @@ def compliance_from(entry, model: Model, where="compliance") -> Compliance:
     default = None if default is None else _number(default, where, "default")
     try:
         compliance = Compliance(values, default=default)
-        compliance.bind(model, where)
+        with _errors.reporting(where):
+            compliance.bind(model)
     except ValueError as e:
         message = str(e)
         if not message.startswith(f"{where}: "):  # bind names `where` itself

@@ -50,7 +50,6 @@ import numpy as np
 import pytest
 
 import jaxmb as mb
-from jaxmb._formulations.start import START_ERRORS
 
 L = 0.5  # pendulum length (m)
 
@@ -800,24 +799,30 @@ def test_backward_integration_is_stabilized(chain_model):
 
 def test_vmapped_simulate_refuses_bad_starts_per_member(chain_model):
     """With throw=False one bad initial state in a vmapped batch used to raise for the whole
-    batch; now each member gets its own code (Trajectory.start_error, indexing
-    START_ERRORS): consistent (0), b2 1 mm off pin B (3), a nan coordinate (1), b2 moving
-    vertically alone (4, velocity constraints of B). The refused members integrate nothing
-    (0 steps, t_stop = t0, states inf, result inconsistent_start); the consistent member equals
-    the run of the backward test's batch (the same program, 1e-12)."""
+    batch; now each member gets the RESULTS code of its own reason (Trajectory.result):
+    consistent (successful), b2 1 mm off pin B (inconsistent_positions), a nan coordinate
+    (nonfinite_positions), b2 moving vertically alone (inconsistent_velocities, velocity
+    constraints of B). The refused members integrate nothing (0 steps, t_stop = t0, states
+    inf); the consistent member equals the run of the backward test's batch (the same program,
+    1e-12). Each code's message says what to do."""
     q0, qd0 = chain_model.q0, jnp.zeros(6)
     q0s = jnp.stack([q0, q0.at[4].add(1e-3), q0.at[1].set(np.nan), q0])
     qd0s = jnp.zeros((4, 6)).at[3, 4].set(1.0)
     traj = _simulate_batch(chain_model, q0s, qd0s, 0.0, T_BACK, TS_FWD)
-    np.testing.assert_array_equal(traj.start_error, [0, 3, 1, 4])
-    assert [START_ERRORS[k] for k in (3, 1, 4)] == [
-        "q0 violates the position constraints (call mb.assemble first)",
-        "q0 is not finite",
-        "qd0 violates the velocity constraints (call mb.consistent_velocity first)",
-    ]
+    R = mb.RESULTS
+    codes = (
+        R.successful,
+        R.inconsistent_positions,
+        R.nonfinite_positions,
+        R.inconsistent_velocities,
+    )
+    for k, code in enumerate(codes):  # the batch's codes, one per member
+        np.testing.assert_array_equal(traj.result == code, np.arange(4) == k)
+    assert "mb.assemble(model, q, t)" in R[R.inconsistent_positions]
+    assert "mb.consistent_velocity(model, q, qd, t)" in R[R.inconsistent_velocities]
+    for code in codes[1:]:
+        assert "simulate(throw=False) refuses" in R[code] and "throw=True" in R[code]
     np.testing.assert_array_equal(traj.success, [True, False, False, False])
-    refused = jax.vmap(lambda r: r == mb.RESULTS.inconsistent_start)(traj.result)
-    np.testing.assert_array_equal(refused, [False, True, True, True])
     for k in (1, 2, 3):
         assert int(traj.num_steps[k]) == 0 and float(traj.t_stop[k]) == 0.0
         assert np.all(np.isinf(traj.q[k])) and np.all(np.isinf(traj.qd[k]))

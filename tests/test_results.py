@@ -74,13 +74,17 @@ def test_a_model_file_names_its_entry_with_the_failure_detail(tmp_path):
 
 def test_results_extend_diffrax_codes(doubled_pin):
     """A trajectory's result is a code of mb.RESULTS: diffrax's codes under their names, and
-    jaxmb's own (a refused start under throw=False: inconsistent_start)."""
+    jaxmb's own (a start refused under throw=False: the code of its reason, here q0 off the
+    pins, inconsistent_positions; with throw=True the error raised carries the same code)."""
     assert issubclass(mb.RESULTS, diffrax.RESULTS)
     promoted = mb.RESULTS.promote(diffrax.RESULTS.dt_min_reached)
     assert bool(promoted == mb.RESULTS.dt_min_reached)
     q0 = doubled_pin.q0.at[1].add(0.01)  # off the pins
     traj = mb.simulate(doubled_pin, q0, jnp.zeros(3), 0.1, throw=False)
-    assert bool(traj.result == mb.RESULTS.inconsistent_start) and not bool(traj.success)
+    assert bool(traj.result == mb.RESULTS.inconsistent_positions) and not bool(traj.success)
+    with pytest.raises(mb.JaxmbRuntimeError) as caught:
+        mb.simulate(doubled_pin, q0, jnp.zeros(3), 0.1)
+    assert bool(caught.value.cause == mb.RESULTS.inconsistent_positions)
     good = mb.simulate(doubled_pin, doubled_pin.q0, jnp.zeros(3), 0.1, throw=False)
     assert bool(good.result == mb.RESULTS.successful)
 
@@ -90,10 +94,30 @@ def test_hooks_take_no_label():
     hooks = {
         mb.AbstractStateFormulation.accelerations: ["self", "model", "terms"],
         mb.AbstractStateFormulation.check_start: ["self", "model", "q0", "t0"],
-        mb.AbstractReactionMethod.multipliers: ["self", "model", "M", "F", "C", "gamma", "qdd"],
+        mb.AbstractReactionMethod.multipliers: ["self", "model", "terms", "qdd"],
+        mb.AbstractReactionMethod.bind: ["self", "model"],
     }
     for hook, names in hooks.items():
         assert list(inspect.signature(hook).parameters) == names, hook
+
+
+def test_a_wrong_argument_carries_the_function(doubled_pin):
+    """An argument refused at trace time (a method, a count, a shape, a method's `bind`) is a
+    JaxmbError (a ValueError) of the function it was passed to, named in the message and as
+    `function`, which the checks read from `reporting` (no label is passed to them)."""
+    q0, zeros = doubled_pin.q0, jnp.zeros(3)
+    unknown = mb.Compliance({"X": 1.0}, default=1.0)
+    cases = (
+        (lambda: mb.statics(doubled_pin, q0, method="pinv"), "statics"),
+        (lambda: mb.assemble(doubled_pin, q0, max_steps=0), "assemble"),
+        (lambda: doubled_pin.C(q0[:2]), "Model.C"),
+        (lambda: mb.reactions(doubled_pin, q0, zeros, method=unknown), "reactions"),
+    )
+    for run, function in cases:
+        with pytest.raises(mb.JaxmbError) as caught:
+            run()
+        assert caught.value.function == function, function
+        assert str(caught.value).startswith(function + ": ") and caught.value.cause is None
 
 
 def test_traced_failure_keeps_the_function(doubled_pin):

@@ -13,6 +13,7 @@ from .._model.input_checks import check_shapes, checked_finite
 from .._model.model import Model
 from .._model.terms import state_terms
 from .._reaction_methods._base import AbstractReactionMethod
+from .._runtime import errors as _errors
 from .friction import friction_accelerations
 
 
@@ -42,9 +43,10 @@ def accelerations(
     """
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
-    check_shapes(model, "accelerations", q=q, qd=qd)
-    q = checked_finite(model, q, "accelerations", "q")
-    qd = checked_finite(model, qd, "accelerations", "qd")
+    with _errors.reporting("accelerations"):
+        check_shapes(model, q=q, qd=qd)
+        q = checked_finite(model, q, "q")
+        qd = checked_finite(model, qd, "qd")
     t = jnp.asarray(t, jnp.float64)
     if model.friction:  # the friction depends on the reactions: a coupled solve
         return friction_accelerations(model, q, qd, t, gamma, method)

@@ -158,10 +158,11 @@ def assemble(
     """
     q_init = jnp.asarray(model.q0 if q is None else q, dtype=jnp.float64)
     t = jnp.asarray(t, dtype=jnp.float64)
-    check_shapes(model, "assemble", q=q_init)
-    q_init = checked_option(q_init, tol, "tol", "assemble")
-    max_steps = checked_count(max_steps, "max_steps", "assemble")
-    return _assemble_compiled(model, q_init, t, tol, max_steps, throw)
+    with _errors.reporting("assemble"):
+        check_shapes(model, q=q_init)
+        q_init = checked_option(q_init, tol, "tol")
+        max_steps = checked_count(max_steps, "max_steps")
+        return _assemble_compiled(model, q_init, t, tol, max_steps, throw)
 
 
 # eager calls run compiled (design measurement D6), with the checks returned as
@@ -169,7 +170,7 @@ def assemble(
 @_errors.checked_jit
 def _assemble_compiled(model, q_init, t, tol, max_steps, throw):
     if throw:
-        q_init = checked_finite(model, q_init, "assemble", "q")
+        q_init = checked_finite(model, q_init, "q")
     if model.m == 0:
         return q_init
     q_star = _assemble_core(model, q_init, t, tol=tol, max_steps=max_steps)

@@ -117,7 +117,6 @@ class FrictionForces(eqx.Module):
 def default_method(
     method: AbstractReactionMethod | Literal["min_norm", "auto"] | None,
     formulation=None,
-    where: str = "simulate",
 ) -> AbstractReactionMethod:
     """The reaction method friction uses: `method` when given (a method or "min_norm" /
     "auto", `as_method`), else the simulate formulation when it is also a reaction method
@@ -125,7 +124,7 @@ def default_method(
     solvable pairs)."""
     if method is None:
         method = formulation if isinstance(formulation, AbstractReactionMethod) else "min_norm"
-    return as_method(method, where)
+    return as_method(method)
 
 
 def slip_terms(model, q, qd):
@@ -280,8 +279,8 @@ def at_state(model, q, qd, t, method, *, gamma=None, qdd=None, in_loop=False, te
 def friction_accelerations(model, q, qd, t, gamma, method):
     """qdd with friction (for `accelerations`), raising when a friction pair's reactions are
     not unique and `method` is not physical, or when Newton's method does not converge."""
-    method = default_method(method, where="accelerations").bind(model, "accelerations")
     with _errors.reporting("accelerations"):
+        method = default_method(method).bind(model)
         return _friction_accelerations(model, q, qd, t, gamma, method)
 
 
@@ -323,12 +322,12 @@ def friction_forces(
         )
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
-    check_shapes(model, "friction_forces", q=q, qd=qd)
-    bound = default_method(method, where="friction_forces").bind(model, "friction_forces")
-    qdd = None if qdd is None else jnp.asarray(qdd, jnp.float64)
-    if qdd is not None:
-        check_shapes(model, "friction_forces", qdd=qdd)
     with _errors.reporting("friction_forces"):
+        check_shapes(model, q=q, qd=qd)
+        bound = default_method(method).bind(model)
+        qdd = None if qdd is None else jnp.asarray(qdd, jnp.float64)
+        if qdd is not None:
+            check_shapes(model, qdd=qdd)
         return _friction_forces(model, q, qd, jnp.asarray(t, jnp.float64), bound, qdd)
 
 

@@ -219,9 +219,10 @@ def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
-    check_shapes(model, "reactions", q=q, qd=qd)
-    if check:
-        q, qd = checked_state(model, q, qd, t, "reactions", STATE_TOL)
+    with _errors.reporting("reactions"):  # the state's checks: reactions' (statics' too)
+        check_shapes(model, q=q, qd=qd)
+        if check:
+            q, qd = checked_state(model, q, qd, t, STATE_TOL)
     terms = state_terms(model, q, qd, t)
     solution = None
     if model.friction:  # the friction depends on the reactions: a coupled solve
@@ -293,10 +294,11 @@ def reactions(
     **Returns:** `Reactions`. Only the pairs flagged in `Reactions.solvable` have reactions
     that do not depend on `method`; `mb.Compliance` gives the physical ones of the others.
     """
-    method = as_method(method)
-    if not isinstance(q, Trajectory) and qd is None:
-        raise TypeError("reactions: pass qd (or a Trajectory)")
-    bound = method.bind(model, "reactions")
+    with _errors.reporting("reactions"):
+        method = as_method(method)
+        if not isinstance(q, Trajectory) and qd is None:
+            raise TypeError("reactions: pass qd (or a Trajectory)")
+        bound = method.bind(model)
     at = (
         (q.q[0], q.ts[0], "at the first saved state")
         if isinstance(q, Trajectory)
@@ -356,8 +358,9 @@ def inverse_dynamics(
 
     **Returns:** `(Trajectory, Reactions)` with a leading time axis.
     """
-    method = as_method(method, "inverse_dynamics")  # checked before the kinematics
-    bound = method.bind(model, "inverse_dynamics")
+    with _errors.reporting("inverse_dynamics"):  # checked before the kinematics
+        method = as_method(method)
+        bound = method.bind(model)
     kin = kinematics(model, ts, q)
     n_t = kin.ts.shape[0]
     traj = Trajectory(
@@ -414,11 +417,12 @@ def statics(
     """
     q = jnp.asarray(q, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
-    method = as_method(method, "statics")
-    bound = method.bind(model, "statics")
-    if velocity is not None:
-        velocity = jnp.asarray(velocity, jnp.float64)
-        check_shapes(model, "statics", velocity=velocity)
+    with _errors.reporting("statics"):
+        method = as_method(method)
+        bound = method.bind(model)
+        if velocity is not None:
+            velocity = jnp.asarray(velocity, jnp.float64)
+            check_shapes(model, velocity=velocity)
     with _errors.reporting(f"statics(method={method.name})"):
         rx = _statics(model, q, t, bound, velocity)
     rx = _named(rx, method)

@@ -29,6 +29,7 @@ from .._model.input_checks import check_shapes, checked_finite
 from .._model.model import Model
 from .._reaction_methods._base import AbstractReactionMethod
 from .._reaction_methods.auto import Auto
+from .._runtime import errors as _errors
 from ..elements.geometry import is_concrete
 from . import friction as _friction
 from .solvability import suggesting_rows
@@ -85,10 +86,12 @@ def simulate(
     - `throw`: raise on failure, naming the cause (a singular configuration and the pair
       involved, a non-finite force element, step-size collapse, max_steps); with False,
       inspect `Trajectory.result`, `t_stop` and `singular` (per item under vmap); an initial
-      state that would raise (non-finite, off the constraints, non-finite forces) is then
-      refused per item instead: its `result` is `mb.RESULTS.inconsistent_start`,
-      `start_error` > 0 indexes `START_ERRORS` (which check refused it), and nothing is
-      integrated for that item.
+      state that would raise is then refused per item instead, and nothing is integrated
+      for that item: its `result` is the code of the reason, `mb.RESULTS.nonfinite_positions`
+      or `nonfinite_velocities` (a nan or inf in q0 or qd0), `inconsistent_positions` (call
+      `mb.assemble`), `inconsistent_velocities` (call `mb.consistent_velocity`) or
+      `nonfinite_force` (an applied force at the initial state); rerun the item with
+      throw=True for the message naming the entry or the pair.
     - `progress`: print a text progress meter.
     - `stepsize_controller`: replaces the default `diffrax.PIDController(rtol, atol)` (with
       dtmin = 1e-12 |t1 - t0|, so a collapsing step size stops the run), e.g.
@@ -117,8 +120,7 @@ def simulate(
       solves the friction forces by Newton's method; where it does not converge the step is
       rejected, and a run stopped by that raises saying so.
 
-    **Returns:** `Trajectory(ts, q, qd, result, num_steps, t_stop=..., singular=...,
-    start_error=...)`.
+    **Returns:** `Trajectory(ts, q, qd, result, num_steps, t_stop=..., singular=...)`.
 
     ```python
     traj = mb.simulate(model, q0, qd0, t1=20.0, ts=jnp.linspace(0, 20, 401))
@@ -126,15 +128,16 @@ def simulate(
     """
     q0 = jnp.asarray(q0, jnp.float64)
     qd0 = jnp.asarray(qd0, jnp.float64)
-    check_shapes(model, "simulate", q0=q0, qd0=qd0)
-    if throw and is_concrete(q0) and is_concrete(qd0):  # answered before any compile
-        q0 = checked_finite(model, q0, "simulate", "q0")
-        qd0 = checked_finite(model, qd0, "simulate", "qd0")
-    t0, t1, ts = checked_times(t0, t1, ts)
-    rtol, atol = checked_tolerances(rtol, atol)  # arrays: a new value reuses the program
-    solver = default_solver(rtol) if solver is None else solver
-    dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
-    formulation = as_formulation(formulation, model, method)
+    with _errors.reporting("simulate"):
+        check_shapes(model, q0=q0, qd0=qd0)
+        if throw and is_concrete(q0) and is_concrete(qd0):  # answered before any compile
+            q0 = checked_finite(model, q0, "q0")
+            qd0 = checked_finite(model, qd0, "qd0")
+        t0, t1, ts = checked_times(t0, t1, ts)
+        rtol, atol = checked_tolerances(rtol, atol)  # arrays: a new value reuses the program
+        solver = default_solver(rtol) if solver is None else solver
+        dt0 = None if dt0 is None else jnp.asarray(dt0, jnp.float64)
+        formulation = as_formulation(formulation, model, method)
     problem = Problem(
         q0,
         qd0,
@@ -195,7 +198,7 @@ def as_formulation(
             "simulate: the independent-coordinate formulation does not "
             "support friction elements; use formulation='null_space'"
         )
-    bound = _friction.default_method(method, formulation).bind(model, "simulate")
+    bound = _friction.default_method(method, formulation).bind(model)
     return _friction.WithFriction(formulation, bound)  # pyright: ignore[reportCallIssue]
     # (pyright counts the base's AbstractVars, which WithFriction fills with properties, as fields)
 

@@ -422,18 +422,19 @@ def solvability(
             )
     q = jnp.asarray(q, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
-    check_shapes(model, "solvability", q=q)
-    for label, value in (("rtol", rtol), ("btol", btol)):
-        q = checked_option(q, value, label, "solvability", below_one=True)
-    if method != "sparse":
-        return _solvability_compiled(model, q, t, method, named, rtol, btol)
-    strict = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((model, q, t)))
-    block = _sparse.block_size(model)
-    while True:  # eagerly, a full block of modes is repeated with a larger one
-        report = _solvability_compiled(model, q, t, method, named, rtol, btol, block, strict)
-        if strict or not bool(np.any(report.block_saturated)):
-            return report
-        block = min(model.n, 4 * block)
+    with _errors.reporting("solvability"):
+        check_shapes(model, q=q)
+        for label, value in (("rtol", rtol), ("btol", btol)):
+            q = checked_option(q, value, label, below_one=True)
+        if method != "sparse":
+            return _solvability_compiled(model, q, t, method, named, rtol, btol)
+        strict = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((model, q, t)))
+        block = _sparse.block_size(model)
+        while True:  # eagerly, a full block of modes is repeated with a larger one
+            report = _solvability_compiled(model, q, t, method, named, rtol, btol, block, strict)
+            if strict or not bool(np.any(report.block_saturated)):
+                return report
+            block = min(model.n, 4 * block)
 
 
 METHODS = ("qr", "svd", "rank", "sparse")
@@ -445,7 +446,7 @@ METHODS = ("qr", "svd", "rank", "sparse")
 @_errors.checked_jit
 def _solvability_compiled(model, q, t, method, groups, rtol, btol, block=None, strict=True):
     groups = dict(groups)  # (name, members) pairs: a dict argument would come back key-sorted
-    q = checked_finite(model, q, "solvability", "q")  # nan would read as rank 0, nothing unique
+    q = checked_finite(model, q, "q")  # nan would read as rank 0, nothing unique
     C = model.C(q, t)
     hol = np.asarray(model.holonomic_rows)
     pair_sets = _row_sets(model, [(nm,) for nm in model.pair_names])

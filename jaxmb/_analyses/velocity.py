@@ -34,10 +34,11 @@ def consistent_velocity(
     """
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
-    check_shapes(model, "consistent_velocity", q=q, qd=qd)
-    if throw:
-        q = checked_finite(model, q, "consistent_velocity", "q")
-        qd = checked_finite(model, qd, "consistent_velocity", "qd")
+    with _errors.reporting("consistent_velocity"):
+        check_shapes(model, q=q, qd=qd)
+        if throw:
+            q = checked_finite(model, q, "q")
+            qd = checked_finite(model, qd, "qd")
     if model.num_rows == 0:
         return qd
     return _consistent_velocity(model, q, qd, jnp.asarray(t, jnp.float64), throw)
@@ -88,8 +89,10 @@ def kinematics(
     ts = jnp.asarray(ts, jnp.float64)
     q_start = jnp.asarray(model.q0 if q is None else q, jnp.float64)
 
-    q_start = checked_finite(model, q_start, "assemble", "q")
-    q_start = checked_option(q_start, tol, "tol", "kinematics")
+    with _errors.reporting("assemble"):  # q is the first assembly's start
+        q_start = checked_finite(model, q_start, "q")
+    with _errors.reporting("kinematics"):
+        q_start = checked_option(q_start, tol, "tol")
 
     def step(q_prev, t):
         # the assembly check leaves the loop as data (a check inside it would be a callback)

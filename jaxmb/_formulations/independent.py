@@ -74,9 +74,10 @@ class IndependentCoordinates(AbstractFormulation):
         """Seed 002's minimal-order equations from `problem`'s initial state (forwards only;
         no stabilization is needed: the dependent coordinates are solved by Newton)."""
         p = problem
-        q0, qd0, start_error = checked_initial_state(model, p.q0, p.qd0, p.t0, p.throw)
-        q0, qd0, t1, ts = refuse_start(model, start_error, q0, qd0, p.t0, p.t1, p.ts)
-        checked_direction(p.t0, t1, "simulate(formulation='independent')")
+        q0, qd0, start = checked_initial_state(model, p.q0, p.qd0, p.t0, p.throw)
+        q0, qd0, t1, ts = refuse_start(model, start, q0, qd0, p.t0, p.t1, p.ts)
+        with _errors.reporting("simulate(formulation='independent')"):
+            checked_direction(p.t0, t1)
         q, qd, result, steps, switched, cause, (t_stop, q_stop) = simulate_independent(
             model,
             q0,
@@ -101,7 +102,7 @@ class IndependentCoordinates(AbstractFormulation):
             t_stop=t_stop,
             singular=cause == SINGULAR,
         )
-        return refused(traj, start_error, p.t0)
+        return refused(traj, start, p.t0)
 
 
 SINGULAR, UNSOLVABLE, STUCK, FAILED = 1, 2, 3, 4

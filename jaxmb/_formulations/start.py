@@ -1,6 +1,7 @@
 """The checks of a simulation's initial state, shared by every formulation: eagerly (throw=True)
 they raise naming the entry or the pair; with throw=False a bad start is refused per batch
-member instead (nothing is integrated for it)."""
+member instead: its `Trajectory.result` is the code of the reason (`START_CODES`) and nothing is
+integrated for it."""
 
 import dataclasses
 
@@ -16,23 +17,21 @@ POSITION_TOL = 1e-8
 VELOCITY_TOL = 1e-8
 
 
-START_ERRORS = (
-    "",
-    "q0 is not finite",
-    "qd0 is not finite",
-    "q0 violates the position constraints (call mb.assemble first)",
-    "qd0 violates the velocity constraints (call mb.consistent_velocity first)",
-    "an applied force is not finite at the initial state",
+START_CODES = (
+    RESULTS.nonfinite_positions,
+    RESULTS.nonfinite_velocities,
+    RESULTS.inconsistent_positions,
+    RESULTS.inconsistent_velocities,
+    RESULTS.nonfinite_force,
 )
-"""Why `simulate(..., throw=False)` refused an initial state: `Trajectory.start_error` indexes
-this tuple (0: accepted). A refused run integrates nothing: `result` is
-`mb.RESULTS.inconsistent_start`, `t_stop`
-is t0 and every saved state is inf; rerun that member with throw=True for the message naming
-the entry or the pair."""
+"""The codes of a start `simulate(..., throw=False)` refuses, in the order checked: the member's
+`Trajectory.result` is the first that applies, and nothing is integrated for it (t_stop = t0,
+every saved state inf); rerun that member with throw=True for the message naming the entry or
+the pair. With throw=True the error raised carries the same code as `cause`."""
 
 
-def start_error_index(model, q0, qd0, t0):
-    """Index into START_ERRORS of the first problem of the initial state (0: none)."""
+def start_result(model, q0, qd0, t0):
+    """`RESULTS.successful`, or the first of START_CODES that refuses the initial state."""
     flags = [~jnp.all(jnp.isfinite(q0)), ~jnp.all(jnp.isfinite(qd0))]
     flags.append(~(jnp.max(jnp.abs(model.phi(q0, t0)), initial=0.0) <= POSITION_TOL))
     residual = model.velocity_residual(q0, qd0, t0)
@@ -41,35 +40,42 @@ def start_error_index(model, q0, qd0, t0):
     )
     forces = _failures._forces(model, q0, qd0, t0) if model.force_elements else jnp.zeros(1)
     flags.append(~jnp.all(jnp.isfinite(forces)))
-    flags = jnp.stack(flags)
-    return jnp.where(jnp.any(flags), jnp.argmax(flags) + 1, 0)
+    result = RESULTS.successful
+    for flag, code in reversed(tuple(zip(flags, START_CODES))):
+        result = RESULTS.where(flag, code, result)
+    return result
 
 
 def check_initial_state(model, q0, qd0, t0, throw=True):
-    """(q0, qd0, start_error): with throw, raising for a bad initial state naming the entry or
-    the pair (start_error None); without, its START_ERRORS index, per member under vmap."""
+    """(q0, qd0, start): with throw, raising for a bad initial state naming the entry or the
+    pair (start None); without, its `start_result`, per member under vmap."""
     if not throw:
-        return q0, qd0, start_error_index(model, q0, qd0, t0)
-    q0 = checked_finite(model, q0, "simulate", "q0")
-    qd0 = checked_finite(model, qd0, "simulate", "qd0")
-    q0 = checked_positions(
-        model,
-        q0,
-        t0,
-        POSITION_TOL,
-        "simulate: the initial configuration violates the position constraints of pair "
-        f"{{!r}} (|Phi| above {POSITION_TOL}); call mb.assemble(model, q0) first.",
-        relative=False,
-    )
-    qd0 = checked_velocities(
-        model,
-        q0,
-        qd0,
-        t0,
-        VELOCITY_TOL,
-        "simulate: the initial velocity violates the velocity constraints C qd + b = 0 of "
-        "pair {!r}; call mb.consistent_velocity(model, q0, qd0) first.",
-    )
+        return q0, qd0, start_result(model, q0, qd0, t0)
+    with _errors.reporting("simulate"):  # simulate's own checks, whichever formulation runs
+        q0 = checked_finite(model, q0, "q0")
+        qd0 = checked_finite(model, qd0, "qd0")
+        q0 = checked_positions(
+            model,
+            q0,
+            t0,
+            POSITION_TOL,
+            _errors.named(
+                "the initial configuration violates the position constraints of pair "
+                f"{{!r}} (|Phi| above {POSITION_TOL}); call mb.assemble(model, q0) first."
+            ),
+            relative=False,
+        )
+        qd0 = checked_velocities(
+            model,
+            q0,
+            qd0,
+            t0,
+            VELOCITY_TOL,
+            _errors.named(
+                "the initial velocity violates the velocity constraints C qd + b = 0 of "
+                "pair {!r}; call mb.consistent_velocity(model, q0, qd0) first."
+            ),
+        )
     return _failures.check_initial_forces(model, q0, qd0, t0), qd0, None
 
 
@@ -77,28 +83,28 @@ def check_initial_state(model, q0, qd0, t0, throw=True):
 checked_initial_state = _errors.checked_jit(check_initial_state, analysis="simulate")
 
 
-def refuse_start(model, start_error, q0, qd0, t0, t1, ts):
-    """With throw=False a refused start integrates nothing (per member): t1 = t0, a consistent
-    dummy state; `refused` marks the run failed afterwards."""
-    if start_error is None:
+def refuse_start(model, start, q0, qd0, t0, t1, ts):
+    """With throw=False a refused start (`start` not successful) integrates nothing (per
+    member): t1 = t0, a consistent dummy state; `refused` marks the run failed afterwards."""
+    if start is None:
         return q0, qd0, t1, ts
-    accepted = start_error == 0
+    accepted = start == RESULTS.successful
     t1, ts = jnp.where(accepted, t1, t0), jnp.where(accepted, ts, t0)
     return jnp.where(accepted, q0, model.q0), jnp.where(accepted, qd0, 0.0), t1, ts
 
 
-def refused(traj, start_error, t0):
-    """traj with its `start_error` (0 with throw=True: a bad start raised); where it is non-zero
-    the run is marked failed: result inconsistent_start, t_stop = t0, saved states inf."""
-    if start_error is None:
-        return dataclasses.replace(traj, start_error=jnp.asarray(0))
-    accepted = start_error == 0
+def refused(traj, start, t0):
+    """traj, where the start was refused (`start` not successful; None with throw=True, where
+    a bad start raised) marked failed: result the refusal's code, t_stop = t0, saved states
+    inf."""
+    if start is None:
+        return traj
+    accepted = start == RESULTS.successful
     inf_unless = lambda x: jnp.where(accepted, x, jnp.inf)  # noqa: E731
     return dataclasses.replace(
         traj,
         q=inf_unless(traj.q),
         qd=inf_unless(traj.qd),
-        result=RESULTS.where(accepted, traj.result, RESULTS.inconsistent_start),
+        result=RESULTS.where(accepted, traj.result, start),
         t_stop=None if traj.t_stop is None else jnp.where(accepted, traj.t_stop, t0),
-        start_error=start_error,
     )

@@ -96,7 +96,7 @@ def integrate_state(
         problem, stabilization=stabilization_of(formulation, problem.stabilization)
     )
     with _errors.reporting(function):
-        q, qd, result, num_steps, stop, dtmin, q0, start_error, t_passage = _integrate(
+        q, qd, result, num_steps, stop, dtmin, q0, start, t_passage = _integrate(
             model, formulation, problem
         )
     t_stop, q_stop, qd_stop = stop
@@ -116,7 +116,7 @@ def integrate_state(
         t_passage=t_passage,
     )
     _warn_passage(t_passage, function)
-    return refused(traj, start_error, problem.t0)
+    return refused(traj, start, problem.t0)
 
 
 def _warn_passage(t_passage, function):
@@ -145,11 +145,11 @@ def _integrate(model, formulation, problem):
     diagnosis runs after it."""
     p = problem
     t0, t1, ts = p.t0, p.t1, p.ts
-    q0, qd0, start_error = check_initial_state(model, p.q0, p.qd0, t0, p.throw)
+    q0, qd0, start = check_initial_state(model, p.q0, p.qd0, t0, p.throw)
     q0 = formulation.check_start(model, q0, t0)
     if p.stabilization is not None:
         q0 = p.stabilization.checked(q0)
-    q0, qd0, t1, ts = refuse_start(model, start_error, q0, qd0, t0, t1, ts)
+    q0, qd0, t1, ts = refuse_start(model, start, q0, qd0, t0, t1, ts)
     dt0 = p.dt0
     if dt0 is not None:
         dt0 = _errors.error_if(
@@ -200,4 +200,4 @@ def _integrate(model, formulation, problem):
     q, qd = (jnp.where(reached, y[:-1], jnp.inf) for y in sol.ys[:2])
     last = (sol.ts[stop], sol.ys[0][stop], sol.ys[1][stop])
     t_passage = sol.solver_state[1][2] if monitored and sol.solver_state is not None else None
-    return q, qd, sol.result, sol.stats["num_steps"], last, dtmin, q0, start_error, t_passage
+    return q, qd, sol.result, sol.stats["num_steps"], last, dtmin, q0, start, t_passage

@@ -19,6 +19,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._custom_types import ConstraintMatrix, Coordinates, CoordinatesLike, RowVector, ScalarLike
+from .._runtime import errors as _errors
 from ..elements import AbstractForceElement, AbstractFriction, AbstractPair
 from .blocks import constraint_blocks
 from .groups import evaluate, group_pairs, scatter_rows
@@ -180,7 +181,8 @@ class Model(eqx.Module):
 
     def phi(self, q: CoordinatesLike, t: ScalarLike = 0.0) -> Float[Array, " m"]:
         """Holonomic residuals Phi(q, t) (m rows, in pair order)."""
-        (q,) = as_states(self, "Model.phi", q=q)
+        with _errors.reporting("Model.phi"):
+            (q,) = as_states(self, q=q)
         t = jnp.asarray(t, dtype=q.dtype)
         pairs, groups = self._groups(holonomic_only=True)
         values = evaluate(pairs, groups, lambda p, ql: p.residual(ql, t), q)
@@ -190,7 +192,8 @@ class Model(eqx.Module):
         self, q: CoordinatesLike, qd: CoordinatesLike, t: ScalarLike = 0.0
     ) -> RowVector:
         """g(q, qd, t) = C qd + b for all rows (seed 001, eq. 4)."""
-        q, qd = as_states(self, "Model.velocity_residual", q=q, qd=qd)
+        with _errors.reporting("Model.velocity_residual"):
+            q, qd = as_states(self, q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
         pairs, groups = self._groups()
         values = evaluate(pairs, groups, lambda p, ql, vl: p.velocity_residual(ql, vl, t), q, qd)
@@ -201,7 +204,8 @@ class Model(eqx.Module):
 
         Each pair is differentiated with respect to its own bodies' coordinates only (a block of
         num_rows x 3 bodies), pairs of one type together (one vmapped evaluation per type)."""
-        (q,) = as_states(self, "Model.C", q=q)
+        with _errors.reporting("Model.C"):
+            (q,) = as_states(self, q=q)
         t = jnp.asarray(t, dtype=q.dtype)
         pairs, groups = self._groups()
 
@@ -225,17 +229,20 @@ class Model(eqx.Module):
         Per pair, one batch of forward-mode tangents of g(q, qd, t) gives the columns of C
         (tangents e_k along qd) and -gamma (tangent (qd, 0, 1) along (q, qd, t)), seed 001
         eq. 5-9; this is what the integrator needs at every step."""
-        q, qd = as_states(self, "Model.kinematic_terms", q=q, qd=qd)
+        with _errors.reporting("Model.kinematic_terms"):
+            q, qd = as_states(self, q=q, qd=qd)
         return _kinematic_terms(self, q, qd, jnp.asarray(t, dtype=q.dtype))
 
     def b(self, q: CoordinatesLike, t: ScalarLike = 0.0) -> RowVector:
         """Velocity term b(q, t) = g(q, 0, t); -Phi_t for holonomic rows is b's negative."""
-        (q,) = as_states(self, "Model.b", q=q)
+        with _errors.reporting("Model.b"):
+            (q,) = as_states(self, q=q)
         return self.velocity_residual(q, jnp.zeros_like(q), t)
 
     def gamma(self, q: CoordinatesLike, qd: CoordinatesLike, t: ScalarLike = 0.0) -> RowVector:
         """Acceleration right-hand side: C qdd = gamma = -(dg/dq qd + dg/dt) (seed 001, eq. 8-9)."""
-        q, qd = as_states(self, "Model.gamma", q=q, qd=qd)
+        with _errors.reporting("Model.gamma"):
+            q, qd = as_states(self, q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
         _, dg = jax.jvp(
             lambda q_, t_: self.velocity_residual(q_, qd, t_), (q, t), (qd, jnp.ones_like(t))
@@ -255,7 +262,8 @@ class Model(eqx.Module):
     def forces(self, q: CoordinatesLike, qd: CoordinatesLike, t: ScalarLike = 0.0) -> Coordinates:
         """Applied generalized forces F(q, qd, t) (no velocity-dependent inertia terms arise in
         planar absolute coordinates with centroidal frames)."""
-        q, qd = as_states(self, "Model.forces", q=q, qd=qd)
+        with _errors.reporting("Model.forces"):
+            q, qd = as_states(self, q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
         F = jnp.zeros(self.n, q.dtype)
         local = [f for f in self.force_elements if f.local]

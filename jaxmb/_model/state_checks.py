@@ -15,7 +15,8 @@ from .rows import row_table
 
 def worst_pair_error(model, x, residual, tol, text, holonomic_only):
     """x, raising unless max |residual| <= tol (nan fails); the message `text.format(name)`
-    names the pair owning the largest entry."""
+    names the pair owning the largest entry; the cause is `RESULTS.inconsistent_positions`
+    for the holonomic rows (`holonomic_only`), else `RESULTS.inconsistent_velocities`."""
     pairs = [p for p in model.pair_info if p.holonomic or not holonomic_only]
     worst = jnp.asarray(row_table(pairs).owner)[jnp.argmax(jnp.abs(residual))]
     bad = ~(jnp.max(jnp.abs(residual)) <= tol)
@@ -24,7 +25,7 @@ def worst_pair_error(model, x, residual, tol, text, holonomic_only):
         bad,
         jnp.where(bad, worst, 0),
         tuple(text.format(p.name) for p in pairs),
-        "inconsistent_state",
+        "inconsistent_positions" if holonomic_only else "inconsistent_velocities",
     )
 
 
@@ -48,20 +49,22 @@ def checked_velocities(model, q, qd, t, tol, text):
     return worst_pair_error(model, qd, model.velocity_residual(q, qd, t), bound, text, False)
 
 
-def checked_state(model, q, qd, t, where, tol):
+def checked_state(model, q, qd, t, tol):
     """(q, qd) with runtime checks: every entry finite, |Phi(q, t)| <= tol (1 + max |q|) and
-    |C qd + b| <= tol (1 + max |qd|); the messages name `where`, the entry or the pair, and the
-    opt-out `check=False`."""
-    q = checked_finite(model, q, where, "q")
-    qd = checked_finite(model, qd, where, "qd")
+    |C qd + b| <= tol (1 + max |qd|); the messages name the function being reported, the entry
+    or the pair, and the opt-out `check=False`."""
+    q = checked_finite(model, q, "q")
+    qd = checked_finite(model, qd, "qd")
     q = checked_positions(
         model,
         q,
         t,
         tol,
-        f"{where}: q violates the position constraints of pair {{!r}} (|Phi| above "
-        f"{tol:g} (1 + max |q|)); assemble it with mb.assemble(model, q, t), or pass "
-        "check=False to compute at this state anyway.",
+        _errors.named(
+            f"q violates the position constraints of pair {{!r}} (|Phi| above {tol:g} "
+            "(1 + max |q|)); assemble it with mb.assemble(model, q, t), or pass check=False "
+            "to compute at this state anyway."
+        ),
         relative=True,
     )
     qd = checked_velocities(
@@ -70,8 +73,10 @@ def checked_state(model, q, qd, t, where, tol):
         qd,
         t,
         tol,
-        f"{where}: qd violates the velocity constraints C qd + b = 0 of pair {{!r}} (above "
-        f"{tol:g} (1 + max |qd|)); project it with mb.consistent_velocity(model, q, qd, t), "
-        "or pass check=False to compute at this state anyway.",
+        _errors.named(
+            f"qd violates the velocity constraints C qd + b = 0 of pair {{!r}} (above {tol:g} "
+            "(1 + max |qd|)); project it with mb.consistent_velocity(model, q, qd, t), or pass "
+            "check=False to compute at this state anyway."
+        ),
     )
     return q, qd

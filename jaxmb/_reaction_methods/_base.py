@@ -23,10 +23,11 @@ class AbstractReactionMethod(eqx.Module):
 
     A method implements:
 
-    - `bind(model, where)`: trace-time checks against the model (a ValueError naming `where`
-      and the problem); returns the method as the compiled program receives it, with any
-      model-dependent data as arrays, so that methods differing only in data share one
-      compiled program (`Eliminate` returns its kept-row mask; by default the method itself);
+    - `bind(model)`: trace-time checks against the model (a ValueError saying the problem;
+      jaxmb's methods prefix it with the analysis being run, which the hook is never told);
+      returns the method as the compiled program receives it, with any model-dependent data
+      as arrays, so that methods differing only in data share one compiled program
+      (`Eliminate` returns its kept-row mask; by default the method itself);
     - `multipliers(model, terms, qdd)`: `(qdd, lam)` for the equations whose terms M, F, C
       and gamma are `terms` (an `EquationTerms`, seed 001, eq. 11), where `qdd` is the given
       acceleration or, when None, the unique one of the model; runtime errors name the
@@ -39,7 +40,7 @@ class AbstractReactionMethod(eqx.Module):
 
     physical: eqx.AbstractClassVar[bool]
 
-    def bind(self, model: "Model", where: str) -> "AbstractReactionMethod":
+    def bind(self, model: "Model") -> "AbstractReactionMethod":
         """The checked method as the compiled program receives it (default: the method itself,
         for methods with nothing to check or to turn into data)."""
         return self

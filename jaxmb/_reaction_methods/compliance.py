@@ -265,33 +265,32 @@ class Compliance(AbstractReactionMethod):
         rest = "default" if self.default is not None else ""
         return f"Compliance({', '.join(x for x in (listed, rest) if x)})"
 
-    def bind(self, model: Model, where: str) -> AbstractReactionMethod:
+    def bind(self, model: Model) -> AbstractReactionMethod:
         rows = {p.name: p.num_rows for p in model.pair_info}  # one pass: O(pairs), not pairs^2
         unknown = [n for n in self.pairs if n not in rows]
         if unknown:
             close = difflib.get_close_matches(unknown[0], list(rows), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(
-                f"{where}: Compliance names unknown pair(s) {unknown}{hint}; the "
-                f"pairs are {list(rows)}"
+            raise _errors.wrong_argument(
+                f"Compliance names unknown pair(s) {unknown}{hint}; the pairs are {list(rows)}"
             )
         for name, value in self.stiffness.items():
             if jnp.shape(value) not in ((), (rows[name],)):
-                raise ValueError(
-                    f"{where}: Compliance stiffness of pair {name!r} has shape "
+                raise _errors.wrong_argument(
+                    f"Compliance stiffness of pair {name!r} has shape "
                     f"{jnp.shape(value)}; give one number or one per row "
                     f"({rows[name]})"
                 )
         given = set(self.pairs)
         missing = [n for n in rows if n not in given]
         if missing and self.default is None:
-            raise ValueError(
-                f"{where}: Compliance has no stiffness for pair(s) {missing} and "
+            raise _errors.wrong_argument(
+                f"Compliance has no stiffness for pair(s) {missing} and "
                 "no default; list them or pass default=..."
             )
         k = self._known_row_stiffness(rows)
         if rows and k is not None:  # else checked at run time
-            self._check_ratio(k, model, where)
+            self._check_ratio(k, model)
             return eqx.tree_at(lambda c: c.row_values, self, jnp.asarray(k), is_leaf=_none)
         return self
 
@@ -312,13 +311,13 @@ class Compliance(AbstractReactionMethod):
         ).astype(np.float64)
 
     @staticmethod
-    def _check_ratio(k, model, where):
+    def _check_ratio(k, model):
         """Refuse concrete row stiffnesses `k` whose ratio exceeds MAX_STIFFNESS_RATIO."""
         if k.size and k.max() > MAX_STIFFNESS_RATIO * k.min():
             pair_of_row = np.asarray(model.row_pair_index)
             stiff, soft = (model.pair_names[pair_of_row[i]] for i in (k.argmax(), k.argmin()))
-            raise ValueError(
-                f"{where}: Compliance stiffness ratio {k.max() / k.min():.3g} (pair {stiff!r}: "
+            raise _errors.wrong_argument(
+                f"Compliance stiffness ratio {k.max() / k.min():.3g} (pair {stiff!r}: "
                 f"{k.max():g}, pair {soft!r}: {k.min():g}) exceeds {MAX_STIFFNESS_RATIO:g}: "
                 f"{RATIO_REASON}"
             )

@@ -13,6 +13,7 @@ from .._formulations.base import AbstractMonitored, AbstractRatiosApart
 from .._formulations.eliminated import check_removable
 from .._model.model import Model
 from .._model.terms import EquationTerms, StateTerms
+from .._runtime import errors as _errors
 from ._base import AbstractReactionMethod, Solution
 from ._common import eliminated_multipliers
 
@@ -38,12 +39,12 @@ class Eliminate(AbstractReactionMethod, AbstractRatiosApart, AbstractMonitored):
     def name(self) -> str:
         return f"Eliminate(rows={self.rows})"
 
-    def bind(self, model: Model, where: str) -> AbstractReactionMethod:
+    def bind(self, model: Model) -> AbstractReactionMethod:
         """The kept rows as a mask array: every elimination shares one compiled program."""
         return KeptRows(keep_mask(model, self))
 
     def multipliers(self, model: Model, terms: EquationTerms, qdd: Coordinates | None) -> Solution:
-        return self.bind(model, "reactions").multipliers(model, terms, qdd)
+        return self.bind(model).multipliers(model, terms, qdd)
 
     def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         return eliminated_multipliers(terms.equation_terms, keep_mask(model, self), None)[0]
@@ -64,11 +65,10 @@ class KeptRows(AbstractReactionMethod):
     name: ClassVar[str] = "mb.Eliminate(rows)"
     physical: ClassVar[bool] = False
 
-    def bind(self, model: Model, where: str) -> AbstractReactionMethod:
+    def bind(self, model: Model) -> AbstractReactionMethod:
         if self.keep.shape != (model.num_rows,):
-            raise ValueError(
-                f"{where}: the kept-row mask has shape {self.keep.shape}; C has "
-                f"{model.num_rows} rows"
+            raise _errors.wrong_argument(
+                f"the kept-row mask has shape {self.keep.shape}; C has {model.num_rows} rows"
             )
         return self
 

@@ -3,6 +3,7 @@ argument into a method object (used by reactions, statics, inverse_dynamics and 
 
 from typing import Literal
 
+from .._runtime import errors as _errors
 from ._base import AbstractReactionMethod
 from .auto import Auto
 from .min_norm import MinNorm
@@ -12,15 +13,15 @@ SPELLINGS = {"min_norm": MinNorm, "auto": Auto}
 
 
 def as_method(
-    method: AbstractReactionMethod | Literal["min_norm", "auto"], where: str = "reactions"
+    method: AbstractReactionMethod | Literal["min_norm", "auto"],
 ) -> AbstractReactionMethod:
     """The method object for `method` (a method, or one of the `SPELLINGS`); raises naming the
-    function `where` for anything else."""
+    function being reported (`jaxmb._runtime.errors.reporting`) for anything else."""
     if isinstance(method, str) and method in SPELLINGS:
         return SPELLINGS[method]()
     if not isinstance(method, AbstractReactionMethod):
-        raise ValueError(
-            f"{where}: method must be 'min_norm', 'auto', mb.Eliminate(rows), "
+        raise _errors.wrong_argument(
+            "method must be 'min_norm', 'auto', mb.Eliminate(rows), "
             f"mb.Compliance(...) or another mb.AbstractReactionMethod, got {method!r}"
         )
     return method

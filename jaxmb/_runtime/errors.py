@@ -29,7 +29,14 @@ A check may name its `RESULTS` code (`cause="not_removable"`), which the raised 
 as `cause`. Messages name the analysis being run through `named`, which reads the function an
 entry point set with `reporting(...)`; `checked_jit` makes that function part of the compiled
 program's key (a program never shows another function's name) and the raised error's
-`function`.
+`function`. The checks of arguments (jaxmb._model.arguments, input_checks, a reaction method's
+`bind`) are written the same way, so no function name is passed down to them:
+
+    with reporting("assemble"):                            # in the entry point
+        max_steps = checked_count(max_steps, "max_steps")  # "assemble: max_steps must be ..."
+
+and a wrong argument found at trace time raises `wrong_argument(text)`, a `JaxmbError` carrying
+the function.
 
 `quiet_third_party_checks()` switches equinox's *default* policy off while a library call is
 traced (diffrax's own `SaveAt(ts)` checks, which jaxmb performs itself before the call); jaxmb's
@@ -57,7 +64,7 @@ from equinox.internal import unvmap_any, unvmap_max
 from jax.extend.core import concrete_or_error
 
 from . import announce as _announce, program_store as _program_store
-from .exceptions import JaxmbRuntimeError
+from .exceptions import JaxmbError, JaxmbRuntimeError
 from .results import RESULTS
 
 _ON_ERROR = _eqx_errors.EQX_ON_ERROR  # the process policy (environment EQX_ON_ERROR)
@@ -109,6 +116,16 @@ def named(text: str) -> str:
     function being reported (`reporting`): "function: text"."""
     function = function_name()
     return text if function is None else f"{function}: {text}"
+
+
+def wrong_argument(text: str) -> JaxmbError:
+    """The error of a wrong argument found at trace time (a shape, an option): a `JaxmbError`
+    (a ValueError) "function: text" of the function being reported (`reporting`), which it
+    carries as `function` (and as `subject`, `text` as `detail`)."""
+    function = function_name()
+    if function is None:
+        return JaxmbError(text)
+    return JaxmbError.about(function, text, function=function)
 
 
 def _names():

@@ -30,6 +30,9 @@
 //                           _dynamics.null_space_solve does it (see there).
 //
 // Every leading dimension is a batch dimension. Buffers are row-major (XLA's default layout).
+// Each kernel takes the batch and the sizes from one argument and checks every other buffer
+// against them (`shaped`): a call whose buffers disagree fails with INVALID_ARGUMENT before any
+// buffer is touched, where it would read or write past one.
 // A member with a nan or inf input gets nan outputs (pivoted QR alone would push a nan column
 // to the end and leave the others finite: a silently wrong answer).
 
@@ -37,6 +40,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "xla/ffi/api/ffi.h"
@@ -248,6 +252,23 @@ int64_t batch_of(ffi::AnyBuffer::Dimensions dims, int64_t core) {
   return b;
 }
 
+// Whether `dims` is the leading (batch) dimensions of `ref` (all but its last `ref_core`)
+// followed by `core`. Each kernel takes its batch and sizes from one argument and indexes every
+// other buffer with them, so a buffer of any other shape would be read or written past its end
+// (jaxmb's wrappers always agree; a direct jax.ffi.ffi_call need not).
+bool shaped(ffi::AnyBuffer::Dimensions dims, ffi::AnyBuffer::Dimensions ref, size_t ref_core,
+            std::initializer_list<int64_t> core) {
+  if (ref.size() < ref_core) return false;
+  const size_t lead = ref.size() - ref_core;
+  if (dims.size() != lead + core.size()) return false;
+  for (size_t d = 0; d < lead; ++d)
+    if (dims[d] != ref[d]) return false;
+  size_t d = lead;
+  for (const int64_t c : core)
+    if (dims[d++] != c) return false;
+  return true;
+}
+
 // Workspace of the interleaved factorization: `run` factorizes up to kLanes consecutive m x n
 // row-major members (missing lanes factorize zeros) and forms Q's columns c >= first[lane]:
 // all of them, or with null_rtol >= 0 those past the rank (|R_jj| > null_rtol max |R_jj|).
@@ -302,7 +323,14 @@ ffi::Error PivotedQr(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> q,
   if (dims.size() < 2) return ffi::Error::InvalidArgument("pivoted_qr: A must be a matrix");
   const int64_t m = dims[dims.size() - 2], n = dims[dims.size() - 1];
   auto qd = q->dimensions(), rd = r->dimensions();
+  if (qd.size() != dims.size() || rd.size() != dims.size())
+    return ffi::Error::InvalidArgument("pivoted_qr: Q and R must have A's rank");
   const int64_t kq = qd[qd.size() - 1], kr = rd[rd.size() - 2];
+  if (!(kq == m || kq == (m < n ? m : n)) || !shaped(qd, dims, 2, {m, kq}) ||
+      !shaped(rd, dims, 2, {kq, n}) || !shaped(perm->dimensions(), dims, 2, {n}))
+    return ffi::Error::InvalidArgument(
+        "pivoted_qr: results must be Q (..., m, k), R (..., k, n), perm (..., n) for A (..., m, "
+        "n), k = m or min(m, n)");
   const int64_t batch = batch_of(dims, 2);
   LaneQr f(m, n, kq);
   f.each(a.typed_data(), batch, pivoting, -1.0, [&](int64_t b, int64_t l, bool finite) {
@@ -330,6 +358,9 @@ ffi::Error LeftNull(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> qt,
   auto dims = a.dimensions();
   if (dims.size() < 2) return ffi::Error::InvalidArgument("left_null: A must be a matrix");
   const int64_t m = dims[dims.size() - 2], n = dims[dims.size() - 1];
+  if (!shaped(qt->dimensions(), dims, 2, {m, m}) || !shaped(pivots->dimensions(), dims, 2, {m}))
+    return ffi::Error::InvalidArgument(
+        "left_null: results must be Q~ (..., m, m), pivots (..., m) for A (..., m, n)");
   const int64_t batch = batch_of(dims, 2);
   const int64_t k = m < n ? m : n;
   LaneQr f(m, n, m);
@@ -351,8 +382,15 @@ ffi::Error LeftNull(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> qt,
 ffi::Error TriangularSolve(ffi::Buffer<ffi::F64> t, ffi::Buffer<ffi::F64> b,
                            ffi::ResultBuffer<ffi::F64> x, bool lower) {
   auto td = t.dimensions(), bd = b.dimensions();
+  if (td.size() < 2 || bd.size() != td.size())
+    return ffi::Error::InvalidArgument(
+        "triangular_solve: T (..., k, k) and b (..., k, c) must be matrices of the same rank");
   const int64_t k = td[td.size() - 1];
   const int64_t c = bd[bd.size() - 1];
+  if (!shaped(td, td, 2, {k, k}) || !shaped(bd, td, 2, {k, c}) ||
+      !shaped(x->dimensions(), td, 2, {k, c}))
+    return ffi::Error::InvalidArgument(
+        "triangular_solve: T must be (..., k, k), b and x (..., k, c), with the same batch");
   const int64_t batch = batch_of(td, 2);
   const double* T = t.typed_data();
   const double* B = b.typed_data();
@@ -382,7 +420,10 @@ ffi::Error TriangularSolve(ffi::Buffer<ffi::F64> t, ffi::Buffer<ffi::F64> b,
 // positive (A not positive definite) or a non-finite input makes the member's result nan.
 ffi::Error SpdInverse(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> inv) {
   auto dims = a.dimensions();
+  if (dims.size() < 2) return ffi::Error::InvalidArgument("spd_inverse: A must be a matrix");
   const int64_t n = dims[dims.size() - 1];
+  if (!shaped(dims, dims, 2, {n, n}) || !shaped(inv->dimensions(), dims, 2, {n, n}))
+    return ffi::Error::InvalidArgument("spd_inverse: A and A^-1 must be square, (..., n, n)");
   const int64_t batch = batch_of(dims, 2);
   std::vector<double> L(n * n), X(n * n);
   for (int64_t b = 0; b < batch; ++b) {
@@ -438,8 +479,16 @@ ffi::Error GaussProjection(ffi::Buffer<ffi::F64> w, ffi::Buffer<ffi::F64> f,
                            ffi::ResultBuffer<ffi::F64> qdd, ffi::ResultBuffer<ffi::F64> pivots,
                            double rtol) {
   auto cd = c.dimensions();
+  if (cd.size() < 2)
+    return ffi::Error::InvalidArgument("gauss_projection: C must be a matrix");
   const int64_t rows = cd[cd.size() - 2], n = cd[cd.size() - 1];
   const int64_t k = rows < n ? rows : n;
+  if (!shaped(w.dimensions(), cd, 2, {n}) || !shaped(f.dimensions(), cd, 2, {n}) ||
+      !shaped(gamma.dimensions(), cd, 2, {rows}) || !shaped(qdd->dimensions(), cd, 2, {n}) ||
+      !shaped(pivots->dimensions(), cd, 2, {k}))
+    return ffi::Error::InvalidArgument(
+        "gauss_projection: for C (..., rows, n), w, F and qdd must be (..., n), gamma (..., "
+        "rows), pivots (..., min(rows, n)), with the same batch");
   const int64_t batch = batch_of(cd, 2);
   // W: Ch^T (n x rows) column-major, i.e. column r of W is row r of Ch
   std::vector<double> W(n * rows), Ch(rows * n), V(n * k), tau(k), y0(n), z(n);
@@ -584,6 +633,10 @@ ffi::Error Svd(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> u,
   const int64_t m = dims[dims.size() - 2], n = dims[dims.size() - 1];
   const bool tall = m >= n;
   const int64_t rows = tall ? m : n, k = tall ? n : m;
+  if (!shaped(u->dimensions(), dims, 2, {m, k}) || !shaped(sv->dimensions(), dims, 2, {k}) ||
+      !shaped(vt->dimensions(), dims, 2, {k, n}))
+    return ffi::Error::InvalidArgument(
+        "svd: results must be U (..., m, k), s (..., k), Vt (..., k, n), k = min(m, n)");
   const int64_t batch = batch_of(dims, 2);
   std::vector<double> G(rows * k), V(k * k), s(k), scratch(rows);
   std::vector<int64_t> ord(k);
@@ -638,8 +691,22 @@ ffi::Error SetNorms(ffi::Buffer<ffi::F64> c, ffi::Buffer<ffi::F64> qt,
                     ffi::ResultBuffer<ffi::F64> out, ffi::Span<const int64_t> rows,
                     ffi::Span<const int64_t> starts) {
   auto cd = c.dimensions(), qd = qt.dimensions();
+  if (cd.size() < 2 || qd.size() != cd.size())
+    return ffi::Error::InvalidArgument(
+        "set_norms: C (..., rows, n) and Q~ (..., rows, p) must be matrices of the same rank");
   const int64_t m = cd[cd.size() - 2], n = cd[cd.size() - 1], p = qd[qd.size() - 1];
   const int64_t sets = static_cast<int64_t>(starts.size()) - 1;
+  if (sets < 0 || !shaped(qd, cd, 2, {m, p}) || !shaped(out->dimensions(), cd, 2, {sets}))
+    return ffi::Error::InvalidArgument(
+        "set_norms: for C (..., rows, n), Q~ must be (..., rows, p) and the result (..., sets), "
+        "with the same batch");
+  const int64_t count_rows = static_cast<int64_t>(rows.size());
+  for (int64_t s = 0; s < sets; ++s)
+    if (starts[s] < 0 || starts[s] > starts[s + 1] || starts[s + 1] > count_rows)
+      return ffi::Error::InvalidArgument("set_norms: starts must be non-decreasing in rows");
+  for (int64_t e = 0; e < count_rows; ++e)
+    if (rows[e] < 0 || rows[e] >= m)
+      return ffi::Error::InvalidArgument("set_norms: a row index is outside C");
   const int64_t batch = batch_of(cd, 2);
   std::vector<int64_t> live(p);
   std::vector<double> column(n), size(p);
