@@ -98,3 +98,24 @@ def test_user_defined_formulation_integrates_the_same_motion(crank):
     np.testing.assert_allclose(dense.qd, reference.qd, rtol=0, atol=1e-7)
     assert float(jnp.max(jnp.abs(dense.q[-1, :2]))) > 0.01  # it moved
     assert not np.isfinite(float(dense.t_passage))  # monitored: no singular passage here
+
+
+def test_default_solver_follows_the_tolerance(crank):
+    """simulate's default solver (jaxmb/_formulations/solvers.py): Tsit5, Dopri8 where rtol is
+    a number at most TIGHT_RTOL; a traced rtol keeps Tsit5. Reference: the run with the solver
+    given explicitly is the same program, so its states are bitwise those of the default run."""
+    import diffrax
+    import jax
+
+    from jaxmb._formulations.solvers import TIGHT_RTOL, default_solver
+
+    assert isinstance(default_solver(jnp.asarray(TIGHT_RTOL)), diffrax.Dopri8)
+    assert isinstance(default_solver(jnp.asarray(10 * TIGHT_RTOL)), diffrax.Tsit5)
+    kinds = []
+    jax.jit(lambda r: kinds.append(type(default_solver(r))) or r)(jnp.asarray(TIGHT_RTOL))
+    assert kinds == [diffrax.Tsit5]
+    model, qd0, ts = crank
+    tight = mb.simulate(model, model.q0, qd0, T1, ts=ts, **TOL)
+    given = mb.simulate(model, model.q0, qd0, T1, ts=ts, solver=diffrax.Dopri8(), **TOL)
+    np.testing.assert_array_equal(np.asarray(tight.q), np.asarray(given.q))
+    assert int(tight.num_steps) == int(given.num_steps)
