@@ -165,7 +165,7 @@ def test_new_tolerance_or_end_time_reuses_the_compiled_simulate(count_calls):
     model = _pendulum("bob_retrace_test")
     q0, qd0 = model.q0, jnp.zeros(model.n)
     ts = jnp.linspace(0.0, 0.5, 6)
-    tight = mb.simulate(model, q0, qd0, 0.5, ts=ts, rtol=1e-10, atol=1e-12)
+    tight = mb.simulate(model, q0, qd0, 0.5, ts=ts, rtol=1e-9, atol=1e-11)
     assert len(traces) == 1
     loose = mb.simulate(model, q0, qd0, 0.5, ts=ts, rtol=1e-5, atol=1e-7)
     longer = mb.simulate(model, q0, qd0, 0.6, ts=ts, rtol=1e-5, atol=1e-7)
@@ -174,6 +174,12 @@ def test_new_tolerance_or_end_time_reuses_the_compiled_simulate(count_calls):
     assert int(loose.num_steps) < int(tight.num_steps)
     assert float(jnp.max(jnp.abs(loose.q - tight.q))) < 1e-4
     assert int(longer.num_steps) > int(loose.num_steps)  # ran on to the new t1
+    # at rtol <= 1e-10 the default solver is Dopri8 (jaxmb._formulations.solvers): one more
+    # program, which the tighter tolerances below it share
+    tighter = mb.simulate(model, q0, qd0, 0.5, ts=ts, rtol=1e-10, atol=1e-12)
+    mb.simulate(model, q0, qd0, 0.5, ts=ts, rtol=1e-12, atol=1e-14)
+    assert len(traces) == 2
+    assert float(jnp.max(jnp.abs(tighter.q - tight.q))) < 1e-7
 
 
 def test_save_time_checks_still_raise():

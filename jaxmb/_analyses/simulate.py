@@ -73,8 +73,8 @@ def simulate(
       1-D array within [t0, t1], ordered from t0 towards t1.
     - `rtol`, `atol`: error tolerances of the adaptive step-size controller (positive).
     - `solver`: a diffrax solver (default `diffrax.Tsit5()`, or `diffrax.Dopri8()` where
-      rtol is a number at most 1e-10, where the higher order takes fewer steps:
-      `TIGHT_RTOL` in `jaxmb/_formulations/solvers.py`; `diffrax.Dopri5()` is the
+      rtol is a number at most 1e-10, where the higher order takes fewer steps (the docs'
+      Formulations page); `diffrax.Dopri5()` is the
       Dormand-Prince pair used by seed 001).
     - `dt0`: the first step (s, with the sign of t1 - t0); None lets the controller choose it.
     - `max_steps`: the most integrator steps; a run that needs more stops (and raises with
