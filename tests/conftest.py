@@ -18,8 +18,9 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 
 # The CLI, example and notebook subprocesses compile the same programs as one another and
 # find them in the cache above. With the program store (jaxmb._runtime.program_store) on, they
-# would compile its exported wrappers as well: the store is off for them; tests/test_program_store.py, test_compile_cache.py and the CLI's first-run test switch
-# it on where they test it.
+# would compile its exported wrappers as well: the store is off for them;
+# tests/test_program_store.py, test_compile_cache.py and the CLI's first-run test switch it on
+# where they test it.
 os.environ.setdefault("JAXMB_PROGRAM_STORE", "0")
 
 # The suite is dominated by XLA:CPU compile time, not run time (measured with jax.monitoring
