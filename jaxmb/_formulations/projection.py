@@ -184,18 +184,38 @@ def _keeps_last_stage(projected, y1, y_error):
     return moved <= REUSE_FACTOR * error
 
 
-def _stage_where(keep, last_stage, terms, t, y, args, solver):
-    """`last_stage` where `keep`, else f(t, y) evaluated (a fresh first stage). The
-    evaluation is skipped when no member needs it: its condition is taken over the whole
-    vmapped batch (`unvmap_any`), and within the branch each member selects its own stage,
-    so a member's result is the same as in a single run."""
-    return jax.lax.cond(
-        unvmap_any(~keep),
-        lambda: jax.tree.map(
-            lambda a, b: jnp.where(keep, a, b), last_stage, solver.func(terms, t, y, args)
-        ),
-        lambda: last_stage,
-    )
+class KeptFirstStage(diffrax.AbstractTerm):
+    """`term`, except that its value at the step's start (t0, y0) is `stage` where `keep`:
+    the last stage of the previous step stands in for the first stage of this one. The
+    Runge-Kutta solver evaluates that first stage only when some member needs it (it is told
+    so by `made_jump`; under vmap the decision is taken for the whole batch), and each member
+    then selects its own value here, so a member's result is the same as in a single run.
+    The vector field is traced once, inside the solver's loop over stages (a separate
+    evaluation of it for the fresh first stage would be a second copy of the vector field and
+    of its derivative in every compiled program: a third of the robot gradient's XLA compile)."""
+
+    term: diffrax.AbstractTerm
+    t0: Array
+    y0: tuple
+    keep: Array
+    stage: tuple
+
+    def vf(self, t, y, args):
+        value = self.term.vf(t, y, args)
+        at_start = t == self.t0
+        for a, b in zip(jax.tree.leaves(y), jax.tree.leaves(self.y0)):
+            at_start = at_start & jnp.all(a == b)
+        use = self.keep & at_start
+        return jax.tree.map(lambda kept, fresh: jnp.where(use, kept, fresh), self.stage, value)
+
+    def contr(self, t0, t1, **kwargs):
+        return self.term.contr(t0, t1, **kwargs)
+
+    def prod(self, vf, control):
+        return self.term.prod(vf, control)
+
+    def is_vf_expensive(self, t0, t1, y, args):
+        return self.term.is_vf_expensive(t0, t1, y, args)
 
 
 class ProjectedSolver(TransparentSolver):
@@ -205,8 +225,8 @@ class ProjectedSolver(TransparentSolver):
     first-same-as-last solver was taken before the projection: the next step re-evaluates its
     first stage (as after a jump), unless the formulation `reuses_last_stage`: then it is
     kept where the projection was small (`_keeps_last_stage`) and evaluated at the projected
-    state otherwise, which saves one of Tsit5's six evaluations per step on a regular motion
-    (under vmap both are computed and selected per member)."""
+    state otherwise (`KeptFirstStage`), which saves one of Tsit5's seven evaluations per step
+    on a regular motion. The solver state is then (the wrapped solver's, keep)."""
 
     solver: diffrax.AbstractSolver
     model: Model
@@ -217,33 +237,31 @@ class ProjectedSolver(TransparentSolver):
         return self.option.reuses_last_stage(self.model) and _fsal(self.solver)
 
     def init(self, terms, t0, t1, y0, args):
-        """The wrapped solver's state; with `reuses_last_stage`, f(t0, y0) evaluated here and
-        the first-step flag cleared, so that diffrax never re-evaluates a first stage for a
-        whole vmapped batch (members that never step, e.g. refused starts, would otherwise
-        keep that flag set and change the other members' results at round-off)."""
+        """The wrapped solver's state; with `reuses_last_stage`, (it, keep = False): the
+        first step evaluates its first stage in the solver's loop over stages."""
         state = self.solver.init(terms, t0, t1, y0, args)
         if self._reuses_last_stage:
-            return jnp.array(False), self.solver.func(terms, t0, y0, args)
+            return state, jnp.array(False)
         return state
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        reuse = self._reuses_last_stage
+        reuse, model_t1 = self._reuses_last_stage, _model_time(terms, t1)
+        if reuse:
+            (first_step, last_stage), keep = solver_state
+            keep = keep & ~jnp.asarray(made_jump) & ~first_step
+            terms = KeptFirstStage(terms, t0, y0, keep, last_stage)
+            solver_state = (first_step, last_stage)
+            made_jump = made_jump | unvmap_any(~keep)  # the first stage is evaluated
+        else:
+            made_jump = True
         y1, y_error, dense_info, solver_state, result = self.solver.step(
-            terms, t0, t1, y0, args, solver_state, made_jump if reuse else True
+            terms, t0, t1, y0, args, solver_state, made_jump
         )
-        q, qd, residual = self.option.project_state(
-            self.model, y1[0], y1[1], _model_time(terms, t1)
-        )
+        q, qd, residual = self.option.project_state(self.model, y1[0], y1[1], model_t1)
         rejected = ~(residual <= self.option.projection_limit)
         if self.option.detects_jumps:
             rejected = rejected | _jumped((q, qd), y1, y_error)
-        if reuse:  # per member (a cond, not diffrax's batch-wide re-evaluation flag), so a
-            # vmapped run equals the loop of single runs
-            first_step, last_stage = solver_state
-            keep = _keeps_last_stage((q, qd), y1, y_error)
-            solver_state = (
-                first_step,
-                _stage_where(keep, last_stage, terms, t1, (q, qd), args, self.solver),
-            )
+        if reuse:  # per member, so a vmapped run equals the loop of single runs
+            solver_state = (solver_state, _keeps_last_stage((q, qd), y1, y_error))
         y_error = jax.tree.map(lambda e: jnp.where(rejected, jnp.inf, e), y_error)
         return (q, qd), y_error, dense_info, solver_state, result
