@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from equinox.internal import unvmap_any
-from jaxtyping import Array
+from jaxtyping import Array, ArrayLike
 
 from .._custom_types import Coordinates, Scalar
 from .._model.model import Model
@@ -195,7 +195,7 @@ class KeptFirstStage(diffrax.AbstractTerm):
     of its derivative in every compiled program: a third of the robot gradient's XLA compile)."""
 
     term: diffrax.AbstractTerm
-    t0: Array
+    t0: ArrayLike
     y0: tuple
     keep: Array
     stage: tuple

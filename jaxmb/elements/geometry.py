@@ -41,16 +41,21 @@ class Body:
         return f"Body({self.name!r})"
 
 
+_TURN = np.array([-1.0, 1.0])
+
+
 def rot90(v):
-    """Counter-clockwise rotation by 90 degrees, Omega v with Omega = [[0, -1], [1, 0]]."""
-    return jnp.array([-v[1], v[0]])
+    """Counter-clockwise rotation by 90 degrees, Omega v with Omega = [[0, -1], [1, 0]]:
+    (-v_y, v_x), as the reversed vector times (-1, 1) (two operations, also in every
+    derivative, where indexing each component costs four)."""
+    return v[::-1] * _TURN.reshape((2,) + (1,) * (jnp.ndim(v) - 1))
 
 
 def dot2(a, b):
-    """a . b of two planar vectors, written out: a_x b_x + a_y b_y. Under vmap (and jacfwd's
-    tangents) a jnp dot of 2-vectors is a batched dot, which XLA:CPU runs as a matrix-kernel
-    call per member (design measurement D4); the written-out form fuses."""
-    return a[0] * b[0] + a[1] * b[1]
+    """a . b of two planar vectors, as the sum of the elementwise product. Under vmap (and
+    jacfwd's tangents) a jnp dot of 2-vectors is a batched dot, which XLA:CPU runs as a
+    matrix-kernel call per member (design measurement D4); the product and sum fuse."""
+    return jnp.sum(a * b, axis=0)
 
 
 def cross2(a, b):
@@ -66,13 +71,33 @@ def pose(q, body: Body):
     return q[k : k + 2], q[k + 2]
 
 
-def rotate(phi, v):
+@jax.custom_jvp
+def rotate(phi, v):  # noqa: D103 (its derivative: `_rotate_jvp`)
     """A(phi) v, with the rotation A(phi) = [[cos, -sin], [sin, cos]] (body frame -> global
-    frame), written out: (v_x cos phi - v_y sin phi, v_x sin phi + v_y cos phi). Under vmap a
-    product with a 2 x 2 matrix is a small batched dot (a kernel call of its own on CPU); the
-    written-out form fuses with its neighbours."""
-    c, s = jnp.cos(phi), jnp.sin(phi)
-    return jnp.stack([c * v[0] - s * v[1], s * v[0] + c * v[1]])
+    frame), written out: v cos phi + (Omega v) sin phi. Under vmap a product with a 2 x 2
+    matrix is a small batched dot (a kernel call of its own on CPU); the written-out form
+    fuses with its neighbours.
+
+    Its derivative (`_rotate_jvp`) is d(A v) = A dv + dphi Omega A v (dA/dphi = Omega A):
+    the rotated vector itself, turned, instead of the derivatives of cos and sin, which
+    recompute both at every order. C and gamma are derivatives of the residuals and a
+    gradient differentiates them again, so each order costs a product here, not another pair
+    of transcendental functions (design measurement D14)."""
+    return jnp.cos(phi) * v + jnp.sin(phi) * rot90(v)
+
+
+def _rotate_jvp(primals, tangents):
+    phi, v = primals
+    dphi, dv = tangents
+    out = rotate(phi, v)
+    zero = jax.custom_derivatives.SymbolicZero
+    parts = [] if isinstance(dphi, zero) else [dphi * rot90(out)]
+    if not isinstance(dv, zero):
+        parts.append(rotate(phi, dv))
+    return out, sum(parts[1:], parts[0]) if parts else jnp.zeros_like(out)
+
+
+rotate.defjvp(_rotate_jvp, symbolic_zeros=True)
 
 
 def point(q, body: Body, s):
