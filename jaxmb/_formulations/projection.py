@@ -251,7 +251,10 @@ class ProjectedSolver(TransparentSolver):
             keep = keep & ~jnp.asarray(made_jump) & ~first_step
             terms = KeptFirstStage(terms, t0, y0, keep, last_stage)
             solver_state = (first_step, last_stage)
-            made_jump = made_jump | unvmap_any(~keep)  # the first stage is evaluated
+            # the first stage is evaluated when a member that moves needs it (a member that
+            # has finished, or never started, makes steps of length 0 under vmap: discarded)
+            idle = jnp.asarray(t0) == t1
+            made_jump = made_jump | unvmap_any(~keep & ~idle)
         else:
             made_jump = True
         y1, y_error, dense_info, solver_state, result = self.solver.step(
