@@ -405,3 +405,20 @@ def test_batch_members_keep_their_stages_beside_a_refused_member():
     q0s = jnp.tile(model.q0, (4, 1)).at[3, 0].set(jnp.nan)  # refused: nonfinite_positions
     beside = batch(q0s, jnp.concatenate([qd0s, qd0s[:1]]))
     np.testing.assert_array_equal(beside[:3], alone)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_velocity_blocks_equal_the_model_C_and_g(name):
+    """The velocity projection's one pass (`velocity_blocks`: g and its tangents along the unit
+    vectors of qd) gives `Model.C` (the Jacobian of g by jacfwd at qd = 0; g is linear in qd,
+    so the tangents do not depend on where they are taken) and `Model.velocity_residual`, to
+    round-off (1e-14 relative: the same products, another order)."""
+    model = MODELS[name]()
+    q, qd = _state(model, seed=3)
+    pairs, groups = model._groups()
+    blocks, g = al.velocity_blocks(pairs, groups, model.num_rows, q, qd, jnp.asarray(0.2))
+    C = al._place_blocks(groups, list(blocks), model.num_rows, model.n)
+    C_ref = model.C(q, 0.2)
+    np.testing.assert_allclose(C, C_ref, rtol=0, atol=1e-14 * float(jnp.max(jnp.abs(C_ref))))
+    g_ref = model.velocity_residual(q, qd, 0.2)
+    np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-14 * float(jnp.max(jnp.abs(g_ref)) + 1))

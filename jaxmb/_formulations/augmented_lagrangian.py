@@ -64,9 +64,10 @@ from .._model.blocks import (
     mass_row_norms,
     multiply,
     multiply_transposed,
+    velocity_blocks,
     weighted_normal_blocks,
 )
-from .._model.model import Model
+from .._model.model import Model, _place_blocks
 from .._model.terms import StateTerms, state_terms
 from .._runtime import errors as _errors
 from .._runtime.exceptions import JaxmbRuntimeError
@@ -401,6 +402,15 @@ def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
             return model.C(q, t)
         return constraint_blocks(*layout, model.num_rows, q, zero, t).blocks
 
+    def velocity_terms(q, qd, t):  # (C or its blocks, g = C qd + b) from one pass
+        pairs, groups = model._groups() if layout is None else layout
+        blocks, g = velocity_blocks(pairs, groups, model.num_rows, q, qd, t)
+        if layout is not None:
+            return blocks, g
+        if not groups:
+            return jnp.zeros((model.num_rows, model.n), q.dtype), g
+        return _place_blocks(groups, list(blocks), model.num_rows, model.n), g
+
     def build(c, active=None):
         if layout is None:
             return dense_system(mass, c, formulation.penalty, active)
@@ -416,11 +426,10 @@ def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
 
         q, _ = jax.lax.scan(newton, q, None, length=formulation.projection_iterations)
     residual = jnp.max(jnp.abs(model.phi(q, t)), initial=0.0)
-    C = matrix(q, t)
+    C, g = velocity_terms(q, qd, t)
     s = with_C(s, C) if s is not None and model.h == 0 else build(C)
     # the correction dqd = argmin |dqd|_M subject to C dqd = -(C qd + b): near a singular
     # position the weakly enforced direction keeps its velocity (no round-off from a solve of
     # the whole velocity), so projecting twice changes nothing
-    g = model.velocity_residual(q, qd, t)
     dqd = constrained_solve(s, zero, -s.scale * g, K, tol)[0]
     return q, qd + dqd, residual

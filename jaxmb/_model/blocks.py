@@ -59,6 +59,25 @@ def constraint_blocks(pairs, groups: list[PairGroup], num_rows, q, qd, t) -> Con
     return ConstraintBlocks(tuple(v[1] for v in values), g, gamma, phi)
 
 
+def velocity_pair_terms(pair, q, qd, t):
+    """(g, C block) of one pair on its local coordinates: g(q, qd, t) = C qd + b and its
+    forward-mode tangents along the unit vectors of qd, the columns of C (g is linear in qd).
+    The first-order part of `pair_terms`, for the velocity projection."""
+    basis = jnp.eye(q.shape[0], dtype=q.dtype)
+    g, dg = jax.vmap(lambda e: jax.jvp(lambda v: pair.velocity_residual(q, v, t), (qd,), (e,)))(
+        basis
+    )
+    return g[0], dg.T
+
+
+def velocity_blocks(pairs, groups: list[PairGroup], num_rows, q, qd, t):
+    """(C as blocks, g = C qd + b) of `pairs` (grouped as `groups`) at (q, qd, t), from one
+    evaluation of each group's velocity residual and its tangents."""
+    values = evaluate(pairs, groups, lambda p, ql, vl: velocity_pair_terms(p, ql, vl, t), q, qd)
+    g = scatter_rows(groups, [v[0] for v in values], num_rows, q.dtype)
+    return tuple(v[1] for v in values), g
+
+
 def multiply(groups, blocks, x, num_rows):
     """C x (rows,) from the blocks."""
     if not groups:
