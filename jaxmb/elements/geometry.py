@@ -85,7 +85,8 @@ def rotate(phi, v):  # noqa: D103 (its derivative: `_rotate_jvp`)
     gradient differentiates them again, so each order costs a product here, not another pair
     of transcendental functions (design measurement D14)."""
     c, s = jnp.cos(phi), jnp.sin(phi)
-    return jnp.stack([c * v[0] - s * v[1], s * v[0] + c * v[1]])
+    x, y = v[0], v[1]  # each component read once: every derivative order repeats the reads
+    return jnp.stack([c * x - s * y, s * x + c * y])
 
 
 def _rotate_jvp(primals, tangents):
