@@ -72,7 +72,7 @@ def pose(q, body: Body):
 
 
 @jax.custom_jvp
-def rotate(phi, v):  # noqa: D103 (its derivative: `_rotate_jvp`)
+def rotate(phi, v):
     """A(phi) v, with the rotation A(phi) = [[cos, -sin], [sin, cos]] (body frame -> global
     frame), written out: (v_x cos phi - v_y sin phi, v_x sin phi + v_y cos phi). Under vmap
     a product with a 2 x 2 matrix is a small batched dot (a kernel call of its own on CPU);
