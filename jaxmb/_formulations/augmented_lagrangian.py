@@ -179,8 +179,10 @@ class AugmentedLagrangian(AbstractRatiosApart):
 
     def reuses_last_stage(self, model: Model) -> bool:
         """Whether the FSAL stage is kept after a small projection (`ProjectedSolver`): for
-        small models, where it saves a sixth of the run time; a large model's right-hand side
-        would be traced twice more (compile time grows by half at N = 400)."""
+        small models, where it saves a sixth of the run time (D11). Large models re-evaluate
+        every first stage: chosen when keeping it traced the right-hand side a second time
+        (compile time grew by half at N = 400), which `KeptFirstStage` no longer does; keeping
+        it there too is not measured yet."""
         return is_dense(model)
 
     @property
