@@ -401,11 +401,6 @@ def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
     hol = np.flatnonzero(model.holonomic_rows)
     layout = None if is_dense(model) else pattern(model)[:2]  # (pairs, groups) when sparse
 
-    def matrix(q, t):  # C, or its per-pair blocks
-        if layout is None:
-            return model.C(q, t)
-        return constraint_blocks(*layout, model.num_rows, q, zero, t).blocks
-
     def velocity_terms(q, qd, t):  # (C or its blocks, g = C qd + b) from one pass
         pairs, groups = model._groups() if layout is None else layout
         blocks, g = velocity_blocks(pairs, groups, model.num_rows, q, qd, t)
@@ -422,7 +417,8 @@ def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
 
     s = None
     if model.m:
-        s_hol = s = build(matrix(q, t), jnp.asarray(model.holonomic_rows))
+        C_end = velocity_terms(q, zero, t)[0]  # C (or its blocks) at the step's end
+        s_hol = s = build(C_end, jnp.asarray(model.holonomic_rows))
 
         def newton(q, _):
             phi = jnp.zeros(model.num_rows, q.dtype).at[hol].set(model.phi(q, t))
