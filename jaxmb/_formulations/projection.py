@@ -159,10 +159,15 @@ def _model_time(terms, t) -> Array:
     return t * getattr(terms, "direction", 1)
 
 
-REUSE_FACTOR = 0.1
+REUSE_FACTOR = 1.0
 """A formulation whose `reuses_last_stage(model)` is True keeps an FSAL solver's last stage
 (taken at the unprojected state) as the next step's first stage while its projection moved q
-and qd by at most this fraction of the step's local error estimate (`_keeps_last_stage`)."""
+and qd by at most this multiple of the step's local error estimate (`_keeps_last_stage`).
+Measured on 64 slider-cranks at rtol 1e-8 (design measurement D16): the projection exceeds
+0.1 of the estimate in 5.4 % of the steps, 0.5 of it in 0.015 %, 1 in 0.0075 %; a batch
+evaluates a fresh first stage whenever one member needs it, so with 1,024 members the factor
+0.1 re-evaluated it in four steps out of five, 1 in about one out of fourteen. The
+trajectories moved by 1e-11 m (slider-crank) and the IFToMM A02 errors by 1-3 % either way."""
 
 
 def _fsal(solver) -> bool:
@@ -176,8 +181,9 @@ def _keeps_last_stage(projected, y1, y_error):
     """Whether the last stage f(y1) of the step may serve as f at the projected state (else
     it is evaluated there): the projection moved the state by at most REUSE_FACTOR times the
     step's local error estimate.
-    The stale stage then changes the next step by about h L REUSE_FACTOR times an error the
-    controller accepted (L: the vector field's Lipschitz constant), below its own error;
+    The stale stage then changes the next step by about h b_1 L REUSE_FACTOR times an error
+    the controller accepted (L: the vector field's Lipschitz constant, b_1 = 0.097 Tsit5's
+    weight of the first stage), below the step's own error where h L < 10;
     near a singular position, where the projections grow, the stage is re-evaluated."""
     moved = jnp.maximum(*(jnp.max(jnp.abs(p - y)) for p, y in zip(projected, y1)))
     error = jnp.maximum(*(jnp.max(jnp.abs(e)) for e in y_error))

@@ -416,8 +416,12 @@ ffi::Error TriangularSolve(ffi::Buffer<ffi::F64> t, ffi::Buffer<ffi::F64> b,
 
 // A^-1 of symmetric positive-definite A (n, n) by its Cholesky factor: L_jj = sqrt(A_jj -
 // sum_{k<j} L_jk^2), L_ij = (A_ij - sum_{k<j} L_ik L_jk) / L_jj (i > j; Golub & Van Loan,
-// alg. 4.2.1), then X = L^-1 by forward substitution and A^-1 = X^T X. A pivot that is not
-// positive (A not positive definite) or a non-finite input makes the member's result nan.
+// alg. 4.2.1), then X = L^-1 by forward substitution and A^-1 = X^T X. kLanes members at a
+// time, interleaved (element (i, j) of lane l at (i n + j) kLanes + l), so that every step is a
+// vector instruction over the members and the divisions are the n reciprocals 1 / L_jj per
+// member (one chain of dependent divisions per member cost 0.38 us of a 9 x 9 inverse: D16).
+// A pivot that is not positive (A not positive definite) or a non-finite input makes the
+// member's result nan.
 ffi::Error SpdInverse(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> inv) {
   auto dims = a.dimensions();
   if (dims.size() < 2) return ffi::Error::InvalidArgument("spd_inverse: A must be a matrix");
@@ -425,47 +429,81 @@ ffi::Error SpdInverse(ffi::Buffer<ffi::F64> a, ffi::ResultBuffer<ffi::F64> inv) 
   if (!shaped(dims, dims, 2, {n, n}) || !shaped(inv->dimensions(), dims, 2, {n, n}))
     return ffi::Error::InvalidArgument("spd_inverse: A and A^-1 must be square, (..., n, n)");
   const int64_t batch = batch_of(dims, 2);
-  std::vector<double> L(n * n), X(n * n);
-  for (int64_t b = 0; b < batch; ++b) {
-    const double* A = a.typed_data() + b * n * n;
-    double* out = inv->typed_data() + b * n * n;
-    bool ok = all_finite(A, n * n);
-    std::fill(L.begin(), L.end(), 0.0);
-    for (int64_t j = 0; j < n && ok; ++j) {
-      double d = A[j * n + j];
-      for (int64_t k = 0; k < j; ++k) d -= L[j * n + k] * L[j * n + k];
-      if (!(d > 0.0)) {
-        ok = false;
-        break;
+  constexpr int64_t L = kLanes;
+  std::vector<double> W(n * n * L), X(n * n * L), rinv(n * L);
+  auto at = [n](int64_t i, int64_t j) { return (i * n + j) * L; };
+  for (int64_t b0 = 0; b0 < batch; b0 += L) {
+    const int64_t lanes = batch - b0 < L ? batch - b0 : L;
+    const double* A = a.typed_data() + b0 * n * n;
+    for (int64_t l = 0; l < L; ++l)  // missing lanes factorize the identity
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j <= i; ++j)
+          W[at(i, j) + l] = l < lanes ? A[l * n * n + i * n + j] : (i == j ? 1.0 : 0.0);
+    bool ok[L];
+    for (int64_t l = 0; l < L; ++l) ok[l] = true;
+    for (int64_t j = 0; j < n; ++j) {  // W <- L, lower triangle
+      double* Wjj = &W[at(j, j)];
+      for (int64_t k = 0; k < j; ++k) {
+        const double* Wjk = &W[at(j, k)];
+        JAXMB_LANES
+        for (int64_t l = 0; l < L; ++l) Wjj[l] -= Wjk[l] * Wjk[l];
       }
-      const double ljj = std::sqrt(d);
-      L[j * n + j] = ljj;
+      for (int64_t l = 0; l < L; ++l) ok[l] = ok[l] && Wjj[l] > 0.0;
+      double* r = &rinv[j * L];
+      JAXMB_LANES
+      for (int64_t l = 0; l < L; ++l) {
+        const double d = Wjj[l] > 0.0 ? Wjj[l] : 1.0;  // a failed lane goes on harmlessly
+        Wjj[l] = std::sqrt(d);
+        r[l] = 1.0 / Wjj[l];
+      }
       for (int64_t i = j + 1; i < n; ++i) {
-        double s = A[i * n + j];
-        for (int64_t k = 0; k < j; ++k) s -= L[i * n + k] * L[j * n + k];
-        L[i * n + j] = s / ljj;
+        double* Wij = &W[at(i, j)];
+        for (int64_t k = 0; k < j; ++k) {
+          const double *Wik = &W[at(i, k)], *Wjk = &W[at(j, k)];
+          JAXMB_LANES
+          for (int64_t l = 0; l < L; ++l) Wij[l] -= Wik[l] * Wjk[l];
+        }
+        JAXMB_LANES
+        for (int64_t l = 0; l < L; ++l) Wij[l] *= r[l];
       }
     }
-    if (!ok) {
-      fill_nan(out, n * n);
-      continue;
-    }
-    std::fill(X.begin(), X.end(), 0.0);  // X = L^-1, lower triangular, column by column
-    for (int64_t c = 0; c < n; ++c) {
-      X[c * n + c] = 1.0 / L[c * n + c];
+    for (int64_t c = 0; c < n; ++c) {  // X = L^-1, lower triangular, column by column
+      double* Xcc = &X[at(c, c)];
+      JAXMB_LANES
+      for (int64_t l = 0; l < L; ++l) Xcc[l] = rinv[c * L + l];
       for (int64_t i = c + 1; i < n; ++i) {
-        double s = 0.0;
-        for (int64_t k = c; k < i; ++k) s -= L[i * n + k] * X[k * n + c];
-        X[i * n + c] = s / L[i * n + i];
+        double s[L] = {};
+        for (int64_t k = c; k < i; ++k) {
+          const double *Wik = &W[at(i, k)], *Xkc = &X[at(k, c)];
+          JAXMB_LANES
+          for (int64_t l = 0; l < L; ++l) s[l] -= Wik[l] * Xkc[l];
+        }
+        double* Xic = &X[at(i, c)];
+        JAXMB_LANES
+        for (int64_t l = 0; l < L; ++l) Xic[l] = s[l] * rinv[i * L + l];
       }
     }
-    for (int64_t i = 0; i < n; ++i)  // (X^T X)_ij = sum_{k >= max(i, j)} X_ki X_kj
+    for (int64_t i = 0; i < n; ++i)  // W <- X^T X: (X^T X)_ij = sum_{k >= max(i, j)} X_ki X_kj
       for (int64_t j = 0; j <= i; ++j) {
-        double s = 0.0;
-        for (int64_t k = i; k < n; ++k) s += X[k * n + i] * X[k * n + j];
-        out[i * n + j] = s;
-        out[j * n + i] = s;
+        double s[L] = {};
+        for (int64_t k = i; k < n; ++k) {
+          const double *Xki = &X[at(k, i)], *Xkj = &X[at(k, j)];
+          JAXMB_LANES
+          for (int64_t l = 0; l < L; ++l) s[l] += Xki[l] * Xkj[l];
+        }
+        double* Wij = &W[at(i, j)];
+        JAXMB_LANES
+        for (int64_t l = 0; l < L; ++l) Wij[l] = s[l];
       }
+    for (int64_t l = 0; l < lanes; ++l) {
+      double* out = inv->typed_data() + (b0 + l) * n * n;
+      if (!ok[l] || !all_finite(A + l * n * n, n * n)) {
+        fill_nan(out, n * n);
+        continue;
+      }
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j <= i; ++j) out[i * n + j] = out[j * n + i] = W[at(i, j) + l];
+    }
   }
   return ffi::Error::Success();
 }
