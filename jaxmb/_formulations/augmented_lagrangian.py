@@ -38,6 +38,18 @@ re-uses the factor, dS^-1 b = -S^-1 dS S^-1 b, so the factorization itself is ne
 differentiated; jax.grad and jax.jvp both work and agree with central differences, also at a
 singular position.
 
+Integration: diffrax's adaptive Runge-Kutta pairs (Tsit5; Dopri8 at tight tolerances) with
+the projections below after every accepted step, not the fixed-step index-3 scheme of the
+IFToMM reference solvers (ALI3-P: trapezoidal rule, Newton iterations on the positions with
+the tangent M + (h^2/4) alpha C'^T C'). Measured side by side on A02 over 20 s
+(`benchmarks/bench_index3.py`, design measurement D17): N = 2, the adaptive default 6.8e-6 m
+in 0.06-0.09 s; ALI3-P reached 1e-5 m only at h = 1e-4 with a tuned penalty (5.3e-7 m in 2.8 s,
+but 1.4e-5 / 5.7e-5 m at ten times less / more penalty), and its error stalled at 1e-4 to 2e-3
+m for h down to 2.5e-4 at other penalties; N = 40, the default 6.9e-6 m in 1.9 s against
+1.6e-5 m in 27 s at best (h = 2.5e-4), and h = 1e-4 jumped branch. Its Newton iterations do not
+converge at the singular positions (the tangent loses rank there as h^2 alpha C'^T C' does) and
+its conditioning grows as 1 / h^2, so no fixed step is both accurate and cheap.
+
 Projections (Bayo & Ledesma 1996): after each accepted step, the positions by Newton
 iterations dq = argmin dq^T M dq subject to Phi_q dq = -Phi (the holonomic rows), the
 velocities by the correction dqd = argmin dqd^T M dqd subject to C dqd = -(C qd + b) (all
