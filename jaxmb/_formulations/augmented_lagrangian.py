@@ -47,8 +47,10 @@ in 0.06-0.09 s; ALI3-P reached 1e-5 m only at h = 1e-4 with a tuned penalty (5.3
 but 1.4e-5 / 5.7e-5 m at ten times less / more penalty), and its error stalled at 1e-4 to 2e-3
 m for h down to 2.5e-4 at other penalties; N = 40, the default 6.9e-6 m in 1.9 s against
 1.6e-5 m in 27 s at best (h = 2.5e-4), and h = 1e-4 jumped branch. Its Newton iterations do not
-converge at the singular positions (the tangent loses rank there as h^2 alpha C'^T C' does) and
-its conditioning grows as 1 / h^2, so no fixed step is both accurate and cheap.
+converge at the singular positions (each contracts the constraint residual along a singular
+direction of C' by 1 / (1 + (h^2/4) alpha sigma^2), which tends to 1 as sigma vanishes), and
+for a fixed tangent penalty alpha grows as 1 / h^2, so the multiplier update alpha Phi
+amplifies the round-off of Phi: no fixed step is both accurate and cheap.
 
 Projections (Bayo & Ledesma 1996): after each accepted step, the positions by Newton
 iterations dq = argmin dq^T M dq subject to Phi_q dq = -Phi (the holonomic rows), the
