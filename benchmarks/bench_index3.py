@@ -59,13 +59,12 @@ def ali3p(model, h, num_steps, save_every, penalty=None):
     pairs, groups, _, _ = al.pattern(model)
     mass = model.mass_diagonal()
     dense = al.is_dense(model)
-    forces = jax.jit(lambda q, qd: model.forces(q, qd, 0.0))
 
     penalty = PENALTY if penalty is None else penalty
     alpha = 4.0 * penalty / (h * h)
 
     def factor(q):
-        """S = M + (h^2/4) alpha C'^T C' at q, and gamma (C qdd = gamma) at (q, qd)."""
+        """S = M + (h^2/4) alpha C'^T C' at q, factorized (`mb.AugmentedLagrangian`'s system)."""
         if dense:
             return al.dense_system(mass, model.C(q, 0.0), penalty)
         kin = constraint_blocks(pairs, groups, model.num_rows, q, jnp.zeros_like(q), 0.0)
@@ -83,7 +82,7 @@ def ali3p(model, h, num_steps, save_every, penalty=None):
         def residual(q1, lam):
             s = factor(q1)
             qd1, qdd1 = 2.0 / h * q1 - qd_hat, 4.0 / (h * h) * q1 - qdd_hat
-            f = mass * qdd1 + s.CT(lam + alpha * phi_scaled(s, q1)) - forces(q1, qd1)
+            f = mass * qdd1 + s.CT(lam + alpha * phi_scaled(s, q1)) - model.forces(q1, qd1, 0.0)
             return s, 0.25 * h * h * f
 
         def newton(state):

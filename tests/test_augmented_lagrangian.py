@@ -451,7 +451,7 @@ def test_velocity_blocks_equal_the_model_C_and_g(name):
     q, qd = _state(model, seed=3)
     pairs, groups = model._groups()
     blocks, g = al.velocity_blocks(pairs, groups, model.num_rows, q, qd, jnp.asarray(0.2))
-    C = al._place_blocks(groups, list(blocks), model.num_rows, model.n)
+    C = al._place_blocks(groups, list(blocks), model.num_rows, model.n, q.dtype)
     C_ref = model.C(q, 0.2)
     np.testing.assert_allclose(C, C_ref, rtol=0, atol=1e-14 * float(jnp.max(jnp.abs(C_ref))))
     g_ref = model.velocity_residual(q, qd, 0.2)

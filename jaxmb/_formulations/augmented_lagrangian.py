@@ -420,9 +420,7 @@ def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
         blocks, g = velocity_blocks(pairs, groups, model.num_rows, q, qd, t)
         if layout is not None:
             return blocks, g
-        if not groups:
-            return jnp.zeros((model.num_rows, model.n), q.dtype), g
-        return _place_blocks(groups, list(blocks), model.num_rows, model.n), g
+        return _place_blocks(groups, list(blocks), model.num_rows, model.n, q.dtype), g
 
     def build(c, active=None):
         if layout is None:

@@ -42,23 +42,24 @@ class KinematicTerms(NamedTuple):
 def _kinematic_terms(model, q, qd, t):
     pairs, groups = model._groups()
     terms = constraint_blocks(pairs, groups, model.num_rows, q, qd, t)
-    if not groups:
-        return KinematicTerms(jnp.zeros((model.num_rows, model.n), q.dtype), *terms[1:])
-    C = _place_blocks(groups, list(terms.blocks), model.num_rows, model.n)
+    C = _place_blocks(groups, list(terms.blocks), model.num_rows, model.n, q.dtype)
     return KinematicTerms(C, terms.g, terms.gamma, terms.phi)
 
 
-def _place_blocks(groups, blocks, num_rows, n):
-    """C (num_rows, n) from the per-pair blocks (group by group, (k, r, 3 b) each: b bodies).
+def _place_blocks(groups, blocks, num_rows, n, dtype):
+    """C (num_rows, n) from the per-pair blocks (group by group, (k, r, 3 b) each: b bodies);
+    zeros without pairs.
 
     C is built as (rows, bodies, 3): for each body slot s of a pair, the slot's (rows, 3) values
     are put where the row's body-s index equals the body (static masks: one elementwise select
     per slot). Under vmap this is one vectorized loop, about half the cost of a gather with
     static indices and less than a scatter into zeros (design measurement D4)."""
     bodies = n // 3
+    if not groups:
+        return jnp.zeros((num_rows, n), dtype)
     slots = max(b.shape[-1] // 3 for b in blocks)
     in_row_order = np.argsort(np.concatenate([g.rows.reshape(-1) for g in groups]))
-    C = jnp.zeros((num_rows, bodies, 3), blocks[0].dtype)
+    C = jnp.zeros((num_rows, bodies, 3), dtype)
     for s in range(slots):
         values, body = [], []
         for g, b in zip(groups, blocks):
@@ -213,9 +214,7 @@ class Model(eqx.Module):
             return jax.jacfwd(lambda v: p.velocity_residual(ql, v, t))(jnp.zeros_like(ql))
 
         blocks = evaluate(pairs, groups, block, q)
-        if not groups:
-            return jnp.zeros((self.num_rows, self.n), q.dtype)
-        return _place_blocks(groups, blocks, self.num_rows, self.n)
+        return _place_blocks(groups, blocks, self.num_rows, self.n, q.dtype)
 
     def holonomic_C(self, q: CoordinatesLike, t: ScalarLike = 0.0) -> Float[Array, "m n"]:
         """Phi_q(q, t): the holonomic rows of C (m x n), the Jacobian of `phi`."""
