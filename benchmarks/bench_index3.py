@@ -67,7 +67,9 @@ def ali3p(model, h, num_steps, save_every, penalty=None):
         """S = M + (h^2/4) alpha C'^T C' at q, factorized (`mb.AugmentedLagrangian`'s system)."""
         if dense:
             return al.dense_system(mass, model.C(q, 0.0), penalty)
-        kin = constraint_blocks(pairs, groups, model.num_rows, q, jnp.zeros_like(q), 0.0)
+        kin = constraint_blocks(
+            pairs, groups, model.num_rows, model.kind, q, jnp.zeros(model.n), 0.0
+        )
         return al.system(model, mass, kin.blocks, penalty)
 
     def phi_scaled(s, q):

@@ -22,8 +22,8 @@ import pytest
 
 import jaxmb as mb
 from jaxmb._formulations import augmented_lagrangian as al, projection
-from jaxmb._model.terms import state_terms
 from jaxmb._linalg import sparse_cholesky as sc
+from jaxmb._model.terms import state_terms
 from jaxmb.models import (
     composed_pendulum,
     four_bar,
@@ -56,7 +56,7 @@ def _system(model, q, qd, t=0.0):
     if al.is_dense(model):
         return al.dense_system(model.mass_diagonal(), model.C(q, t), FORMULATION.penalty)
     pairs, groups, _, _ = al.pattern(model)
-    terms = al.constraint_blocks(pairs, groups, model.num_rows, q, qd, jnp.asarray(t))
+    terms = al.constraint_blocks(pairs, groups, model.num_rows, model.kind, q, qd, jnp.asarray(t))
     return al.system(model, model.mass_diagonal(), terms.blocks, FORMULATION.penalty)
 
 
@@ -450,8 +450,10 @@ def test_velocity_blocks_equal_the_model_C_and_g(name):
     model = MODELS[name]()
     q, qd = _state(model, seed=3)
     pairs, groups = model._groups()
-    blocks, g = al.velocity_blocks(pairs, groups, model.num_rows, q, qd, jnp.asarray(0.2))
-    C = al._place_blocks(groups, list(blocks), model.num_rows, model.n, q.dtype)
+    blocks, g = al.velocity_blocks(
+        pairs, groups, model.num_rows, model.kind, q, qd, jnp.asarray(0.2)
+    )
+    C = al._place_blocks(groups, list(blocks), model.num_rows, model.n, q.dtype, model.kind)
     C_ref = model.C(q, 0.2)
     np.testing.assert_allclose(C, C_ref, rtol=0, atol=1e-14 * float(jnp.max(jnp.abs(C_ref))))
     g_ref = model.velocity_residual(q, qd, 0.2)

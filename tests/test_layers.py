@@ -8,6 +8,7 @@ Layers, lowest first (a module may import its own folder and those below; docs/c
 says what each holds):
 0. `_linalg/`: dense and sparse factorizations, rank decisions, the compiled kernels;
 1. `_runtime/`: checked jit and errors as data, the program store, the compilation cache;
+1b. `_bodies/`: the body kinds (coordinate widths, qdot = T(q) v, the retraction);
 2. `elements/`: planar geometry, drive functions, the elements (residuals only);
 3. `_model/`: the built model (C, gamma, Phi by autodiff), its builder, state checks, the terms
    of the equations of motion at a state;
@@ -28,6 +29,7 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 LAYERS = (
     "_linalg",
     "_runtime",
+    "_bodies",
     "elements",
     "_model",
     "_formulations",

@@ -226,7 +226,7 @@ def _set_columns(model, row_sets):
     _, groups = model._groups()
     columns = {}
     for g in groups:
-        for rows, coords in zip(g.rows, g.coords):
+        for rows, coords in zip(g.rows, g.columns):
             for r in rows:
                 columns[int(r)] = coords
     return [
@@ -236,7 +236,7 @@ def _set_columns(model, row_sets):
 
 
 def _analyse_local_sets(model, C, Qt, row_sets, rtol, btol):
-    """`_analyse_sets` on C_X restricted to its pair's coordinates (L x 3 b instead of L x n):
+    """`_analyse_sets` on C_X restricted to its pair's coordinates (L x nv b instead of L x n):
     the sparse report's cost then grows with the pairs, not pairs x n."""
     n = C.shape[1]
     if not row_sets:

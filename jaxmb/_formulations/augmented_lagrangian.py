@@ -309,7 +309,7 @@ def blocks_of(model: Model, C) -> list:
     """C's per-pair blocks (one (pairs, rows, coordinates) array per group) read from the dense
     C (rows, n) by static gathers."""
     _, groups, _, _ = pattern(model)
-    return [C[g.rows[:, :, None], g.coords[:, None, :]] for g in groups]
+    return [C[g.rows[:, :, None], g.columns[:, None, :]] for g in groups]
 
 
 def dense_system(mass, C, penalty, active=None) -> DenseSystem:
@@ -332,6 +332,7 @@ def with_C(s, C_or_blocks):
 
 
 def _diagonal_blocks(mass):
+    """M's diagonal as the factorization's 3 x 3 node blocks (`sparse_cholesky`)."""
     return jax.vmap(jnp.diag)(mass.reshape(-1, 3))
 
 
@@ -383,7 +384,9 @@ def _accelerations(model, formulation, terms):
         gamma = terms.gamma_exact  # as the sparse path: the projections hold the constraints
     else:
         pairs, groups, _, _ = pattern(model)
-        kin = constraint_blocks(pairs, groups, model.num_rows, terms.q, terms.qd, terms.t)
+        kin = constraint_blocks(
+            pairs, groups, model.num_rows, model.kind, terms.q, terms.qd, terms.t
+        )
         s = system(model, mass, kin.blocks, formulation.penalty)
         gamma = kin.gamma
     qdd, _, consistent = constrained_solve(
@@ -410,17 +413,18 @@ def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
     velocity correction with C at the projected q (module docstring). Without Pfaffian rows
     both use one factorization (S at the step's end, a preconditioner at the projected q)."""
     mass = model.mass_diagonal()
-    zero = jnp.zeros_like(q)
+    zero = jnp.zeros(model.n, q.dtype)  # over the velocity coordinates
     K, tol = min(formulation.iterations, PROJECTION_SOLVE_ITERATIONS), formulation.tol
     hol = np.flatnonzero(model.holonomic_rows)
     layout = None if is_dense(model) else pattern(model)[:2]  # (pairs, groups) when sparse
 
     def velocity_terms(q, qd, t):  # (C or its blocks, g = C qd + b) from one pass
         pairs, groups = model._groups() if layout is None else layout
-        blocks, g = velocity_blocks(pairs, groups, model.num_rows, q, qd, t)
+        blocks, g = velocity_blocks(pairs, groups, model.num_rows, model.kind, q, qd, t)
         if layout is not None:
             return blocks, g
-        return _place_blocks(groups, list(blocks), model.num_rows, model.n, q.dtype), g
+        C = _place_blocks(groups, list(blocks), model.num_rows, model.n, q.dtype, model.kind)
+        return C, g
 
     def build(c, active=None):
         if layout is None:
@@ -434,7 +438,8 @@ def project_state(model: Model, formulation: AugmentedLagrangian, q, qd, t):
 
         def newton(q, _):
             phi = jnp.zeros(model.num_rows, q.dtype).at[hol].set(model.phi(q, t))
-            return q + constrained_solve(s_hol, zero, -s_hol.scale * phi, K, tol)[0], None
+            dq = constrained_solve(s_hol, zero, -s_hol.scale * phi, K, tol)[0]
+            return model.retract(q, dq), None
 
         q, _ = jax.lax.scan(newton, q, None, length=formulation.projection_iterations)
     residual = jnp.max(jnp.abs(model.phi(q, t)), initial=0.0)

@@ -116,7 +116,10 @@ def diagnose(model, result, t0, q0, t, q, qd, probe_dt):
     cause = jnp.where(failed, collapse + E + 2, 0)
     cause = jnp.where(failed & (result == diffrax.RESULTS.max_steps_reached), cause - 1, cause)
     if E:
-        now, later = _forces(model, q, qd, t), _forces(model, q + probe_dt * qd, qd, t + probe_dt)
+        now, later = (
+            _forces(model, q, qd, t),
+            _forces(model, model.retract(q, probe_dt * qd), qd, t + probe_dt),
+        )
         change = jnp.nan_to_num(jnp.max(jnp.abs(later - now), axis=1), nan=jnp.inf)
         # only a force that changes is suspected (a constant one, e.g. gravity, never is)
         collapse = collapse + jnp.where(jnp.max(change) > 0.0, jnp.argmax(change), E)

@@ -110,10 +110,10 @@ def project_position(model, q, t, iterations):
     if hol.size == 0:
         return q, jnp.zeros((), q.dtype)
     factor = _gauss_factor(model.mass_matrix(), model.C(q, t)[hol])
-    zero = jnp.zeros_like(q)
+    zero = jnp.zeros(model.n, q.dtype)  # over the velocity coordinates
 
     def newton(_, q):
-        return q + _gauss_solve(factor, zero, -model.phi(q, t))
+        return model.retract(q, _gauss_solve(factor, zero, -model.phi(q, t)))
 
     q = jax.lax.fori_loop(0, iterations, newton, q)
     return q, jnp.max(jnp.abs(model.phi(q, t)))

@@ -1,6 +1,7 @@
 """The diffrax program of the state formulations (`AbstractStateFormulation.integrate`):
-y = (q, qd), y' = (qd, qdd(q, qd, t)) with qdd from the formulation, the initial checks, the
-singular-passage monitor and the diagnosis of an early stop."""
+y = (q, qd), y' = (T(q) qd, qdd(q, qd, t)) (T = I for planar bodies) with qdd from the
+formulation, the initial checks, the singular-passage monitor and the diagnosis of an early
+stop."""
 
 import dataclasses
 import warnings
@@ -42,12 +43,13 @@ class VectorField(eqx.Module):
         model = self.model
         q, qd = y[0], y[1]
         terms = state_terms(model, q, qd, t, self.stabilization, self.direction)
+        qdot = model.qdot(q, qd)  # T(q) qd: qd itself for planar bodies
         if model.num_rows == 0:
-            return qd, terms.F / model.mass_diagonal()
+            return qdot, terms.F / model.mass_diagonal()
         if self.ratios:  # for the passage monitor (`jaxmb._formulations.passages.PassageMonitor`)
             qdd, ratios = self.formulation.accelerations_and_ratios(model, terms)
-            return qd, checked_accelerations(qdd, model, self.formulation), ratios
-        return qd, checked_accelerations(
+            return qdot, checked_accelerations(qdd, model, self.formulation), ratios
+        return qdot, checked_accelerations(
             self.formulation.accelerations(model, terms), model, self.formulation
         )
 

@@ -6,7 +6,7 @@ and their names dropped: e.g. all body-to-body revolutes of a model form one gro
 revolutes to ground another. A group stacks the array leaves of its pairs along a new leading
 axis and evaluates the pair's own residual on the local coordinates
 
-    q_local[k] = q[coords[k]]    (coords[k]: the 3 coordinates of each non-ground body of pair k)
+    q_local[k] = q[coords[k]]    (coords[k]: the coordinates of each non-ground body of pair k)
 
 under `jax.vmap`. The traced program then has one copy of each pair type's residual instead of
 one per pair, so compile time stops growing with the number of pairs (../shared/STYLE.md,
@@ -31,16 +31,35 @@ from ..elements.geometry import Body
 class PairGroup:
     """Static description of one group.
 
-    **Fields:** `members` (indices of the pairs in `model.pairs`), `coords` (k, 3 b) int array of
-    global coordinate indices per pair, `rows` (k, r) int array of rows of C per pair, `stack`
-    (the index of the `PairStack` in the model's store that holds the group, or None:
-    `jaxmb._model.pair_stacks`).
+    **Fields:** `members` (indices of the pairs in `model.pairs`), `coords` (k, nq b) int array
+    of the position coordinates of each pair's b bodies in q, `rows` (k, r) int array of rows
+    of C per pair, `columns` (k, nv b) the same bodies' velocity coordinates in v (the columns
+    of C; the array `coords` itself where a body's q and v share a layout, planar), `bodies`
+    (k, b) the bodies' indices, `stack` (the index of the `PairStack` in the model's store that
+    holds the group, or None: `jaxmb._model.pair_stacks`).
     """
 
     members: tuple[int, ...]
     coords: np.ndarray
     rows: np.ndarray
+    columns: np.ndarray
+    bodies: np.ndarray
     stack: int | None = None
+
+
+def pair_group(members, bodies_per_pair, rows, stack=None) -> PairGroup:
+    """The `PairGroup` of `members` whose pairs act on `bodies_per_pair` (per pair, its
+    non-ground body handles in slot order)."""
+    k = len(members)
+
+    def table(read):
+        values = [[c for b in bodies for c in read(b)] for bodies in bodies_per_pair]
+        return np.array(values, dtype=np.int64).reshape(k, -1)
+
+    coords, columns = table(Body.coordinates), table(Body.columns)
+    if np.array_equal(coords, columns):
+        columns = coords
+    return PairGroup(tuple(members), coords, rows, columns, table(lambda b: (b.index,)), stack)
 
 
 def local_bodies(pair) -> tuple[Body, ...]:
@@ -67,7 +86,7 @@ def relabelled(pair, body, name: str):
 
 def canonical(pair):
     """`pair` with its bodies renamed to local slots and its name dropped (same leaves)."""
-    slots = {b: Body("", k, 0) for k, b in enumerate(local_bodies(pair))}
+    slots = {b: Body("", k, 0, b.kind) for k, b in enumerate(local_bodies(pair))}
     return relabelled(pair, lambda b: slots.get(b, b), "")
 
 
@@ -113,10 +132,6 @@ def _group(pairs, row_starts) -> list[PairGroup]:
         found.setdefault(_key(canonical(pair), k), []).append(k)
     groups = []
     for members in found.values():
-        coords = np.array(
-            [[c for b in local_bodies(pairs[k]) for c in b.coordinates()] for k in members],
-            dtype=np.int64,
-        ).reshape(len(members), -1)
         rows = np.array(
             [
                 np.arange(row_starts[k], row_starts[k] + pairs[k].num_rows)
@@ -126,7 +141,7 @@ def _group(pairs, row_starts) -> list[PairGroup]:
             ],
             dtype=np.int64,
         ).reshape(len(members), -1)
-        groups.append(PairGroup(tuple(members), coords, rows))
+        groups.append(pair_group(members, [local_bodies(pairs[k]) for k in members], rows))
     return groups
 
 
@@ -165,18 +180,21 @@ def templates(pairs) -> Template:
     return template
 
 
-def evaluate(source: Template | Sequence[Any], groups, fn, *vectors):
-    """Stack fn(pair, *local vectors) over all pairs, grouped; returns a list per group.
+def evaluate(source: Template | Sequence[Any], groups, fn, q, *velocities):
+    """Stack fn(pair, q local, *velocities local) over all pairs, grouped; returns a list per
+    group.
 
-    `fn(pair, *locals)` is called on one canonical pair with each of `vectors` gathered to its
-    local coordinates; the result has a leading axis over the members of each group. `source`
-    gives each group's canonical pairs: a sequence of pairs, or a function group ->
-    (canonical pair, alone), stacked along axis 0 unless `alone`.
+    `fn(pair, *locals)` is called on one canonical pair with the positions q gathered to its
+    bodies' position coordinates (`coords`) and each of `velocities` (vectors over v: the
+    velocities, generalized forces) to their velocity coordinates (`columns`); the result has a
+    leading axis over the members of each group. `source` gives each group's canonical pairs: a
+    sequence of pairs, or a function group -> (canonical pair, alone), stacked along axis 0
+    unless `alone`.
     """
     template = source if callable(source) else templates(source)
     outs = []
     for group in groups:
-        local = [v[group.coords] for v in vectors]
+        local = [q[group.coords]] + [v[group.columns] for v in velocities]
         pair, alone = template(group)
         if alone:
             out = fn(pair, *(x[0] for x in local))

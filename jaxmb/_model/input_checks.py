@@ -9,14 +9,32 @@ from jaxtyping import Array
 from .._runtime import errors as _errors
 
 
+def is_position(label: str) -> bool:
+    """Whether the argument `label` holds positions (q, q0, q_init: over the position
+    coordinates) rather than velocities or accelerations (qd, qdd, ...: over the velocity
+    coordinates, the columns of C)."""
+    return label.startswith("q") and not label.startswith("qd")
+
+
+def layout(model, label: str) -> tuple[int, tuple[str, ...]]:
+    """(length, per-body component names) of the state vector `label` of `model`."""
+    kind = model.kind
+    if is_position(label):
+        return model.nq, kind.position_names
+    return model.n, kind.velocity_names if kind.nq != kind.nv else kind.position_names
+
+
 def check_shapes(model, **vectors):
-    """Trace-time check that each state vector (q, qd, ...) has shape (n,); the error names the
-    function, the argument and the expected layout."""
+    """Trace-time check that each state vector (q: (nq,); qd, qdd: (n,)) has its shape; the
+    error names the function, the argument and the expected layout."""
     for label, x in vectors.items():
-        if jnp.shape(x) != (model.n,):
+        size, names = layout(model, label)
+        if jnp.shape(x) != (size,):
+            what = "(nq,)" if size != model.n else "(n,)"
             raise _errors.wrong_argument(
-                f"{label} must have shape (n,) = ({model.n},): x, y, phi of each of the "
-                f"{model.num_bodies} bodies {list(model.body_names)}; got shape {jnp.shape(x)}"
+                f"{label} must have shape {what} = ({size},): {', '.join(names)} of each of "
+                f"the {model.num_bodies} bodies {list(model.body_names)}; got shape "
+                f"{jnp.shape(x)}"
             )
 
 
@@ -33,10 +51,11 @@ def checked_finite(model, x: Array, label: str) -> Array:
     names the first bad coordinate by body and component. Its cause is
     `RESULTS.nonfinite_velocities` for the velocities (`label` qd, qd0), else
     `RESULTS.nonfinite_positions`."""
+    _, names = layout(model, label)
     messages = tuple(
-        _errors.named(f"{label}[{3 * k + c}] ({comp} of body {body!r}) is not finite")
+        _errors.named(f"{label}[{len(names) * k + c}] ({comp} of body {body!r}) is not finite")
         for k, body in enumerate(model.body_names)
-        for c, comp in enumerate(("x", "y", "phi"))
+        for c, comp in enumerate(names)
     )
     bad = ~jnp.isfinite(x)
     cause = "nonfinite_velocities" if label.startswith("qd") else "nonfinite_positions"

@@ -18,10 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
+from .._bodies import PLANAR, AbstractBodyKind
 from .._custom_types import ConstraintMatrix, Coordinates, CoordinatesLike, RowVector, ScalarLike
 from .._runtime import errors as _errors
 from ..elements import AbstractForceElement, AbstractFriction, AbstractPair
-from .blocks import constraint_blocks
+from .blocks import constraint_blocks, velocity_residual
 from .groups import evaluate, group_pairs, scatter_rows
 from .input_checks import as_states
 from .pair_stacks import PairInfo, PairStack, expand, group_store, store_info
@@ -41,34 +42,35 @@ class KinematicTerms(NamedTuple):
 @eqx.filter_jit  # traced once per model structure: the integrator calls it from several places
 def _kinematic_terms(model, q, qd, t):
     pairs, groups = model._groups()
-    terms = constraint_blocks(pairs, groups, model.num_rows, q, qd, t)
-    C = _place_blocks(groups, list(terms.blocks), model.num_rows, model.n, q.dtype)
+    terms = constraint_blocks(pairs, groups, model.num_rows, model.kind, q, qd, t)
+    C = _place_blocks(groups, list(terms.blocks), model.num_rows, model.n, q.dtype, model.kind)
     return KinematicTerms(C, terms.g, terms.gamma, terms.phi)
 
 
-def _place_blocks(groups, blocks, num_rows, n, dtype):
-    """C (num_rows, n) from the per-pair blocks (group by group, (k, r, 3 b) each: b bodies);
-    zeros without pairs.
+def _place_blocks(groups, blocks, num_rows, n, dtype, kind):
+    """C (num_rows, n) from the per-pair blocks (group by group, (k, r, w b) each: b bodies of
+    w = `kind.nv` velocity coordinates); zeros without pairs.
 
-    C is built as (rows, bodies, 3): for each body slot s of a pair, the slot's (rows, 3) values
-    are put where the row's body-s index equals the body (static masks: one elementwise select
-    per slot). Under vmap this is one vectorized loop, about half the cost of a gather with
-    static indices and less than a scatter into zeros (design measurement D4)."""
-    bodies = n // 3
+    C is built as (rows, bodies, w): for each body slot s of a pair, the slot's (rows, w)
+    values are put where the row's body-s index equals the body (static masks: one elementwise
+    select per slot). Under vmap this is one vectorized loop, about half the cost of a gather
+    with static indices and less than a scatter into zeros (design measurement D4)."""
+    w = kind.nv
+    bodies = n // w
     if not groups:
         return jnp.zeros((num_rows, n), dtype)
-    slots = max(b.shape[-1] // 3 for b in blocks)
+    slots = max(b.shape[-1] // w for b in blocks)
     in_row_order = np.argsort(np.concatenate([g.rows.reshape(-1) for g in groups]))
-    C = jnp.zeros((num_rows, bodies, 3), dtype)
+    C = jnp.zeros((num_rows, bodies, w), dtype)
     for s in range(slots):
         values, body = [], []
         for g, b in zip(groups, blocks):
             k, r = g.rows.shape
-            if b.shape[-1] > 3 * s:
-                values.append(b[:, :, 3 * s : 3 * s + 3].reshape(k * r, 3))
-                body.append(np.repeat(g.coords[:, 3 * s] // 3, r))
+            if b.shape[-1] > w * s:
+                values.append(b[:, :, w * s : w * s + w].reshape(k * r, w))
+                body.append(np.repeat(g.bodies[:, s], r))
             else:  # a pair of this group has fewer bodies
-                values.append(jnp.zeros((k * r, 3), b.dtype))
+                values.append(jnp.zeros((k * r, w), b.dtype))
                 body.append(np.full(k * r, -1))
         values = jnp.concatenate(values)[in_row_order]
         hit = np.concatenate(body)[in_row_order][:, None] == np.arange(bodies)[None, :]
@@ -81,7 +83,9 @@ def _kind(entry):
 
 
 class Model(eqx.Module):
-    """A planar multibody model in absolute coordinates q = (x_k, y_k, phi_k) per body.
+    """A multibody model in absolute coordinates: per body, the positions of its kind (planar:
+    q = (x_k, y_k, phi_k)) and its velocity coordinates (planar: their derivatives), which are
+    the columns of C (`jaxmb._bodies`).
 
     Rows of C are ordered pair by pair, in the order the pairs were added (seed 001 stacks
     C = [Phi_q; Psi], which is this order when holonomic pairs come first). The pairs are
@@ -89,18 +93,19 @@ class Model(eqx.Module):
     `PairStack` each (their parameters kept as whole arrays); `pairs` lists one element per
     pair.
 
-    Shapes in the annotations: `n` coordinates (3 per body), `rows` = m + h rows of C, `m`
-    holonomic rows, `bodies`; they are those of one model (a model built under `jax.vmap`
-    carries a leading batch axis on its array fields).
+    Shapes in the annotations: `n` velocity coordinates (3 per planar body), `nq` position
+    coordinates, `rows` = m + h rows of C, `m` holonomic rows, `bodies`; they are those of one
+    model (a model built under `jax.vmap` carries a leading batch axis on its array fields).
     """
 
     body_names: tuple[str, ...] = eqx.field(static=True)
     masses: Float[Array, " bodies"]
-    inertias: Float[Array, " bodies"]
+    inertias: Float[Array, " bodies *inertia"]
     q0: Coordinates
     pair_store: tuple[AbstractPair | PairStack, ...]  # the pairs in row order, some stacked
     force_elements: tuple[AbstractForceElement, ...]
     friction: tuple[AbstractFriction, ...] = ()  # friction elements, in the order added
+    kind: AbstractBodyKind = eqx.field(static=True, default=PLANAR)  # every body's kind
 
     # ----- static layout --------------------------------------------------------------------
     @property
@@ -109,8 +114,32 @@ class Model(eqx.Module):
 
     @property
     def n(self) -> int:
-        """Number of coordinates, 3 per body."""
-        return 3 * len(self.body_names)
+        """Number of velocity coordinates (the columns of C): 3 per planar body."""
+        return self.kind.nv * len(self.body_names)
+
+    @property
+    def nq(self) -> int:
+        """Number of position coordinates (the length of q): 3 per planar body."""
+        return self.kind.nq * len(self.body_names)
+
+    @property
+    def dim(self) -> int:
+        """2 for a planar model, 3 for a spatial one."""
+        return self.kind.dim
+
+    # ----- position arithmetic (the body kind's, `jaxmb._bodies`) ---------------------------
+    def qdot(self, q: Coordinates, v: Coordinates) -> Coordinates:
+        """qdot = T(q) v: the time derivative of q at the velocities v."""
+        return self.kind.stacked_qdot(q, v)
+
+    def retract(self, q: Coordinates, dv: Coordinates) -> Coordinates:
+        """q moved by the velocity-space correction dv: the only update of positions that the
+        formulations and analyses make (planar: q + dv)."""
+        return self.kind.stacked_retract(q, dv)
+
+    def normalize(self, q: Coordinates) -> Coordinates:
+        """q with every body's coordinates on their manifold (planar: q itself)."""
+        return self.kind.stacked_normalize(q)
 
     @property
     def pairs(self) -> tuple[AbstractPair, ...]:
@@ -197,24 +226,30 @@ class Model(eqx.Module):
             q, qd = as_states(self, q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
         pairs, groups = self._groups()
-        values = evaluate(pairs, groups, lambda p, ql, vl: p.velocity_residual(ql, vl, t), q, qd)
+        kind = self.kind
+        values = evaluate(
+            pairs, groups, lambda p, ql, vl: velocity_residual(p, kind)(ql, vl, t), q, qd
+        )
         return scatter_rows(groups, values, self.num_rows, q.dtype)
 
     def C(self, q: CoordinatesLike, t: ScalarLike = 0.0) -> ConstraintMatrix:
         """Constraint matrix C(q, t) = dg/dqd, shape (m + h, n) (seed 001, eq. 5).
 
-        Each pair is differentiated with respect to its own bodies' coordinates only (a block of
-        num_rows x 3 bodies), pairs of one type together (one vmapped evaluation per type)."""
+        Each pair is differentiated with respect to its own bodies' velocity coordinates only (a
+        block of num_rows x nv bodies), pairs of one type together (one vmapped evaluation per
+        type)."""
         with _errors.reporting("Model.C"):
             (q,) = as_states(self, q=q)
         t = jnp.asarray(t, dtype=q.dtype)
         pairs, groups = self._groups()
+        kind = self.kind
 
         def block(p, ql):
-            return jax.jacfwd(lambda v: p.velocity_residual(ql, v, t))(jnp.zeros_like(ql))
+            zero = jnp.zeros(ql.shape[0] // kind.nq * kind.nv, ql.dtype)
+            return jax.jacfwd(lambda v: velocity_residual(p, kind)(ql, v, t))(zero)
 
         blocks = evaluate(pairs, groups, block, q)
-        return _place_blocks(groups, blocks, self.num_rows, self.n, q.dtype)
+        return _place_blocks(groups, blocks, self.num_rows, self.n, q.dtype, kind)
 
     def holonomic_C(self, q: CoordinatesLike, t: ScalarLike = 0.0) -> Float[Array, "m n"]:
         """Phi_q(q, t): the holonomic rows of C (m x n), the Jacobian of `phi`."""
@@ -236,49 +271,61 @@ class Model(eqx.Module):
         """Velocity term b(q, t) = g(q, 0, t); -Phi_t for holonomic rows is b's negative."""
         with _errors.reporting("Model.b"):
             (q,) = as_states(self, q=q)
-        return self.velocity_residual(q, jnp.zeros_like(q), t)
+        return self.velocity_residual(q, jnp.zeros(self.n, q.dtype), t)
 
     def gamma(self, q: CoordinatesLike, qd: CoordinatesLike, t: ScalarLike = 0.0) -> RowVector:
-        """Acceleration right-hand side: C qdd = gamma = -(dg/dq qd + dg/dt) (seed 001, eq. 8-9)."""
+        """Acceleration right-hand side: C qdd = gamma = -(dg/dq qdot + dg/dt) with qdot = T(q)
+        qd (seed 001, eq. 8-9)."""
         with _errors.reporting("Model.gamma"):
             q, qd = as_states(self, q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
         _, dg = jax.jvp(
-            lambda q_, t_: self.velocity_residual(q_, qd, t_), (q, t), (qd, jnp.ones_like(t))
+            lambda q_, t_: self.velocity_residual(q_, qd, t_),
+            (q, t),
+            (self.qdot(q, qd), jnp.ones_like(t)),
         )
         return -dg
 
     # ----- dynamics terms -------------------------------------------------------------------
     def mass_matrix(self) -> Float[Array, "n n"]:
-        """M = diag(m_1, m_1, J_1, ..., m_N, m_N, J_N) (centroidal frames, seed 003)."""
-        diag = jnp.stack([self.masses, self.masses, self.inertias], axis=1).reshape(-1)
-        return jnp.diag(diag)
+        """M = diag(m_1, m_1, J_1, ..., m_N, m_N, J_N) (centroidal frames, seed 003): constant
+        and diagonal in the velocity coordinates (`mass_diagonal`)."""
+        return jnp.diag(self.mass_diagonal())
 
     def mass_diagonal(self) -> Coordinates:
-        """Diagonal of M."""
-        return jnp.stack([self.masses, self.masses, self.inertias], axis=1).reshape(-1)
+        """Diagonal of M (per planar body (m, m, J))."""
+        return self.kind.mass_diagonal(self.masses, self.inertias).reshape(-1)
 
     def forces(self, q: CoordinatesLike, qd: CoordinatesLike, t: ScalarLike = 0.0) -> Coordinates:
-        """Applied generalized forces F(q, qd, t) (no velocity-dependent inertia terms arise in
-        planar absolute coordinates with centroidal frames)."""
+        """Generalized forces F(q, qd, t) over the velocity coordinates: the applied forces
+        (each element's force over q, pulled back by T(q)^T) and the body kind's inertia force
+        (none in planar centroidal frames)."""
         with _errors.reporting("Model.forces"):
             q, qd = as_states(self, q=q, qd=qd)
         t = jnp.asarray(t, dtype=q.dtype)
+        kind = self.kind
         F = jnp.zeros(self.n, q.dtype)
+        inertia = kind.inertia_force(self.inertias, qd)
+        if inertia is not None:
+            F = F + inertia
         local = [f for f in self.force_elements if f.local]
+        qdot = self.qdot(q, qd)
         for f in self.force_elements:
             if not f.local:
-                F = F + f.generalized_force(self, q, qd, t)
+                F = F + kind.stacked_pull_back(q, f.generalized_force(self, q, qdot, t))
         if not local:
             return F
-        groups = group_pairs(local)  # one vmapped evaluation per type, scattered once
-        values = evaluate(
-            local, groups, lambda f, ql, vl: f.generalized_force(None, ql, vl, t), q, qd
-        )
-        coords = np.concatenate([g.coords.reshape(-1) for g in groups])
-        return F.at[coords].add(jnp.concatenate([v.reshape(-1) for v in values]))
 
-    def pose(self, q: Coordinates, body_name: str) -> Float[Array, "3"]:
-        """(x, y, phi) of the named body."""
-        k = self.body_names.index(body_name)
-        return q[3 * k : 3 * k + 3]
+        def pulled_back(f, ql, vl):
+            Q = f.generalized_force(None, ql, kind.stacked_qdot(ql, vl), t)
+            return kind.stacked_pull_back(ql, Q)
+
+        groups = group_pairs(local)  # one vmapped evaluation per type, scattered once
+        values = evaluate(local, groups, pulled_back, q, qd)
+        columns = np.concatenate([g.columns.reshape(-1) for g in groups])
+        return F.at[columns].add(jnp.concatenate([v.reshape(-1) for v in values]))
+
+    def pose(self, q: Coordinates, body_name: str) -> Float[Array, " nq_body"]:
+        """The named body's position coordinates (planar: (x, y, phi))."""
+        k, w = self.body_names.index(body_name), self.kind.nq
+        return q[w * k : w * k + w]

@@ -14,6 +14,7 @@ the same pair as adding it alone (rows, names and row order unchanged).
 """
 
 import collections
+import dataclasses
 from typing import NamedTuple
 
 import equinox as eqx
@@ -24,7 +25,15 @@ import numpy as np
 from ..elements import AbstractPair
 from ..elements._base import VALUE_PROBLEMS, VALUE_TESTS
 from ..elements.geometry import Body, is_concrete, is_real
-from .groups import PairGroup, canonical, group_pairs, local_bodies, relabelled, templates
+from .groups import (
+    PairGroup,
+    canonical,
+    group_pairs,
+    local_bodies,
+    pair_group,
+    relabelled,
+    templates,
+)
 from .rows import row_table
 
 
@@ -68,7 +77,7 @@ class PairStack(eqx.Module):
     def member(self, m: int) -> AbstractPair:
         """Pair m as an element of its own (its leaves sliced out of the stack)."""
         one = jax.tree.map(lambda x: x[m], self.template)
-        mapping = {Body("", s, 0): b for s, b in enumerate(self.slots[m])}
+        mapping = {Body("", s, 0, b.kind): b for s, b in enumerate(self.slots[m])}
         return relabelled(one, lambda b: mapping.get(b, b), self.names[m])
 
 
@@ -218,19 +227,15 @@ def group_store(store):
         for e, entry in enumerate(store):
             if isinstance(entry, PairStack):
                 count, rows = len(entry), entry.template.num_rows
-                coords = np.array(
-                    [[c for b in slots for c in b.coordinates()] for slots in entry.slots],
-                    dtype=np.int64,
-                ).reshape(count, -1)
                 rows = starts[k : k + count, None] + np.arange(rows, dtype=np.int64)[None]
-                groups.append(PairGroup(tuple(range(k, k + count)), coords, rows, stack=e))
+                groups.append(pair_group(range(k, k + count), entry.slots, rows, stack=e))
                 k += count
             else:
                 alone[k] = e
                 k += 1
         keys = list(alone)
         found = group_pairs([store[alone[i]] for i in keys], starts[keys]) if keys else []
-        groups += [PairGroup(tuple(keys[m] for m in g.members), g.coords, g.rows) for g in found]
+        groups += [dataclasses.replace(g, members=tuple(keys[m] for m in g.members)) for g in found]
         return alone, groups
 
     alone, groups = _memo(_GROUPS, _signature(store), make)

@@ -9,6 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
+from .._bodies import PLANAR, AbstractBodyKind
+
 GROUND_INDEX = -1
 
 
@@ -18,24 +20,29 @@ class Body:
 
     Hashable and static: elements keep it as a static field, the numbers live in the model.
 
-    **Fields:** `name`; `index` (position in q divided by 3; -1 for ground); `owner` (a token
-    identifying the mechanism that issued the handle, so a foreign handle is caught at build time;
-    left out of equality and hashing so that identical builds share one jit compilation).
+    **Fields:** `name`; `index` (the body's place in the model, 0, 1, ...; -1 for ground);
+    `owner` (a token identifying the mechanism that issued the handle, so a foreign handle is
+    caught at build time; left out of equality and hashing so that identical builds share one
+    jit compilation); `kind` (the body kind, `jaxmb._bodies`: where its coordinates lie).
     """
 
     name: str
     index: int
     owner: int = dataclasses.field(compare=False)
+    kind: AbstractBodyKind = PLANAR
 
     @property
     def is_ground(self) -> bool:
         return self.index == GROUND_INDEX
 
     def coordinates(self) -> tuple[int, ...]:
-        """Indices of (x, y, phi) of this body in q; empty for ground."""
-        if self.is_ground:
-            return ()
-        return (3 * self.index, 3 * self.index + 1, 3 * self.index + 2)
+        """Indices of this body's position coordinates in q; empty for ground."""
+        return self.kind.position_indices(self.index)
+
+    def columns(self) -> tuple[int, ...]:
+        """Indices of this body's velocity coordinates in v (its columns of C); empty for
+        ground."""
+        return self.kind.velocity_indices(self.index)
 
     def __repr__(self):
         return f"Body({self.name!r})"
@@ -67,7 +74,7 @@ def pose(q, body: Body):
     """Position r and angle phi of `body` in the stacked coordinates q (ground: origin, 0)."""
     if body.is_ground:
         return jnp.zeros(2, dtype=q.dtype), jnp.zeros((), dtype=q.dtype)
-    k = 3 * body.index
+    k = PLANAR.nq * body.index
     return q[k : k + 2], q[k + 2]
 
 
