@@ -19,6 +19,7 @@ from .._model.terms import state_terms
 from .._runtime import errors as _errors
 from . import failures as _failures
 from .baumgarte import Baumgarte
+from .normalized import normalizing
 from .passages import SingularPassageWarning, state_norm, uses_rhs_ratios
 from .problem import Problem
 from .start import check_initial_state, refuse_start, refused
@@ -163,7 +164,7 @@ def _integrate(model, formulation, problem):
     assert solver is not None  # simulate chose it (`default_solver`)
     monitored = model.num_rows > 0 and formulation.monitored
     from_rhs = monitored and uses_rhs_ratios(solver, controller)
-    solver = formulation.wrap_solver(solver, model, from_rhs)
+    solver = normalizing(formulation.wrap_solver(solver, model, from_rhs), model)
     y0 = (q0, qd0)
     if from_rhs:  # the passage monitor's ratios ride along as r' (see PassageMonitor)
         y0 = (q0, qd0, jnp.zeros(min(model.n, model.num_rows), q0.dtype))

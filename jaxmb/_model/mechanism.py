@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Real
 
+from .._bodies import KINDS
 from .._custom_types import ScalarLike
 from .._runtime import errors as _errors
 from .._runtime.exceptions import JaxmbError
@@ -20,12 +21,13 @@ from ..elements.friction import AbstractFriction, check_friction
 from ..elements.geometry import GROUND_INDEX, Body, is_concrete, is_real
 from .model import Model
 from .pair_stacks import PairStack, stacked_pairs
+from .spatial_bodies import check_spatial_bodies, spatial_q
 
 _tokens = itertools.count(1)
 
 
 class Mechanism:
-    """Builder of a planar mechanism.
+    """Builder of a planar (`dim=2`, the default) or spatial (`dim=3`) mechanism.
 
     ```python
     m = Mechanism()
@@ -33,12 +35,16 @@ class Mechanism:
     m.add(Revolute("O", m.ground, crank, s_i=(0.0, 0.0), s_j=(-0.1, 0.0)))
     model = m.build()
     ```
-    Building is traceable: masses, inertias, q and element parameters may be JAX tracers.
+    Building is traceable: masses, inertias, q and element parameters may be JAX tracers. Every
+    body and element of one mechanism is of its dimension (`jaxmb._bodies`: the body kind).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, dim: int = 2) -> None:
+        if isinstance(dim, bool) or dim not in KINDS:
+            raise ValueError(f"Mechanism: dim must be 2 (planar) or 3 (spatial), got {dim!r}")
+        self.kind = KINDS[dim]
         self._token = next(_tokens)
-        self.ground = Body("ground", GROUND_INDEX, self._token)
+        self.ground = Body("ground", GROUND_INDEX, self._token, self.kind)
         # chunks of bodies: (handles, masses (k,), inertias (k,), q (k, 3))
         self._bodies: list[tuple[tuple[Body, ...], Array, Array, Array]] = []
         self._handles: set[Body] = set()
@@ -46,22 +52,51 @@ class Mechanism:
         self._elements: list[AbstractElement | PairStack] = []
         self._names: set[str] = set()
 
+    @property
+    def dim(self) -> int:
+        """2 (planar) or 3 (spatial)."""
+        return self.kind.dim
+
     def body(
         self,
         name: str,
         mass: ScalarLike,
-        inertia: ScalarLike,
-        q: Real[ArrayLike, "3"] | Sequence[ScalarLike] = (0.0, 0.0, 0.0),
+        inertia: ScalarLike | Sequence[ScalarLike],
+        q: Real[ArrayLike, " nq"] | Sequence[ScalarLike] | None = None,
+        *,
+        r: Real[ArrayLike, "3"] | Sequence[ScalarLike] | None = None,
+        rotation: Real[ArrayLike, "..."] | None = None,
     ) -> Body:
-        """Add a rigid body with centroidal frame at q = (x, y, phi); returns its handle."""
+        """Add a rigid body; returns its handle.
+
+        Planar: `body(name, mass, inertia, q=(x, y, phi))`, the centroidal frame at q.
+        Spatial: `body(name, mass, inertia=(J1, J2, J3), r=(x, y, z), rotation=R)`: the body
+        frame is centroidal and principal (J1, J2, J3 its principal moments), at r, rotated by
+        R (a unit quaternion (w, x, y, z) or a 3 x 3 rotation matrix, body frame -> global;
+        default the identity); or `q=(x, y, z, w, qx, qy, qz)` in one vector."""
+        where = f"body {name!r}"
+        if self.dim == 2:
+            if r is not None or rotation is not None:
+                raise JaxmbError.about(
+                    where,
+                    "r and rotation are for spatial bodies (Mechanism(dim=3)); "
+                    "a planar body takes q=(x, y, phi)",
+                )
+            q = (0.0, 0.0, 0.0) if q is None else q
+        else:
+            q = spatial_q(where, q, r, rotation)
         values = {"mass": mass, "inertia": inertia, "q": q}
-        for label, shape in (("mass", ()), ("inertia", ()), ("q", (3,))):
+        shapes = {"mass": (), "inertia": self.kind.inertia_shape, "q": (self.kind.nq,)}
+        wants = {"mass": "a scalar", "inertia": "a scalar", "q": "(x, y, phi)"}
+        if self.dim == 3:
+            wants.update(inertia="(J1, J2, J3), the principal moments", q="7 numbers")
+        for label, shape in shapes.items():
             if is_real(values[label]):
                 values[label] = jnp.asarray(values[label], jnp.float64)
                 if values[label].shape != shape:
-                    want = "a scalar" if shape == () else "(x, y, phi)"
                     raise JaxmbError.about(
-                        f"body {name!r}", f"{label} must be {want}, got shape {values[label].shape}"
+                        where,
+                        f"{label} must be {wants[label]}, got shape {values[label].shape}",
                     )
                 values[label] = values[label][None]
         return self.add_bodies((name,), values["mass"], values["inertia"], values["q"])[0]
@@ -94,26 +129,35 @@ class Mechanism:
                 )
         k = len(names)
         masses, inertias, q = (jnp.asarray(x, jnp.float64) for x in (masses, inertias, q))
-        for label, value, shape in (("mass", masses, (k,)), ("inertia", inertias, (k,))):
+        for label, value, shape in (
+            ("mass", masses, (k,)),
+            ("inertia", inertias, (k,) + self.kind.inertia_shape),
+        ):
             if value.shape != shape:
                 raise ValueError(f"bodies: {label}es must have shape {shape}, got {value.shape}")
             if is_concrete(value):
-                v = np.asarray(value)
-                bad = ~(np.isfinite(v) & (v > 0.0))
+                v = np.asarray(value).reshape(k, -1)
+                bad = ~np.all(np.isfinite(v) & (v > 0.0), axis=1)
                 if bad.any():
                     m = int(np.argmax(bad))
+                    shown = v[m].tolist() if v.shape[1] > 1 else v[m, 0]
                     raise JaxmbError.about(
-                        f"body {names[m]!r}", f"{label} = {v[m]} must be positive and finite"
+                        f"body {names[m]!r}", f"{label} = {shown} must be positive and finite"
                     )
-        if q.shape != (k, 3):
-            raise ValueError(f"bodies: q must have shape ({k}, 3) (x, y, phi), got {q.shape}")
+        nq, shown = self.kind.nq, ", ".join(self.kind.position_names)
+        if q.shape != (k, nq):
+            raise ValueError(f"bodies: q must have shape ({k}, {nq}) ({shown}), got {q.shape}")
         if is_concrete(q) and not np.all(np.isfinite(np.asarray(q))):
             m = int(np.argmax(~np.all(np.isfinite(np.asarray(q)), axis=1)))
             raise JaxmbError.about(
                 f"body {names[m]!r}", f"q = {np.asarray(q)[m].tolist()} is not finite"
             )
+        if self.dim == 3:
+            check_spatial_bodies(names, inertias, q)
         count = sum(len(chunk[0]) for chunk in self._bodies)
-        handles = tuple(Body(name, count + m, self._token) for m, name in enumerate(names))
+        handles = tuple(
+            Body(name, count + m, self._token, self.kind) for m, name in enumerate(names)
+        )
         self._bodies.append((handles, masses, inertias, q))
         self._handles.update(handles)
         self._body_names.update(names)
@@ -139,6 +183,14 @@ class Mechanism:
             raise TypeError(f"can only add jaxmb elements, got {type(element).__name__}")
         if element.name in self._names:
             raise ValueError(f"an element named {element.name!r} was already added")
+        if element.dim != self.dim:
+            kinds = {2: "planar", 3: "spatial"}
+            element.fail(
+                f"is a {kinds.get(element.dim, element.dim)} element and this is a "
+                f"{kinds[self.dim]} mechanism (Mechanism(dim={self.dim})); planar and spatial "
+                "bodies and elements are never mixed"
+                + ("; spatial joints are in jaxmb.spatial" if self.dim == 3 else "")
+            )
         for body in element.bodies():
             self._check_handle(body, element.fail)
         self._elements.append(element)
@@ -183,15 +235,19 @@ class Mechanism:
         )
         q0 = q0.reshape(-1)
         elements = checked_elements(self._elements)
-        coordinates = [f"body {nm!r}: {c}" for nm in names for c in ("x", "y", "phi")]
+        coordinates = [f"body {nm!r}: {c}" for nm in names for c in self.kind.position_names]
+        inertia_labels = [f"body {nm!r}: inertia" for nm in names]
+        if self.dim == 3:
+            inertia_labels = [f"{x} J{c}" for x in inertia_labels for c in (1, 2, 3)]
         model = Model(
             body_names=names,
             masses=_checked_positive(masses, [f"body {nm!r}: mass" for nm in names]),
-            inertias=_checked_positive(inertias, [f"body {nm!r}: inertia" for nm in names]),
+            inertias=_checked_positive(inertias, inertia_labels),
             q0=_checked_finite(q0, coordinates),
             pair_store=tuple(e for e in elements if isinstance(e, (AbstractPair, PairStack))),
             force_elements=tuple(e for e in elements if isinstance(e, AbstractForceElement)),
             friction=tuple(e for e in elements if isinstance(e, AbstractFriction)),
+            kind=self.kind,
         )
         check_friction(model)
         return model

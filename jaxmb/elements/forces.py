@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from .._custom_types import Coordinates, Scalar, Vector2
 from ._base import AbstractForceElement, drive_field, point_force
@@ -16,18 +17,31 @@ if TYPE_CHECKING:
 
 
 class Gravity(AbstractForceElement):
-    """Uniform gravity g (global 2-vector) acting at every centre of mass: Q_k = (m_k g, 0).
+    """Uniform gravity g acting at every centre of mass: Q_k = (m_k g, 0) over body k's
+    coordinates (the orientation's entries zero). Planar or spatial by the length of g.
 
     **Arguments:**
-    - `g`: the gravitational acceleration, in global components (m/s^2; e.g. (0, -9.81)).
+    - `g`: the gravitational acceleration, in global components (m/s^2; e.g. (0, -9.81), or
+      (0, 0, -9.81) in a spatial mechanism).
     - `name`: the element's name (default "gravity").
     """
 
-    g: Vector2 = eqx.field(converter=as_f64)
+    g: Float[Array, " dim"] = eqx.field(converter=as_f64)
     name: str = eqx.field(static=True, default="gravity")
 
     def __check_init__(self):
-        self.check_vector(self.g, "g")
+        self.check_not_text(self.g, "g")
+        if jnp.shape(self.g) not in ((2,), (3,)):
+            self.fail(
+                f"g must be a 2-vector (planar) or a 3-vector (spatial), got shape "
+                f"{jnp.shape(self.g)}"
+            )
+        self.check_vector(self.g, "g", size=self.dim)
+
+    @property
+    def dim(self) -> int:  # pyright: ignore[reportIncompatibleVariableOverride]
+        """2 or 3: the length of g."""
+        return int(jnp.shape(self.g)[0])
 
     def bodies(self) -> tuple[Body, ...]:
         return ()
@@ -35,8 +49,9 @@ class Gravity(AbstractForceElement):
     def generalized_force(
         self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
+        rest = model.kind.nq - self.dim  # the orientation's coordinates
         per_body = jnp.concatenate(
-            [model.masses[:, None] * self.g[None, :], jnp.zeros((model.num_bodies, 1))], axis=1
+            [model.masses[:, None] * self.g[None, :], jnp.zeros((model.num_bodies, rest))], axis=1
         )
         return per_body.reshape(-1)
 
