@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import jaxmb as mb
-from jaxmb._bodies import SPATIAL
-from jaxmb._bodies import quaternion as quat
+from jaxmb._bodies import SPATIAL, quaternion as quat
 
 pytestmark = pytest.mark.quick
 RNG = np.random.default_rng(20261207)
