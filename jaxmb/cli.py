@@ -278,7 +278,7 @@ def announce_compiles(model_name):
 
 def _trajectory(spec, t1, num_saves, rtol=1e-8, progress=False):
     """MODEL simulated from its assembled q0 and consistent initial velocity (the module's
-    `initial_velocity`, else zero) to t1 (None: `jaxmb.plotting.default_duration`, one cycle
+    `initial_velocity`, else zero) to t1 (None: `jaxmb.durations.default_duration`, one cycle
     of the driven motion or the drive's length), saved at num_saves times: (model, Trajectory).
     simulate runs eagerly (its integration is compiled inside), so a failure is reported
     with the time it happened. `progress`: diffrax's text progress meter (a host callback:
@@ -297,7 +297,7 @@ def _trajectory(spec, t1, num_saves, rtol=1e-8, progress=False):
     qd0 = init(model) if init is not None else jnp.zeros(model.n)
     qd0 = mb.consistent_velocity(model, q0, qd0, 0.0)
     if t1 is None:
-        from jaxmb.plotting import default_duration
+        from jaxmb.durations import default_duration
 
         t1 = default_duration(model, qd0)
     say(f"simulating {t1:g} s of {os.path.basename(spec)}")

@@ -149,7 +149,7 @@ def _all_points(model, q):
     return np.array([p for ps in points.values() for p in ps] + ground).reshape(-1, 2)
 
 
-def _scale(model, q):
+def mechanism_size(model, q):
     """Size of the mechanism: the diagonal of the box around all attachment points."""
     size = float(np.hypot(*np.ptp(_all_points(model, q), axis=0)))
     return size if size > 0 else 1.0
@@ -781,7 +781,7 @@ def draw_mechanism(
     flags = _flags(model, solvable)
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 5.5))
-    scale = _scale(model, q) if scale is None else float(scale)
+    scale = mechanism_size(model, q) if scale is None else float(scale)
     before = set(ax.get_children())
     points, _ = _body_points(model, q)
     sliders = {p.i.name for p in model.pairs if isinstance(p, Translational)}
@@ -946,7 +946,9 @@ def save_drawing(
     - `**kwargs`: further keywords of `draw_mechanism` (`labels`, `scale`, `legend`).
 
     **Returns:** `path`."""
-    width, height = _extent(model, np.asarray(q, float), _scale(model, np.asarray(q, float)))
+    width, height = _extent(
+        model, np.asarray(q, float), mechanism_size(model, np.asarray(q, float))
+    )
     side = 7.0 / max(width, height)
     fig, ax = plt.subplots(figsize=(max(width * side, 3.0) + 3.5, max(height * side, 3.0) + 1.0))
     draw_mechanism(model, q, ax, t=t, solvable=solvable, **kwargs)
@@ -980,7 +982,7 @@ def overview(
 
     **Returns:** the figure."""
     ts, qs = np.asarray(traj.ts), np.asarray(traj.q)
-    width, height = _extent(model, qs[0], _scale(model, qs[0]))
+    width, height = _extent(model, qs[0], mechanism_size(model, qs[0]))
     rows = -(-len(model.pair_names) // 3)  # of the reactions' legend
     bottom = 0.3 + 0.2 * rows  # in, for that legend
     if height / width < 0.5:  # wide: the drawing across the figure
@@ -1179,7 +1181,7 @@ def animate(
         span = ts[shown[-1]] - ts[shown[0]]
         fps = float(np.clip((len(shown) - 1) / span, 1, 30)) if span > 0 else 10.0
     writer = _writer(os.fspath(path), fps)
-    scale = _scale(model, qs[0])
+    scale = mechanism_size(model, qs[0])
     paths = {name: np.array([_pair_point(model.pair(name), q) for q in qs]) for name in trace}
     xlim, ylim = _limits(model, qs[shown], scale)
     fig, ax = plt.subplots(figsize=figsize or _figsize(xlim, ylim), dpi=dpi)

@@ -25,7 +25,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import jaxmb as mb
-from jaxmb._formulations.projection import _jumped
+from jaxmb._formulations.projecting import _jumped
 from jaxmb.models import n_four_bar
 
 N = 2

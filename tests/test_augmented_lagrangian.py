@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import jaxmb as mb
-from jaxmb._formulations import augmented_lagrangian as al, projection
+from jaxmb._formulations import augmented_lagrangian as al, projecting
 from jaxmb._linalg import sparse_cholesky as sc
 from jaxmb._model.terms import state_terms
 from jaxmb.models import (
@@ -407,7 +407,7 @@ def test_kept_first_stage_is_selected_per_member():
     keep = jnp.asarray([True, False, True])
 
     def value(t0, y0, keep, stage, t, y):
-        return projection.KeptFirstStage(term, t0, y0, keep, stage).vf(t, y, None)
+        return projecting.KeptFirstStage(term, t0, y0, keep, stage).vf(t, y, None)
 
     batched = jax.vmap(value, in_axes=(None, 0, 0, 0, None, 0))
     at_start = batched(0.25, y0, keep, stage, 0.25, y0)

@@ -23,7 +23,7 @@ from oracle.planar import rot
 from PIL import Image
 
 import jaxmb as mb
-from jaxmb import cli, cli_parser, drawing, plotting
+from jaxmb import cli, cli_parser, drawing, durations, plotting
 from jaxmb.models import mobile_robot, slider_crank
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -241,16 +241,16 @@ def test_default_duration_shows_one_cycle_or_the_drive():
     --t1 is not given."""
     from jaxmb.models import composed_pendulum, four_bar
 
-    assert plotting.default_duration(slider_crank.build(omega=2.0)) == pytest.approx(np.pi)
-    assert plotting.default_duration(composed_pendulum.build()) == pytest.approx(12.0)
-    assert plotting.default_duration(mobile_robot.build()) == pytest.approx(20.0)
+    assert durations.default_duration(slider_crank.build(omega=2.0)) == pytest.approx(np.pi)
+    assert durations.default_duration(composed_pendulum.build()) == pytest.approx(12.0)
+    assert durations.default_duration(mobile_robot.build()) == pytest.approx(20.0)
     bar = four_bar.build()
-    size = drawing._scale(bar, np.asarray(bar.q0))
+    size = drawing.mechanism_size(bar, np.asarray(bar.q0))
     estimate = 4 * np.pi * np.sqrt(size / 9.81)
-    assert estimate <= plotting.default_duration(bar) <= 1.25 * estimate
+    assert estimate <= durations.default_duration(bar) <= 1.25 * estimate
     m = mb.Mechanism()
     m.body("free", mass=1.0, inertia=0.1, q=(0.0, 0.0, 0.0))
-    assert plotting.default_duration(m.build()) == 1.0
+    assert durations.default_duration(m.build()) == 1.0
     for command in ("plot", "animate"):
         ext = "png" if command == "plot" else "gif"
         args = cli_parser.parse_args([command, "slider_crank", "--out", f"x.{ext}"])
@@ -445,7 +445,7 @@ def test_gif_frames_equal_a_full_redraw(robot):
     under 0.5% of the pixels, where the mechanism itself covers more than 3%."""
     model, flags = robot
     q = np.asarray(model.q0)
-    scale = drawing._scale(model, q)
+    scale = drawing.mechanism_size(model, q)
     xlim, ylim = drawing._limits(model, q[None], scale)
     fig, ax = plt.subplots(figsize=(8.0, 6.0), dpi=80)
     try:

@@ -64,7 +64,6 @@ import dataclasses
 import functools
 from typing import ClassVar
 
-import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -87,7 +86,7 @@ from .._runtime import errors as _errors
 from .._runtime.exceptions import JaxmbRuntimeError
 from .._runtime.results import RESULTS
 from .base import AbstractRatiosApart
-from .projection import ProjectedSolver
+from .projecting import AbstractProjectingFormulation
 
 ABSOLUTE_FLOOR = 1e-10
 """Accelerations below this size (1e-10 m/s^2 or rad/s^2) count as zero in the tests of
@@ -95,7 +94,7 @@ convergence and consistency: a mechanism at rest has no other scale, and there g
 round-off (1e-14) that redundant rows need not agree on."""
 
 
-class AugmentedLagrangian(AbstractRatiosApart):
+class AugmentedLagrangian(AbstractProjectingFormulation, AbstractRatiosApart):
     """`simulate(..., formulation=mb.AugmentedLagrangian())` (or "augmented_lagrangian"): the
     accelerations of the augmented-Lagrangian iteration on the sparse matrix M + alpha C'^T C'
     and mass-orthogonal projections of q and qd after every accepted step with the same
@@ -146,11 +145,6 @@ class AugmentedLagrangian(AbstractRatiosApart):
 
     def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:
         return accelerations(model, self, terms)
-
-    def wrap_solver(
-        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
-    ) -> diffrax.AbstractSolver:
-        return ProjectedSolver(solver, model, self)
 
     def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates:
         """q0, after the check of penalty, tol and projection_tol where they are traced (the

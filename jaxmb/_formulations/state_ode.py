@@ -5,7 +5,7 @@ stop."""
 
 import dataclasses
 import warnings
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import diffrax
 import equinox as eqx
@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
-from .._custom_types import ScalarLike
+from .._custom_types import Coordinates, Scalar, ScalarLike
 from .._model.model import Model
-from .._model.terms import state_terms
+from .._model.terms import StateTerms, state_terms
 from .._runtime import errors as _errors
 from . import failures as _failures
 from .baumgarte import Baumgarte
@@ -25,8 +25,26 @@ from .problem import Problem
 from .start import check_initial_state, refuse_start, refused
 from .trajectory import Trajectory
 
-if TYPE_CHECKING:
-    from .base import AbstractStateFormulation
+
+class StateFormulation(Protocol):
+    """What this program needs of a formulation (`base.AbstractStateFormulation` declares
+    it; named here so that the program does not import the class that calls it)."""
+
+    baumgarte: bool
+    monitored: bool
+    stabilizable: bool
+
+    def accelerations(self, model: Model, terms: StateTerms) -> Coordinates: ...
+
+    def accelerations_and_ratios(self, model: Model, terms: StateTerms) -> tuple: ...
+
+    def wrap_solver(
+        self, solver: diffrax.AbstractSolver, model: Model, from_rhs: bool = False
+    ) -> diffrax.AbstractSolver: ...
+
+    def check_start(self, model: Model, q0: Coordinates, t0: Scalar) -> Coordinates: ...
+
+    def diagnose_stop(self, model: Model, failed, stop) -> None: ...
 
 
 class VectorField(eqx.Module):
@@ -36,7 +54,7 @@ class VectorField(eqx.Module):
 
     model: Model
     stabilization: Baumgarte | None
-    formulation: "AbstractStateFormulation"
+    formulation: "StateFormulation"
     direction: ScalarLike = 1.0  # sign(t1 - t0), for the Baumgarte damping
     ratios: bool = eqx.field(static=True, default=False)  # y = (q, qd, r), r' the pivot ratios
 
@@ -69,7 +87,7 @@ def checked_accelerations(qdd, model, formulation):
     return qdd
 
 
-def stabilization_of(formulation: "AbstractStateFormulation", stabilization):
+def stabilization_of(formulation: "StateFormulation", stabilization):
     """The stabilization a run uses: `mb.Baumgarte(...)` or None as given; "default" is
     `Baumgarte()` for the formulations that want it, None for the others."""
     if isinstance(stabilization, str):
@@ -89,9 +107,7 @@ def stabilization_of(formulation: "AbstractStateFormulation", stabilization):
     return stabilization
 
 
-def integrate_state(
-    formulation: "AbstractStateFormulation", model: Model, problem: Problem
-) -> Trajectory:
+def integrate_state(formulation: "StateFormulation", model: Model, problem: Problem) -> Trajectory:
     """`simulate` with a state formulation: the compiled integration, then (eagerly) the
     diagnosis of an early stop and the warning of a singular passage."""
     function = f"simulate(formulation={formulation!r})"

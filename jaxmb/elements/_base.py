@@ -11,7 +11,7 @@ Both then give C = dg/dqd, b = g(q, 0, t) and gamma = -(dg/dq qd + dg/dt) (seed 
 
 import abc
 import dataclasses
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import equinox as eqx
 import jax
@@ -23,9 +23,7 @@ from .._custom_types import Coordinates, PairRowVector, Scalar, ScalarLike, Vect
 from .._runtime.exceptions import JaxmbError
 from .drive import AbstractDrive, as_drive
 from .geometry import Body, is_concrete, point
-
-if TYPE_CHECKING:  # the model module imports the elements
-    from .._model.model import Model
+from .model_view import ModelView
 
 
 def drive_field(value: Any) -> AbstractDrive:
@@ -218,7 +216,7 @@ class AbstractForceElement(AbstractElement):
 
     @abc.abstractmethod
     def generalized_force(
-        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+        self, model: ModelView, q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
         """Generalized force vector Q (shape (n,)) with Q^T delta q the virtual work."""
 

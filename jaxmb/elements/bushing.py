@@ -1,6 +1,6 @@
 """Bushing: a compliant joint (linear spring-damper in x, y and the relative angle)."""
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -11,9 +11,7 @@ from jaxtyping import Array, Float
 from .._custom_types import Coordinates, Scalar, Vector2
 from ._base import AbstractForceElement
 from .geometry import Body, as_f64, is_concrete, point, pose
-
-if TYPE_CHECKING:
-    from .._model.model import Model
+from .model_view import ModelView
 
 
 class Bushing(AbstractForceElement):
@@ -78,7 +76,7 @@ class Bushing(AbstractForceElement):
         return self.stiffness * e + self.damping * ed
 
     def generalized_force(
-        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+        self, model: ModelView, q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
         _, vjp = jax.vjp(self.deflection, q)
         return -vjp(self.force(q, qd))[0]

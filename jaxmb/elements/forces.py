@@ -1,6 +1,6 @@
 """Applied force elements; each returns its generalized force Q (virtual work Q^T delta q)."""
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -11,9 +11,7 @@ from .._custom_types import Coordinates, Scalar, Vector2
 from ._base import AbstractForceElement, drive_field, point_force
 from .drive import AbstractDrive
 from .geometry import Body, as_f64, dot2, point, pose
-
-if TYPE_CHECKING:
-    from .._model.model import Model
+from .model_view import ModelView
 
 
 class Gravity(AbstractForceElement):
@@ -47,7 +45,7 @@ class Gravity(AbstractForceElement):
         return ()
 
     def generalized_force(
-        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+        self, model: ModelView, q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
         rest = model.kind.nq - self.dim  # the orientation's coordinates
         per_body = jnp.concatenate(
@@ -103,7 +101,7 @@ class SpringDamper(AbstractForceElement):
         return self.stiffness * (l - self.free_length) + self.damping * ldot
 
     def generalized_force(
-        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+        self, model: ModelView, q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
         return -self.tension(q, qd) * jax.grad(self.length)(q)
 
@@ -145,7 +143,7 @@ class RotationalSpringDamper(AbstractForceElement):
         return pose(q, self.j)[1] - pose(q, self.i)[1]
 
     def generalized_force(
-        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+        self, model: ModelView, q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
         theta, thetad = jax.jvp(self.angle, (q,), (qd,))
         tau = self.stiffness * (theta - self.free_angle) + self.damping * thetad
@@ -181,7 +179,7 @@ class Force(AbstractForceElement):
         return (self.body,)
 
     def generalized_force(
-        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+        self, model: ModelView, q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
         f = self.f(t)
         if jnp.shape(f) != (2,):
@@ -215,7 +213,7 @@ class Torque(AbstractForceElement):
         return (self.body,)
 
     def generalized_force(
-        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+        self, model: ModelView, q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
         tau = self.tau(t)
         if jnp.shape(tau) != ():

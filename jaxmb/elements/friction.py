@@ -25,7 +25,7 @@ by every analysis (`mb.friction_forces`, `mb.simulate`, `mb.reactions`, ...).
 """
 
 import abc
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -34,11 +34,9 @@ import jax.numpy as jnp
 from .._custom_types import Coordinates, PairRowVector, Scalar, Vector2
 from ._base import AbstractElement, AbstractPair
 from .geometry import Body, as_f64, direction, dot2, point, relative_angle, rot90
+from .model_view import ModelView
 from .revolute import Revolute
 from .translational import Translational
-
-if TYPE_CHECKING:
-    from .._model.model import Model
 
 
 def _safe_abs(x):
@@ -80,7 +78,7 @@ class AbstractFriction(AbstractElement):
     def bodies(self) -> tuple[Body, ...]:
         return ()  # those of its pair, checked when the model is built (`check_pair`)
 
-    def check_pair(self, model: "Model") -> None:
+    def check_pair(self, model: ModelView) -> None:
         """Build-time check against the model: the pair exists and can carry this friction."""
         if self.pair not in model.pair_names:
             import difflib
@@ -208,7 +206,7 @@ class TranslationalFriction(AbstractFriction):
         return jnp.ones((), self.mu.dtype)
 
 
-def check_friction(model: "Model") -> None:
+def check_friction(model: ModelView) -> None:
     """Build-time checks of a model's friction elements: each names a pair that exists and can
     carry it, and no pair has two."""
     seen = {}
