@@ -38,13 +38,14 @@ from .._runtime import errors as _errors
 
 
 def _projection_step(model, q, q_init, t):
+    """The step dv (over the velocity coordinates, applied by `Model.retract`) and Phi(q)."""
     J = model.holonomic_C(q, t)
     r = model.phi(q, t)
     U, s, Vt = svd(J)
     mask = rank_mask(s)
     s_inv = masked_reciprocal(s, mask)
     newton = -Vt.T @ (s_inv * (U.T @ r))
-    disp = q - q_init
+    disp = model.difference(q, q_init)
     tangential = disp - Vt.T @ jnp.where(mask, Vt @ disp, 0.0)
     return newton - tangential, r
 
@@ -60,7 +61,7 @@ def _solve(model, q_init, t, tol, max_steps):
     def body(state):
         k, q, _, _ = state
         dq, r = _projection_step(model, q, q_init, t)
-        q_new = q + dq
+        q_new = model.retract(q, dq)
         r_new = model.phi(q_new, t)
         return k + 1, q_new, jnp.max(jnp.abs(dq)), jnp.max(jnp.abs(r_new), initial=0.0)
 
@@ -81,6 +82,8 @@ def _assemble_jvp(primals, tangents, *, tol, max_steps):
     model, q_init, t = primals
     t_model, t_q_init, t_t = tangents
     q = _assemble_core(model, q_init, t, tol=tol, max_steps=max_steps)
+    if model.nq != model.n:
+        return q, _local_jvp(model, q, q_init, t, t_model, t_q_init, t_t)
     diff, static = split_inexact(model)
     t_diff = (
         materialise(diff, t_model)
@@ -108,6 +111,50 @@ def _assemble_jvp(primals, tangents, *, tol, max_steps):
     K = V.T @ H @ V + jnp.diag(~mask).astype(q.dtype)
     y = solve(K, V.T @ (dq_init - dgrad - H @ w_p))
     return q, w_p + V @ y
+
+
+def _local_jvp(model, q, q_init, t, t_model, t_q_init, t_t):
+    """The derivative of q* where positions and velocities differ in layout (spatial
+    bodies): the KKT system of min 1/2 |q (-) q_init|^2 subject to Phi = 0 differentiated in
+    the local coordinates xi of q* (q = retract(q*, xi), (-) the kind's `difference`),
+
+        H dxi + J^T dmu = -d(grad_xi L),   J dxi = -d Phi,   L = 1/2 |q (-) q_init|^2 + mu . Phi,
+
+    solved in the null space of J = C_hol(q*) as the planar one; dq* = T(q*) dxi."""
+    diff, static = split_inexact(model)
+    t_diff = (
+        materialise(diff, t_model)
+        if t_model is not None
+        else jax.tree_util.tree_map(jnp.zeros_like, diff)
+    )
+    dq_init = jnp.zeros_like(q_init) if t_q_init is None else t_q_init
+    dt = jnp.zeros_like(t) if t_t is None else t_t
+    xi0 = jnp.zeros(model.n, q.dtype)
+
+    def phi(xi, diff_, t_):
+        return eqx.combine(diff_, static).phi(model.retract(q, xi), t_)
+
+    def energy(xi, q_init_):
+        d = model.difference(model.retract(q, xi), q_init_)
+        return 0.5 * jnp.sum(d * d)
+
+    J = model.holonomic_C(q, t)
+    mu = pinv_solve(J.T, -jax.grad(energy)(xi0, q_init))
+
+    def lagrangian(xi, q_init_, diff_, t_):
+        return energy(xi, q_init_) + mu @ phi(xi, diff_, t_)
+
+    grad = jax.grad(lagrangian)
+    _, dphi = jax.jvp(lambda d_, t_: phi(xi0, d_, t_), (diff, t), (t_diff, dt))
+    _, dgrad = jax.jvp(
+        lambda qi, d_, t_: grad(xi0, qi, d_, t_), (q_init, diff, t), (dq_init, t_diff, dt)
+    )
+    H = jax.jacfwd(grad)(xi0, q_init, diff, t)
+    w_p = -pinv_solve(J, dphi)
+    V, mask = null_space(J)
+    K = V.T @ H @ V + jnp.diag(~mask).astype(q.dtype)
+    y = solve(K, V.T @ (-dgrad - H @ w_p))
+    return model.qdot(q, w_p + V @ y)
 
 
 def failure_messages(model):
@@ -171,6 +218,7 @@ def assemble(
 def _assemble_compiled(model, q_init, t, tol, max_steps, throw):
     if throw:
         q_init = checked_finite(model, q_init, "q")
+    q_init = model.normalize(q_init)  # unit quaternions (planar: q itself)
     if model.m == 0:
         return q_init
     q_star = _assemble_core(model, q_init, t, tol=tol, max_steps=max_steps)

@@ -104,6 +104,7 @@ class Reactions(eqx.Module):
     friction_array: Float[Array, "*batch k n"] | None = None
     pair_bodies: tuple[tuple[str, ...], ...] = eqx.field(static=True, default=())
     singular: Bool[Array, " *batch"] | None = None
+    rotations: Float[Array, "*batch bodies 3 3"] | None = None  # spatial: A of each body
 
     def __repr__(self) -> str:
         """The values: per pair the force and torque on each of its bodies and whether they
@@ -132,13 +133,19 @@ class Reactions(eqx.Module):
         self, pair_name: str, body_name: str
     ) -> tuple[Float[Array, " *batch"], Float[Array, " *batch"], Float[Array, " *batch"]]:
         """(fx, fy, torque) that pair `pair_name` applies to body `body_name` (global force,
-        counter-clockwise torque about the centre of mass)."""
+        counter-clockwise torque about the centre of mass); in a spatial model (force,
+        moment): global 3-vectors, the moment about the body's centre of mass (the body-frame
+        moment N' of the generalized force (F, N') turned by the body's rotation A)."""
         if pair_name not in self.pair_names:
             raise KeyError(f"no pair named {pair_name!r}; pairs: {list(self.pair_names)}")
         if body_name not in self.body_names:
             raise KeyError(f"no body named {body_name!r}; bodies: {list(self.body_names)}")
         f = self.generalized[pair_name]
-        k = 3 * self.body_names.index(body_name)
+        b = self.body_names.index(body_name)
+        if self.rotations is not None:
+            force, moment = f[..., 6 * b : 6 * b + 3], f[..., 6 * b + 3 : 6 * b + 6]
+            return force, jnp.einsum("...ij,...j->...i", self.rotations[..., b, :, :], moment)
+        k = 3 * b
         return f[..., k], f[..., k + 1], f[..., k + 2]
 
 
@@ -266,6 +273,7 @@ def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
             tuple(b.name for b in p.bodies if not b.is_ground) for p in model.pair_info
         ),
         singular=singular,
+        rotations=model.rotations(q) if model.dim == 3 else None,
     )
 
 

@@ -58,6 +58,10 @@ class AbstractBodyKind(abc.ABC):
         """q moved by the velocity-space step dv (..., nv): the only position update."""
 
     @abc.abstractmethod
+    def difference(self, q1, q0) -> Array:
+        """dv with retract(q0, dv) = q1: the retraction's inverse (..., nv)."""
+
+    @abc.abstractmethod
     def normalize(self, q) -> Array:
         """q with its redundant parts (a quaternion's scale) put back on their manifold."""
 
@@ -86,6 +90,11 @@ class AbstractBodyKind(abc.ABC):
     def stacked_retract(self, q, dv) -> Array:
         """Every body of q moved by its part of dv."""
         return self.retract(self._bodies(q, self.nq), self._bodies(dv, self.nv)).reshape(q.shape)
+
+    def stacked_difference(self, q1, q0) -> Array:
+        """dv with retract(q0, dv) = q1 for every body."""
+        out = self.difference(self._bodies(q1, self.nq), self._bodies(q0, self.nq))
+        return out.reshape(q1.shape[:-1] + (-1,))
 
     def stacked_normalize(self, q) -> Array:
         """Every body of q normalized."""

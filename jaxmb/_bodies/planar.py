@@ -29,6 +29,9 @@ class Planar(AbstractBodyKind):
     def retract(self, q, dv):
         return q + dv
 
+    def difference(self, q1, q0):
+        return q1 - q0
+
     def normalize(self, q):
         return q
 
@@ -42,6 +45,7 @@ class Planar(AbstractBodyKind):
     stacked_qdot = qdot
     stacked_pull_back = pull_back
     stacked_retract = retract
+    stacked_difference = difference
     stacked_normalize = normalize
 
 

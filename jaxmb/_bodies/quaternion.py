@@ -50,6 +50,25 @@ def exp(theta):
     return jnp.concatenate([cos, sinc * theta], axis=-1)
 
 
+def log(p):
+    """The rotation vector theta of a unit quaternion (the inverse of `exp`), the shorter way
+    round (p and -p are one rotation): theta = 2 atan2(|v|, |w|) sign(w) v / |v|, smooth at
+    theta = 0 (the series 2 v / w (1 - |v|^2 / (3 w^2)) below |v| = 1e-4 |w|)."""
+    w, v = p[..., :1], p[..., 1:]
+    sign = jnp.where(w < 0.0, -1.0, 1.0)
+    w, v = sign * w, sign * v
+    sq = jnp.sum(v * v, axis=-1, keepdims=True)
+    small = sq < 1e-8 * w * w
+    size = jnp.sqrt(jnp.where(small, 1.0, sq))
+    safe_w = jnp.where(small, w, 1.0)
+    factor = jnp.where(
+        small,
+        2.0 / safe_w * (1.0 - sq / (3.0 * safe_w * safe_w)),
+        2.0 * jnp.arctan2(size, w) / size,
+    )
+    return factor * v
+
+
 def normalized(p):
     """p / |p|."""
     return p / jnp.linalg.norm(p, axis=-1, keepdims=True)

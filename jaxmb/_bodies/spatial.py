@@ -41,6 +41,12 @@ class Spatial(AbstractBodyKind):
         p = quat.normalized(quat.product(q[..., 3:], quat.exp(dv[..., 3:])))
         return jnp.concatenate([q[..., :3] + dv[..., :3], p], axis=-1)
 
+    def difference(self, q1, q0):
+        """(r1 - r0, log(conj(p0) (x) p1)): the body-frame rotation vector from p0 to p1 (the
+        same vector in either body frame: it is the relative rotation's axis)."""
+        rel = quat.product(quat.conjugate(q0[..., 3:]), q1[..., 3:])
+        return jnp.concatenate([q1[..., :3] - q0[..., :3], quat.log(rel)], axis=-1)
+
     def normalize(self, q):
         return jnp.concatenate([q[..., :3], quat.normalized(q[..., 3:])], axis=-1)
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from .._bodies import PLANAR, AbstractBodyKind
+from .._bodies import PLANAR, AbstractBodyKind, quaternion
 from .._custom_types import ConstraintMatrix, Coordinates, CoordinatesLike, RowVector, ScalarLike
 from .._runtime import errors as _errors
 from ..elements import AbstractForceElement, AbstractFriction, AbstractPair
@@ -136,6 +136,10 @@ class Model(eqx.Module):
         """q moved by the velocity-space correction dv: the only update of positions that the
         formulations and analyses make (planar: q + dv)."""
         return self.kind.stacked_retract(q, dv)
+
+    def difference(self, q1: Coordinates, q0: Coordinates) -> Coordinates:
+        """dv with retract(q0, dv) = q1 (planar: q1 - q0)."""
+        return self.kind.stacked_difference(q1, q0)
 
     def normalize(self, q: Coordinates) -> Coordinates:
         """q with every body's coordinates on their manifold (planar: q itself)."""
@@ -324,6 +328,14 @@ class Model(eqx.Module):
         values = evaluate(local, groups, pulled_back, q, qd)
         columns = np.concatenate([g.columns.reshape(-1) for g in groups])
         return F.at[columns].add(jnp.concatenate([v.reshape(-1) for v in values]))
+
+    def rotations(self, q: Coordinates) -> Float[Array, "bodies dim dim"]:
+        """Every body's rotation matrix A (body frame -> global) at q."""
+        if self.dim == 2:
+            phi = q.reshape(-1, 3)[:, 2]
+            c, s = jnp.cos(phi), jnp.sin(phi)
+            return jnp.stack([jnp.stack([c, -s], -1), jnp.stack([s, c], -1)], -2)
+        return quaternion.matrix(q.reshape(-1, 7)[:, 3:])
 
     def pose(self, q: Coordinates, body_name: str) -> Float[Array, " nq_body"]:
         """The named body's position coordinates (planar: (x, y, phi))."""
