@@ -105,12 +105,12 @@ class AbstractElement(eqx.Module):
                 f"{type(value).__name__}"
             )
 
-    def check_vector(self, value: Real[ArrayLike, "2"], label: str) -> None:
-        """Build-time check of a local 2-vector: shape and finiteness (non-zero length: declare
-        the field in `nonzero`)."""
+    def check_vector(self, value: Real[ArrayLike, " size"], label: str, size: int = 2) -> None:
+        """Build-time check of a local `size`-vector (2 planar, 3 spatial): shape and finiteness
+        (non-zero length: declare the field in `nonzero`)."""
         self.check_not_text(value, label)
-        if jnp.shape(value) != (2,):
-            self.fail(f"{label} must be a 2-vector, got shape {jnp.shape(value)}")
+        if jnp.shape(value) != (size,):
+            self.fail(f"{label} must be a {size}-vector, got shape {jnp.shape(value)}")
         if is_concrete(value):
             arr = np.asarray(value)
             if not np.all(np.isfinite(arr)):
