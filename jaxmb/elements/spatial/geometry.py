@@ -1,0 +1,71 @@
+"""Spatial body kinematics: where a body's coordinates sit in q, its pose, points, directions.
+
+A spatial body with handle index k holds q[NQ k : NQ k + NQ] = (x, y, z, w, qx, qy, qz): its
+centre of mass r (global) and a quaternion p of any non-zero length, A = A(p / |p|). Its NV
+velocity coordinates are v = (rdot global, omega' body frame), and qdot = T(q) v
+(`coordinate_rate`). The ground (index -1) has no coordinates: its pose is (0, identity) and its
+local vectors are global.
+"""
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ..._custom_types import Coordinates
+from ..geometry import Body
+from .quaternion import body_rate, quaternion_rate, rotate
+from .vectors import Quaternion, Vector3
+
+NQ = 7
+"""Coordinates per spatial body in q: (x, y, z, w, qx, qy, qz)."""
+
+NV = 6
+"""Velocity coordinates per spatial body: (vx, vy, vz) global, (wx, wy, wz) body frame."""
+
+BodyVelocity = Float[Array, "6"]
+"""One body's velocity coordinates (rdot, omega')."""
+
+BodyCoordinates = Float[Array, "7"]
+"""One body's coordinates (r, p), or their time derivatives."""
+
+
+def coordinates(body: Body) -> tuple[int, ...]:
+    """Indices of (x, y, z, w, qx, qy, qz) of this body in q; empty for ground."""
+    if body.is_ground:
+        return ()
+    return tuple(range(NQ * body.index, NQ * body.index + NQ))
+
+
+def pose(q: Coordinates, body: Body) -> tuple[Vector3, Quaternion]:
+    """Position r and quaternion p of `body` in the stacked coordinates q (ground: the origin
+    and the identity (1, 0, 0, 0))."""
+    if body.is_ground:
+        return jnp.zeros(3, dtype=q.dtype), jnp.array([1.0, 0.0, 0.0, 0.0], dtype=q.dtype)
+    k = NQ * body.index
+    return q[k : k + 3], q[k + 3 : k + NQ]
+
+
+def point(q: Coordinates, body: Body, s: Vector3) -> Vector3:
+    """Global position of the body-frame point s: r + A s (ground: s itself)."""
+    if body.is_ground:
+        return s
+    r, p = pose(q, body)
+    return r + rotate(p, s)
+
+
+def direction(q: Coordinates, body: Body, a: Vector3) -> Vector3:
+    """Global components of the body-frame vector a: A a (ground: a itself)."""
+    if body.is_ground:
+        return a
+    return rotate(pose(q, body)[1], a)
+
+
+def coordinate_rate(q_body: BodyCoordinates, v_body: BodyVelocity) -> BodyCoordinates:
+    """qdot = T(q) v of one body: rdot unchanged, pdot = 1/2 p (x) (0, omega') (the spatial
+    note, section 2); linear in v."""
+    return jnp.concatenate([v_body[:3], quaternion_rate(q_body[3:], v_body[3:])])
+
+
+def body_velocity(q_body: BodyCoordinates, qdot_body: BodyCoordinates) -> BodyVelocity:
+    """v = (rdot, omega') of one body from qdot, omega' = 2 vec(conj(p) (x) pdot) / |p|^2: a left
+    inverse of `coordinate_rate` (T(q)^+; it drops a change of |p|)."""
+    return jnp.concatenate([qdot_body[:3], body_rate(q_body[3:], qdot_body[3:])])
