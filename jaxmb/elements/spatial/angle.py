@@ -7,6 +7,7 @@ from ..._custom_types import Coordinates, Scalar
 from ..geometry import Body, is_concrete
 from ._base import AbstractSpatialElement
 from .basic import dot1
+from .geometry import transform
 from .vectors import Matrix3, Vector3, axis_frame, dot, unit
 
 DEGENERATE_TOL = 1e-6
@@ -48,5 +49,6 @@ def cos_sin(
 ) -> tuple[Scalar, Scalar]:
     """(A_i f_i . A_j f_j, A_i g_i . A_j f_j) = (cos theta, sin theta) where the axes are
     aligned: two dot-1 products, smooth in q."""
-    f_i, g_i, f_j = vectors
-    return dot1(q, i, f_i, j, f_j), dot1(q, i, g_i, j, f_j)
+    f, g = transform(q, i, *vectors[:2])
+    (h,) = transform(q, j, vectors[2])
+    return dot1(f, h), dot1(g, h)

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from ..._custom_types import Coordinates, PairRowVector, Scalar
 from ..geometry import Body, as_f64
 from ._base import AbstractSpatialHolonomicPair
-from .basic import dot1, dot2, separation
+from .basic import JointFrames, dot1, dot2, joint_frames
 from .vectors import Vector3, axis_frame
 
 
@@ -49,21 +49,14 @@ class Cylindrical(AbstractSpatialHolonomicPair):
         return (self.i, self.j)
 
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
-        return cylindrical_rows(q, self.i, self.s_i, self.axis_i, self.j, self.s_j, self.axis_j)
+        f_i, g_i, _ = axis_frame(self.axis_i)
+        _, _, h_j = axis_frame(self.axis_j)
+        frames = joint_frames(q, self.i, self.s_i, self.j, self.s_j, (f_i, g_i), (h_j,))
+        return cylindrical_rows(frames)
 
 
-def cylindrical_rows(
-    q: Coordinates, i: Body, s_i: Vector3, axis_i: Vector3, j: Body, s_j: Vector3, axis_j: Vector3
-) -> PairRowVector:
-    """The four cylindrical rows (shared with `Prismatic`)."""
-    f_i, g_i, _ = axis_frame(axis_i)
-    _, _, h_j = axis_frame(axis_j)
-    d = separation(q, i, s_i, j, s_j)
-    return jnp.stack(
-        [
-            dot1(q, i, f_i, j, h_j),
-            dot1(q, i, g_i, j, h_j),
-            dot2(q, i, f_i, d),
-            dot2(q, i, g_i, d),
-        ]
-    )
+def cylindrical_rows(frames: JointFrames) -> PairRowVector:
+    """The four cylindrical rows from the joint's global vectors (body i: f_i, g_i first; body
+    j: h_j first), shared with `Prismatic`."""
+    d, (f, g, *_), (h, *_) = frames
+    return jnp.stack([dot1(f, h), dot1(g, h), dot2(f, d), dot2(g, d)])

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from ..._custom_types import Coordinates, PairRowVector, Scalar
 from ..geometry import Body, as_f64
 from ._base import AbstractSpatialHolonomicPair
-from .basic import separation
+from .basic import joint_frames
 from .vectors import Vector3, dot
 
 
@@ -47,5 +47,5 @@ class Distance(AbstractSpatialHolonomicPair):
         return (self.i, self.j)
 
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
-        d = separation(q, self.i, self.s_i, self.j, self.s_j)
+        d = joint_frames(q, self.i, self.s_i, self.j, self.s_j).d
         return jnp.reshape(dot(d, d) - self.length**2, (1,))

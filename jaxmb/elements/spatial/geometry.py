@@ -44,19 +44,31 @@ def pose(q: Coordinates, body: Body) -> tuple[Vector3, Quaternion]:
     return q[k : k + 3], q[k + 3 : k + NQ]
 
 
+def transform(q: Coordinates, body: Body, *vectors: Vector3) -> tuple[Vector3, ...]:
+    """A v for each body-frame vector v, with one rotation of all of them (a (3, k) block; the
+    ground: the vectors as given)."""
+    if body.is_ground or not vectors:
+        return vectors
+    rotated = rotate(pose(q, body)[1], jnp.stack(vectors, axis=1))
+    return tuple(rotated[:, k] for k in range(len(vectors)))
+
+
 def point(q: Coordinates, body: Body, s: Vector3) -> Vector3:
     """Global position of the body-frame point s: r + A s (ground: s itself)."""
-    if body.is_ground:
-        return s
-    r, p = pose(q, body)
-    return r + rotate(p, s)
+    return pose(q, body)[0] + transform(q, body, s)[0]
 
 
 def direction(q: Coordinates, body: Body, a: Vector3) -> Vector3:
     """Global components of the body-frame vector a: A a (ground: a itself)."""
-    if body.is_ground:
-        return a
-    return rotate(pose(q, body)[1], a)
+    return transform(q, body, a)[0]
+
+
+def point_and_directions(
+    q: Coordinates, body: Body, s: Vector3, *vectors: Vector3
+) -> tuple[Vector3, ...]:
+    """(r + A s, A v_1, ..., A v_k): a body point and directions, with one rotation."""
+    rotated = transform(q, body, s, *vectors)
+    return (pose(q, body)[0] + rotated[0], *rotated[1:])
 
 
 def coordinate_rate(q_body: BodyCoordinates, v_body: BodyVelocity) -> BodyCoordinates:

@@ -9,6 +9,7 @@ from ..._custom_types import Coordinates, PairRowVector, Scalar
 from ..geometry import Body, as_f64
 from ._base import AbstractSpatialHolonomicPair
 from .basic import dot1
+from .geometry import transform
 from .vectors import Vector3, axis_frame
 
 
@@ -46,4 +47,6 @@ class ParallelAxes(AbstractSpatialHolonomicPair):
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         f_i, g_i, _ = axis_frame(self.axis_i)
         _, _, h_j = axis_frame(self.axis_j)
-        return jnp.stack([dot1(q, self.i, f_i, self.j, h_j), dot1(q, self.i, g_i, self.j, h_j)])
+        f, g = transform(q, self.i, f_i, g_i)
+        (h,) = transform(q, self.j, h_j)
+        return jnp.stack([dot1(f, h), dot1(g, h)])

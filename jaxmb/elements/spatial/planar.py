@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from ..._custom_types import Coordinates, PairRowVector, Scalar
 from ..geometry import Body, as_f64
 from ._base import AbstractSpatialHolonomicPair
-from .basic import dot1, dot2, separation
+from .basic import dot1, dot2, joint_frames
 from .vectors import Vector3, axis_frame
 
 
@@ -51,6 +51,7 @@ class Planar(AbstractSpatialHolonomicPair):
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         f_i, g_i, h_i = axis_frame(self.axis_i)
         _, _, h_j = axis_frame(self.axis_j)
-        d = separation(q, self.i, self.s_i, self.j, self.s_j)
-        rows = [dot1(q, self.i, f_i, self.j, h_j), dot1(q, self.i, g_i, self.j, h_j)]
-        return jnp.stack([*rows, dot2(q, self.i, h_i, d)])
+        d, (f, g, h), (n,) = joint_frames(
+            q, self.i, self.s_i, self.j, self.s_j, (f_i, g_i, h_i), (h_j,)
+        )
+        return jnp.stack([dot1(f, n), dot1(g, n), dot2(h, d)])

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from ..._custom_types import Coordinates, PairRowVector, Scalar
 from ..geometry import Body, as_f64
 from ._base import AbstractSpatialHolonomicPair
-from .basic import dot2, separation
+from .basic import dot2, joint_frames
 from .vectors import Vector3, axis_frame
 
 
@@ -47,5 +47,5 @@ class PointOnLine(AbstractSpatialHolonomicPair):
 
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         f_i, g_i, _ = axis_frame(self.axis_i)
-        d = separation(q, self.i, self.s_i, self.j, self.s_j)
-        return jnp.stack([dot2(q, self.i, f_i, d), dot2(q, self.i, g_i, d)])
+        d, (f, g), _ = joint_frames(q, self.i, self.s_i, self.j, self.s_j, (f_i, g_i))
+        return jnp.stack([dot2(f, d), dot2(g, d)])

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from ..._custom_types import Coordinates, PairRowVector, Scalar
 from ..geometry import Body, as_f64
 from ._base import AbstractSpatialHolonomicPair
-from .basic import dot2, separation
+from .basic import dot2, joint_frames
 from .vectors import Vector3, unit
 
 
@@ -45,5 +45,5 @@ class PointOnPlane(AbstractSpatialHolonomicPair):
         return (self.i, self.j)
 
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
-        d = separation(q, self.i, self.s_i, self.j, self.s_j)
-        return jnp.reshape(dot2(q, self.i, unit(self.normal_i), d), (1,))
+        d, (h,), _ = joint_frames(q, self.i, self.s_i, self.j, self.s_j, (unit(self.normal_i),))
+        return jnp.reshape(dot2(h, d), (1,))

@@ -15,7 +15,7 @@ from ._base import (
     require_reference,
     with_reference,
 )
-from .basic import dot1
+from .basic import dot1, joint_frames
 from .cylindrical import cylindrical_rows
 from .vectors import Matrix3, Vector3, axis_frame
 
@@ -71,7 +71,9 @@ class Prismatic(AbstractSpatialHolonomicPair):
 
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         reference = require_reference(self, self.reference)
-        cylinder = cylindrical_rows(q, self.i, self.s_i, self.axis_i, self.j, self.s_j, self.axis_j)
         f_i, g_i, _ = axis_frame(self.axis_i)
-        twist = dot1(q, self.i, f_i, self.j, jnp.einsum("kj,k->j", reference, g_i))
-        return jnp.concatenate([cylinder, twist[None]])
+        _, _, h_j = axis_frame(self.axis_j)
+        carried = jnp.einsum("kj,k->j", reference, g_i)  # R0^T g_i
+        frames = joint_frames(q, self.i, self.s_i, self.j, self.s_j, (f_i, g_i), (h_j, carried))
+        twist = dot1(frames.on_i[0], frames.on_j[1])
+        return jnp.concatenate([cylindrical_rows(frames), twist[None]])

@@ -10,7 +10,7 @@ from .._base import drive_field
 from ..drive import AbstractDrive
 from ..geometry import Body, as_f64
 from ._base import AbstractSpatialHolonomicPair
-from .basic import dot2, separation
+from .basic import dot2, joint_frames
 from .vectors import Vector3, unit
 
 
@@ -51,5 +51,5 @@ class PrismaticDriver(AbstractSpatialHolonomicPair):
         return (self.i, self.j)
 
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
-        d = separation(q, self.i, self.s_i, self.j, self.s_j)
-        return jnp.reshape(dot2(q, self.i, unit(self.axis_i), d) - self.f(t), (1,))
+        d, (h,), _ = joint_frames(q, self.i, self.s_i, self.j, self.s_j, (unit(self.axis_i),))
+        return jnp.reshape(dot2(h, d) - self.f(t), (1,))

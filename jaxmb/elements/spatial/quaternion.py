@@ -13,6 +13,7 @@ the written-out form fuses (as the planar `geometry.rotate`).
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array
 
 from ..._custom_types import Scalar
 from .vectors import Matrix3, Quaternion, Vector3, cross, dot
@@ -39,19 +40,25 @@ def normalize(p: Quaternion) -> Quaternion:
 def rotation_matrix(p: Quaternion) -> Matrix3:
     """A(p / |p|) = [(p0^2 - e.e) I + 2 e e^T + 2 p0 e~] / |p|^2 (Haug, sec. 6.3, for
     a unit p), body frame -> global frame; columns are the images of the body axes."""
-    return jnp.stack([rotate(p, jnp.eye(3, dtype=p.dtype)[k]) for k in range(3)], axis=1)
+    return rotate(p, jnp.eye(3, dtype=p.dtype))
 
 
-def _rotate_values(p: Quaternion, s: Vector3) -> Vector3:
-    e = p[1:]
-    return ((p[0] * p[0] - dot(e, e)) * s + 2.0 * dot(e, s) * e + 2.0 * p[0] * cross(e, s)) / dot(
-        p, p
-    )
+def _column(v: Array, like: Array) -> Array:
+    """v (3,) shaped to broadcast against `like`, (3,) or (3, k) (no implicit rank promotion)."""
+    return v.reshape((3,) + (1,) * (like.ndim - 1))
+
+
+def _rotate_values(p: Quaternion, s: Array) -> Array:
+    e = _column(p[1:], s)
+    scale = p[0] * p[0] - dot(p[1:], p[1:])
+    along = jnp.sum(e * s, axis=0, keepdims=True)
+    return (scale * s + 2.0 * along * e + 2.0 * p[0] * cross(e, s)) / dot(p, p)
 
 
 @jax.custom_jvp
-def rotate(p: Quaternion, s: Vector3) -> Vector3:
-    """A(p / |p|) s: the body-frame vector s in global components, written out as
+def rotate(p: Quaternion, s: Array) -> Array:
+    """A(p / |p|) s: the body-frame vector s (3,) in global components, or each column of s
+    (3, k) (one call for all the vectors of a body), written out as
     [(p0^2 - e.e) s + 2 (e.s) e + 2 p0 e x s] / |p|^2 (rational in p: no square root).
 
     Its derivative is d(A s) = A ds + A (w x s) = A ds + w_g x (A s), with the body-frame
@@ -67,7 +74,7 @@ def _rotate_jvp(primals, tangents):
     dp, ds = tangents
     out = rotate(p, s)
     zero = jax.custom_derivatives.SymbolicZero
-    parts = [] if isinstance(dp, zero) else [cross(global_rate(p, dp), out)]
+    parts = [] if isinstance(dp, zero) else [cross(_column(global_rate(p, dp), out), out)]
     if not isinstance(ds, zero):
         parts.append(rotate(p, ds))
     return out, sum(parts[1:], parts[0]) if parts else jnp.zeros_like(out)

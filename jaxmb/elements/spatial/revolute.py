@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from ..._custom_types import Coordinates, PairRowVector, Scalar
 from ..geometry import Body, as_f64
 from ._base import AbstractSpatialHolonomicPair
-from .basic import dot1, separation
+from .basic import dot1, joint_frames
 from .vectors import Vector3, axis_frame
 
 
@@ -50,6 +50,5 @@ class Revolute(AbstractSpatialHolonomicPair):
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         f_i, g_i, _ = axis_frame(self.axis_i)
         _, _, h_j = axis_frame(self.axis_j)
-        d = separation(q, self.i, self.s_i, self.j, self.s_j)
-        rows = [dot1(q, self.i, f_i, self.j, h_j), dot1(q, self.i, g_i, self.j, h_j)]
-        return jnp.concatenate([d, jnp.stack(rows)])
+        d, (f, g), (h,) = joint_frames(q, self.i, self.s_i, self.j, self.s_j, (f_i, g_i), (h_j,))
+        return jnp.concatenate([d, jnp.stack([dot1(f, h), dot1(g, h)])])

@@ -7,7 +7,7 @@ import equinox as eqx
 from ..._custom_types import Coordinates, PairRowVector, Scalar
 from ..geometry import Body, as_f64
 from ._base import AbstractSpatialHolonomicPair
-from .basic import separation
+from .basic import joint_frames
 from .vectors import Vector3
 
 
@@ -40,4 +40,4 @@ class Spherical(AbstractSpatialHolonomicPair):
         return (self.i, self.j)
 
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
-        return separation(q, self.i, self.s_i, self.j, self.s_j)
+        return joint_frames(q, self.i, self.s_i, self.j, self.s_j).d

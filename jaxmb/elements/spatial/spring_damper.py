@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from ..._custom_types import Coordinates, Scalar
 from ..geometry import Body, as_f64
 from ._base import AbstractSpatialForceElement
-from .basic import separation
+from .basic import joint_frames
 from .vectors import Vector3, dot
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class SpringDamper(AbstractSpatialForceElement):
 
     def length(self, q: Coordinates) -> Scalar:
         """l = |d_ij|, the distance between the two points."""
-        d = separation(q, self.i, self.s_i, self.j, self.s_j)
+        d = joint_frames(q, self.i, self.s_i, self.j, self.s_j).d
         return jnp.sqrt(dot(d, d))
 
     def tension(self, q: Coordinates, qd: Coordinates) -> Scalar:

@@ -10,7 +10,7 @@ from jaxtyping import ArrayLike, Real
 from ..._custom_types import Coordinates, PairRowVector, Scalar
 from ..geometry import Body, as_f64, is_concrete
 from ._base import AbstractSpatialHolonomicPair
-from .basic import dot1, separation
+from .basic import dot1, joint_frames
 from .vectors import Vector3, unit
 
 PERPENDICULAR_TOL = 1e-6
@@ -69,6 +69,7 @@ class Universal(AbstractSpatialHolonomicPair):
         return (self.i, self.j)
 
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
-        d = separation(q, self.i, self.s_i, self.j, self.s_j)
-        cross_row = dot1(q, self.i, unit(self.axis_i), self.j, unit(self.axis_j))
-        return jnp.concatenate([d, cross_row[None]])
+        d, (a,), (b,) = joint_frames(
+            q, self.i, self.s_i, self.j, self.s_j, (unit(self.axis_i),), (unit(self.axis_j),)
+        )
+        return jnp.concatenate([d, dot1(a, b)[None]])

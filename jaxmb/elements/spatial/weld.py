@@ -15,7 +15,7 @@ from ._base import (
     require_reference,
     with_reference,
 )
-from .basic import dot1, separation
+from .basic import dot1, joint_frames
 from .vectors import Matrix3, Vector3
 
 
@@ -62,6 +62,8 @@ class Weld(AbstractSpatialHolonomicPair):
     def residual(self, q: Coordinates, t: Scalar) -> PairRowVector:
         reference = require_reference(self, self.reference)
         e = jnp.eye(3, dtype=q.dtype)
-        turn = [dot1(q, self.i, e[a], self.j, reference[b]) for a, b in ((1, 2), (2, 0), (0, 1))]
-        d = separation(q, self.i, self.s_i, self.j, self.s_j)
+        d, a, b = joint_frames(
+            q, self.i, self.s_i, self.j, self.s_j, (e[0], e[1], e[2]), tuple(reference)
+        )
+        turn = [dot1(a[m], b[n]) for m, n in ((1, 2), (2, 0), (0, 1))]
         return jnp.concatenate([d, jnp.stack(turn)])
