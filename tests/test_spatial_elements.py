@@ -441,3 +441,420 @@ def test_second_derivative_matches_central_difference(kind, pairing):
 
         fd = (g(FD_STEP) - g(-FD_STEP)) / (2 * FD_STEP)
         np.testing.assert_allclose(dg, fd, rtol=FD_RTOL, atol=FD_RTOL * max(1, np.abs(fd).max()))
+
+
+# ------------------------------------------------------------------------------------------------
+# forces
+# ------------------------------------------------------------------------------------------------
+def point_force_case(rng, i, j, q0):
+    k = i if i is not G else j
+    s, f = rng.uniform(-1, 1, 3), rng.uniform(-2, 2, 3)
+    e = sp.Force("force", HANDLES[k], s, f)
+    return e, lambda q, v, t: (hand.point_force(q, k, s, f), None)
+
+
+def torque_case(rng, i, j, q0):
+    k = i if i is not G else j
+    tau = rng.uniform(-2, 2, 3)
+    e = sp.Torque("torque", HANDLES[k], tau)
+    return e, lambda q, v, t: (hand.torque(q, k, tau), None)
+
+
+def spring_case(rng, i, j, q0):
+    s_i, s_j = rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 3)
+    k, c, l0 = rng.uniform(1, 5), rng.uniform(0.1, 1), rng.uniform(0.1, 1)
+    e = sp.SpringDamper("spring", HANDLES[i], HANDLES[j], s_i, s_j, k, c, l0)
+    return e, lambda q, v, t: hand.spring_damper(q, v, i, s_i, j, s_j, k, c, l0)
+
+
+def torsion_case(rng, i, j, q0):
+    _, axis_i, _, axis_j = _aligned(rng, i, j, q0)
+    k, c, theta0 = rng.uniform(1, 5), rng.uniform(0.1, 1), rng.uniform(-2, 2)
+    e = sp.RotationalSpringDamper("torsion", HANDLES[i], HANDLES[j], axis_i, axis_j, k, c, theta0)
+    e = sp.bind_reference(e, A(q0, i), A(q0, j))
+    R0 = A(q0, i).T @ A(q0, j)
+    return e, lambda q, v, t: hand.rotational_spring_damper(
+        q, v, i, axis_i, j, axis_j, R0, k, c, theta0
+    )
+
+
+FORCE_CASES = {
+    "Force": point_force_case,
+    "Torque": torque_case,
+    "SpringDamper": spring_case,
+    "RotationalSpringDamper": torsion_case,
+}
+FORCE_PARAMS = [
+    (kind, pairing)
+    for kind in FORCE_CASES
+    for pairing in ([(0, 1), (G, 0)] if "Spring" in kind else [(0, 1)])
+]
+
+
+@eqx.filter_jit
+def _force_terms(element, q, qdot, t):
+    """(Q, dV/dt along qdot) (dV 0 for elements without a potential)."""
+    Q = element.generalized_force(None, q, qdot, t)
+    if hasattr(element, "potential"):
+        return Q, jax.jvp(element.potential, (q,), (qdot,))[1]
+    return Q, jnp.zeros(())
+
+
+@functools.cache
+def force_draw(kind, i, j):
+    rng = np.random.default_rng([100 + list(FORCE_CASES).index(kind), PAIRINGS.index((i, j))])
+    nb = num_bodies(i, j)
+    q0 = random_q(rng, nb)
+    element, oracle = FORCE_CASES[kind](rng, i, j, q0)
+    states = [(random_q(rng, nb), rng.uniform(-1.5, 1.5, 6 * nb), 0.5) for _ in range(NUM_STATES)]
+    return element, oracle, states
+
+
+def force_terms(element, q, qdot, t):
+    out = _force_terms(element, jnp.asarray(q), jnp.asarray(qdot), jnp.asarray(t, jnp.float64))
+    return tuple(np.asarray(x) for x in out)
+
+
+force_params = pytest.mark.parametrize(
+    "kind, pairing", FORCE_PARAMS, ids=[f"{k}-{i}-{j}" for k, (i, j) in FORCE_PARAMS]
+)
+
+
+@force_params
+def test_force_pulls_back_to_oracle(kind, pairing):
+    """T(q)^T Q (q-space, a VJP) equals the oracle's v-space generalized force: (f, s x A^T f)
+    for a point force, (0, A^T tau) for a torque, -T D^T u for a spring; the same for every
+    quaternion scale."""
+    element, oracle, states = force_draw(kind, *pairing)
+    for q, v, t in states:
+        Q_hand, _ = oracle(q, v, t)
+        for factor in (1.0, 2.5):
+            qs = scaled(q, factor)
+            Q = force_terms(element, qs, hand.T(qs) @ v, t)[0]
+            assert Q.shape == q.shape
+            np.testing.assert_allclose(hand.T(qs).T @ Q, Q_hand, rtol=0, atol=ALGEBRA_TOL * 10)
+
+
+@force_params
+def test_force_virtual_work(kind, pairing):
+    """Q . T(q) v is the power of the applied load: f . (velocity of the point),
+    tau . omega (global), -T dl/dt for a spring."""
+    element, oracle, states = force_draw(kind, *pairing)
+    for q, v, t in states:
+        Q = force_terms(element, q, hand.T(q) @ v, t)[0]
+        if kind == "Force":
+            _, J = hand.point(q, HANDLES_INDEX[element.body], np.asarray(element.s))
+            power = np.asarray(element.f(t)) @ (J @ v)
+        elif kind == "Torque":
+            k = HANDLES_INDEX[element.body]
+            omega = hand.pose(q, k)[1] @ hand.velocity(v, k)[1]
+            power = np.asarray(element.tau(t)) @ omega
+        else:
+            power = oracle(q, v, t)[0] @ v
+        np.testing.assert_allclose(Q @ (hand.T(q) @ v), power, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["SpringDamper", "RotationalSpringDamper"])
+def test_spring_loses_potential_at_the_rate_of_its_power(kind):
+    """Without damping, dV/dt = -Q . qdot, and V is the oracle's k (l - l0)^2 / 2 (or
+    k delta^2 / 2)."""
+    element, oracle, states = force_draw(kind, 0, 1)
+    element = dataclasses.replace(element, damping=0.0)
+    for q, v, t in states:
+        qdot = hand.T(q) @ v
+        Q, dV = force_terms(element, q, qdot, t)
+        np.testing.assert_allclose(dV, -Q @ qdot, rtol=1e-12, atol=1e-12)
+        V = np.asarray(element.potential(jnp.asarray(q)))
+        _, V_hand = oracle(q, v, t)
+        np.testing.assert_allclose(V, V_hand, rtol=1e-12)
+
+
+HANDLES_INDEX = {body: k for k, body in HANDLES.items()}
+
+
+# ------------------------------------------------------------------------------------------------
+# the rotation driver across +-pi
+# ------------------------------------------------------------------------------------------------
+def turned(q0, k, point, axis, theta):
+    """q0 with body k turned by theta about the global axis through `point`."""
+    R = hand.rot(hand.qexp(theta * axis))
+    q = np.array(q0, float)
+    r = q[7 * k : 7 * k + 3]
+    q[7 * k : 7 * k + 3] = point + R @ (r - point)
+    q[7 * k + 3 : 7 * k + 7] = hand.qmul(hand.qexp(theta * axis), q[7 * k + 3 : 7 * k + 7])
+    return q
+
+
+@eqx.filter_jit
+def _sweep(elements, qs, ts):
+    def rows(q, t):
+        return jnp.concatenate([e.residual(q, t) for e in elements])
+
+    def C(q, t):
+        return jax.jacfwd(rows)(q, t)
+
+    return jax.vmap(rows)(qs, ts), jax.vmap(C)(qs, ts)
+
+
+def test_revolute_driver_is_smooth_and_on_its_angle_across_pi():
+    """A revolute between the ground and a body, driven by f(t) = t (Linear), swept through
+    theta = pi and -pi: the driver row is zero on the driven angle (no jump, no branch), the
+    row with f held at pi is sin(theta - pi) exactly, and revolute + driver leave 0 dof."""
+    rng = np.random.default_rng(5)
+    q0 = random_q(rng, 1)
+    s_i, axis_i = rng.uniform(-1, 1, 3), rng.normal(size=3)
+    s_j = A(q0, 0).T @ (s_i - r(q0, 0))
+    axis_j = A(q0, 0).T @ axis_i
+    body = HANDLES[0]
+    joint = sp.Revolute("hinge", HANDLES[G], body, s_i, s_j, axis_i, axis_j)
+    driver = sp.RevoluteDriver("motor", HANDLES[G], body, axis_i, axis_j, drive.Linear(slope=1.0))
+    driver = sp.bind_reference(driver, np.eye(3), A(q0, 0))
+    held = dataclasses.replace(driver, f=np.pi)
+    thetas = np.concatenate(
+        [np.linspace(np.pi - 0.2, np.pi + 0.2, 41), np.linspace(-np.pi - 0.2, -np.pi + 0.2, 41)]
+    )
+    qs = np.stack([turned(q0, 0, s_i, hand.unit(axis_i), th) for th in thetas])
+    phi, C = (
+        np.asarray(x) for x in _sweep((joint, driver, held), jnp.asarray(qs), jnp.asarray(thetas))
+    )
+    np.testing.assert_allclose(phi[:, :5], 0.0, atol=1e-12)  # the sweep keeps the revolute
+    np.testing.assert_allclose(phi[:, 5], 0.0, atol=1e-12)  # on the driven angle throughout
+    np.testing.assert_allclose(phi[:, 6], np.sin(thetas - np.pi), atol=1e-12)
+    for q, C_q in zip(qs, C):
+        Cv = (C_q @ hand.T(q))[:6]
+        assert np.linalg.matrix_rank(Cv, tol=1e-9) == 6  # revolute + driver: 0 dof left
+
+
+# ------------------------------------------------------------------------------------------------
+# reference orientations
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda b, c: sp.Prismatic("slide", b, c, (0, 0, 0), (0, 0, 0), (1, 0, 0), (1, 0, 0)),
+        lambda b, c: sp.Weld("glue", b, c),
+        lambda b, c: sp.RevoluteDriver("motor", b, c, (0, 0, 1), (0, 0, 1), 0.0),
+        lambda b, c: sp.RotationalSpringDamper("coil", b, c, (0, 0, 1), (0, 0, 1), 1.0, 0.0),
+    ],
+)
+def test_unbound_reference_is_refused(make):
+    element = make(HANDLES[0], HANDLES[1])
+    q = jnp.asarray(random_q(np.random.default_rng(0), 2))
+    with pytest.raises(ValueError, match=f"'{element.name}'.*not bound.*bind_reference"):
+        if isinstance(element, sp.AbstractSpatialForceElement):
+            element.generalized_force(None, q, q, 0.0)
+        else:
+            element.residual(q, 0.0)
+    bound = sp.bind_reference(element, np.eye(3), np.eye(3))
+    assert bound.reference.shape == (3, 3) and element.reference is None
+
+
+def test_universal_checks_perpendicular_axes_when_bound():
+    joint = sp.Universal(
+        "cross", HANDLES[0], HANDLES[1], (0, 0, 0), (0, 0, 0), (1, 0, 0), (0, 1, 0)
+    )
+    assert sp.bind_reference(joint, np.eye(3), np.eye(3)) is joint
+    with pytest.raises(ValueError, match="Universal 'cross'.*perpendicular"):
+        sp.bind_reference(joint, np.eye(3), hand.rot(hand.qexp([0.0, 0.0, 0.3])))
+
+
+def test_bind_reference_leaves_other_elements_alone():
+    joint = sp.Spherical("ball", HANDLES[0], HANDLES[1], (0, 0, 0), (0, 0, 0))
+    assert sp.bind_reference(joint, np.eye(3), np.eye(3)) is joint
+
+
+# ------------------------------------------------------------------------------------------------
+# bad input: every constructor names itself
+# ------------------------------------------------------------------------------------------------
+V, H = (0.1, 0.2, 0.3), (0.0, 0.0, 1.0)
+CONSTRUCTORS = {
+    # class: (keyword arguments, vector fields, axis fields, two bodies)
+    sp.Spherical: (dict(s_i=V, s_j=V), ("s_i", "s_j"), (), True),
+    sp.Revolute: (
+        dict(s_i=V, s_j=V, axis_i=H, axis_j=H),
+        ("s_i", "s_j"),
+        ("axis_i", "axis_j"),
+        True,
+    ),
+    sp.Universal: (
+        dict(s_i=V, s_j=V, axis_i=H, axis_j=(1.0, 0, 0)),
+        ("s_i",),
+        ("axis_i", "axis_j"),
+        True,
+    ),
+    sp.Cylindrical: (dict(s_i=V, s_j=V, axis_i=H, axis_j=H), ("s_j",), ("axis_i", "axis_j"), True),
+    sp.Prismatic: (dict(s_i=V, s_j=V, axis_i=H, axis_j=H), ("s_i",), ("axis_i", "axis_j"), True),
+    sp.Weld: (dict(s_i=V, s_j=V), ("s_i", "s_j"), (), True),
+    sp.Distance: (dict(s_i=V, s_j=V, length=1.0), ("s_i", "s_j"), (), True),
+    sp.PointOnLine: (dict(s_i=V, s_j=V, axis_i=H), ("s_i",), ("axis_i",), True),
+    sp.PointOnPlane: (dict(s_i=V, s_j=V, normal_i=H), ("s_j",), ("normal_i",), True),
+    sp.ParallelAxes: (dict(axis_i=H, axis_j=H), (), ("axis_i", "axis_j"), True),
+    sp.Planar: (dict(s_i=V, s_j=V, axis_i=H, axis_j=H), ("s_i",), ("axis_i", "axis_j"), True),
+    sp.RevoluteDriver: (dict(axis_i=H, axis_j=H, f=0.0), (), ("axis_i", "axis_j"), True),
+    sp.PrismaticDriver: (dict(s_i=V, s_j=V, axis_i=H, f=0.0), ("s_i",), ("axis_i",), True),
+    sp.AngularVelocityDriver: (dict(axis_i=H, f=1.0), (), ("axis_i",), True),
+    sp.SpringDamper: (
+        dict(s_i=V, s_j=V, stiffness=1.0, damping=0.0, free_length=1.0),
+        ("s_i", "s_j"),
+        (),
+        True,
+    ),
+    sp.RotationalSpringDamper: (
+        dict(axis_i=H, axis_j=H, stiffness=1.0, damping=0.0),
+        (),
+        ("axis_i", "axis_j"),
+        True,
+    ),
+    sp.PointDriver: (dict(s=V, f=V), ("s",), (), False),
+    sp.Force: (dict(s=V, f=V), ("s",), (), False),
+    sp.Torque: (dict(tau=V), (), (), False),
+}
+
+
+def construct(cls, two_bodies, first, second, **kwargs):
+    if two_bodies:
+        return cls("bad", first, second, **kwargs)
+    return cls("bad", first, **kwargs)
+
+
+@pytest.mark.parametrize("cls", list(CONSTRUCTORS), ids=lambda c: c.__name__)
+def test_constructor_refuses_bad_input(cls):
+    kwargs, vectors, axes, two = CONSTRUCTORS[cls]
+    b0, b1 = HANDLES[0], HANDLES[1]
+    construct(cls, two, b0, b1, **kwargs)  # the good arguments are accepted
+    named = f"{cls.__name__} 'bad'"
+    for label in vectors + axes:
+        for value, problem in (((1.0, 2.0), "3-vector"), ((np.nan, 0.0, 1.0), "not finite")):
+            with pytest.raises(ValueError, match=f"{named}: {label}.*{problem}"):
+                construct(cls, two, b0, b1, **{**kwargs, label: value})
+    for label in axes:
+        with pytest.raises(ValueError, match=f"{named}: {label} has zero length"):
+            construct(cls, two, b0, b1, **{**kwargs, label: (0.0, 0.0, 0.0)})
+    if two:
+        with pytest.raises(ValueError, match=f"{named}: joins body 'b0' to itself"):
+            construct(cls, two, b0, b0, **kwargs)
+    else:
+        with pytest.raises(ValueError, match=f"{named}: cannot .* the ground"):
+            construct(cls, two, HANDLES[G], None, **kwargs)
+    drive_fields = [k for k in ("f", "tau") if k in kwargs]
+    for label in drive_fields:
+        wrong = 0.0 if np.shape(kwargs[label]) == (3,) else (0.0, 1.0, 2.0)
+        with pytest.raises(ValueError, match=f"{named}: {label}.*shape"):
+            construct(cls, two, b0, b1, **{**kwargs, label: wrong})
+
+
+def test_spatial_elements_declare_dim_3():
+    for cls in CONSTRUCTORS:
+        assert cls.dim == 3
+
+
+# ------------------------------------------------------------------------------------------------
+# quaternion helpers
+# ------------------------------------------------------------------------------------------------
+def random_quaternion(rng):
+    p = rng.normal(size=4)
+    return p / np.linalg.norm(p) * rng.uniform(0.5, 2)
+
+
+def test_rotation_matrix_is_the_oracles_and_scale_free():
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        p = random_quaternion(rng)
+        R = np.asarray(quaternion.rotation_matrix(jnp.asarray(p)))
+        np.testing.assert_allclose(R, hand.rot(p), atol=1e-14)
+        np.testing.assert_allclose(R.T @ R, np.eye(3), atol=1e-14)
+        s = rng.normal(size=(3, 4))
+        np.testing.assert_allclose(
+            quaternion.rotate(jnp.asarray(p), jnp.asarray(s)), R @ s, atol=1e-14
+        )
+
+
+def test_rotate_custom_derivative_matches_plain_autodiff():
+    """The custom JVP d(A s) = A ds + w_g x (A s) against jax's derivative of the written-out
+    formula: first and second order, in p and in s, for one vector and a block."""
+    rng = np.random.default_rng(2)
+    p, s = jnp.asarray(random_quaternion(rng)), jnp.asarray(rng.normal(size=3))
+    plain = quaternion._rotate_values
+    for argnums in (0, 1):
+        got = jax.jacfwd(quaternion.rotate, argnums=argnums)(p, s)
+        want = jax.jacfwd(plain, argnums=argnums)(p, s)
+        np.testing.assert_allclose(got, want, atol=1e-13)
+    hess = jax.jacfwd(jax.jacrev(quaternion.rotate))(p, s)
+    np.testing.assert_allclose(hess, jax.jacfwd(jax.jacrev(plain))(p, s), atol=1e-12)
+    block = jnp.asarray(rng.normal(size=(3, 2)))
+    np.testing.assert_allclose(
+        jax.jacfwd(quaternion.rotate)(p, block), jax.jacfwd(plain)(p, block), atol=1e-13
+    )
+
+
+def test_rates_and_T():
+    """omega' from T(q) v is v's omega'; the global rate is A omega'; `coordinate_rate` is the
+    oracle's T block and `body_velocity` its left inverse."""
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        qb = jnp.asarray(random_q(rng, 1))
+        v = rng.normal(size=6)
+        qdot = geometry.coordinate_rate(qb, jnp.asarray(v))
+        np.testing.assert_allclose(qdot, hand.T_body(qb[3:]) @ v, atol=1e-14)
+        np.testing.assert_allclose(geometry.body_velocity(qb, qdot), v, atol=1e-13)
+        p, pdot = qb[3:], qdot[3:]
+        np.testing.assert_allclose(
+            quaternion.global_rate(p, pdot), hand.rot(np.asarray(p)) @ v[3:], atol=1e-13
+        )
+        np.testing.assert_allclose(quaternion.body_rate(p, p), 0.0, atol=1e-15)  # scale change
+
+
+def test_exp_retract_and_from_matrix():
+    rng = np.random.default_rng(4)
+    for theta in [rng.normal(size=3), np.array([1e-9, -2e-9, 0.5e-9]), np.zeros(3)]:
+        e = np.asarray(quaternion.exp(jnp.asarray(theta)))
+        np.testing.assert_allclose(e, hand.qexp(theta), atol=1e-15)
+        p = random_quaternion(rng)
+        np.testing.assert_allclose(
+            quaternion.retract(jnp.asarray(p), jnp.asarray(theta)),
+            hand.qmul(p / np.linalg.norm(p), hand.qexp(theta)),
+            atol=1e-15,
+        )
+    d_exp = jax.jacfwd(quaternion.exp)(jnp.zeros(3))
+    np.testing.assert_allclose(d_exp, np.vstack([np.zeros(3), 0.5 * np.eye(3)]), atol=1e-15)
+    half_turns = [hand.rot(hand.qexp(np.pi * hand.unit(rng.normal(size=3)))) for _ in range(3)]
+    for R in half_turns + [hand.rot(random_quaternion(rng)) for _ in range(5)] + [np.eye(3)]:
+        p = np.asarray(quaternion.from_matrix(jnp.asarray(R)))
+        assert p[0] >= 0 and abs(np.linalg.norm(p) - 1) < 1e-14
+        np.testing.assert_allclose(hand.rot(p), R, atol=1e-14)
+    p = random_quaternion(rng)
+    assert float(quaternion.angle_between(jnp.asarray(p), jnp.asarray(-2 * p))) < 1e-7
+
+
+def test_axis_frame_is_right_handed_and_orthonormal():
+    rng = np.random.default_rng(6)
+    axes = [rng.normal(size=3) for _ in range(5)] + [
+        np.array(a, float) for a in (H, (0, 0, -1), (1, 0, 0), (0, 1e-12, -1))
+    ]
+    for axis in axes:
+        f, g, h = (np.asarray(x) for x in sp.vectors.axis_frame(jnp.asarray(axis)))
+        F = np.stack([f, g, h], axis=1)
+        np.testing.assert_allclose(F.T @ F, np.eye(3), atol=1e-15)
+        assert np.linalg.det(F) > 0
+        np.testing.assert_allclose(h, hand.unit(axis), atol=1e-15)
+
+
+# ------------------------------------------------------------------------------------------------
+# orientation checks (for Mechanism.body's rotation=)
+# ------------------------------------------------------------------------------------------------
+def test_orientation_checks():
+    R = hand.rot([0.9, 0.1, -0.3, 0.2])
+    p = orientation.check_rotation(R, "crank")
+    np.testing.assert_allclose(hand.rot(p), R, atol=1e-14)
+    np.testing.assert_allclose(orientation.check_rotation((1.0, 0, 0, 0), "crank"), [1, 0, 0, 0])
+    bad = [
+        ((1.0, 0.1, 0, 0), "body 'crank'.*not a unit quaternion"),
+        (2 * R, "body 'crank'.*not orthonormal"),
+        (-R, "body 'crank'.*reflection"),
+        ((1.0, 0, 0), "body 'crank'.*unit quaternion .* or a 3 x 3"),
+        ((np.nan, 0, 0, 0), "body 'crank'.*not finite"),
+        ("identity", "body 'crank'"),
+    ]
+    for value, message in bad:
+        with pytest.raises(JaxmbError, match=message):
+            orientation.check_rotation(value, "crank")
