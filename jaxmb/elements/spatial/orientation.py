@@ -1,5 +1,6 @@
 """Build-time checks of a body's given orientation (the `rotation=` of `Mechanism.body`)."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Real
@@ -10,6 +11,8 @@ from .quaternion import from_matrix
 
 UNIT_TOL = 1e-6
 """Largest | |p| - 1 | accepted for a given unit quaternion (it is then normalised)."""
+
+_from_matrix = jax.jit(from_matrix)
 
 ORTHONORMAL_TOL = 1e-6
 """Largest entry of |A^T A - I| accepted for a given rotation matrix."""
@@ -54,7 +57,7 @@ def check_rotation(value: Real[ArrayLike, "..."], body: str) -> np.ndarray:
     above) and returned as a unit quaternion (w >= 0 for a matrix, by Shepperd's method)."""
     shape = np.shape(value) if not isinstance(value, (str, bytes)) else None
     if shape == (3, 3):
-        return np.asarray(from_matrix(jnp.asarray(check_rotation_matrix(value, body))))
+        return np.asarray(_from_matrix(jnp.asarray(check_rotation_matrix(value, body))))
     if shape == (4,):
         return check_unit_quaternion(value, body)
     raise JaxmbError.about(
