@@ -17,7 +17,7 @@ class Cylindrical(AbstractSpatialHolonomicPair):
     along and a turn about the axis).
 
     Phi = [dot-1(f_i, h_j); dot-1(g_i, h_j); dot-2(f_i, d_ij); dot-2(g_i, d_ij)] = 0 (Haug,
-    "Computer-Aided Kinematics and Dynamics of Mechanical Systems", sec. 9.3, the cylindrical
+    "Computer-Aided Kinematics and Dynamics of Mechanical Systems", the cylindrical
     joint), f_i, g_i perpendicular to axis_i (`vectors.axis_frame`), h_j = axis_j / |axis_j|.
 
     **Arguments:**

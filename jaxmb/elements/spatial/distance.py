@@ -17,7 +17,7 @@ class Distance(AbstractSpatialHolonomicPair):
     (1 row, 5 dof left).
 
     Phi = d_ij . d_ij - L^2 = 0 (Haug, "Computer-Aided Kinematics and Dynamics of Mechanical
-    Systems", sec. 9.2, the distance constraint; as the planar `Distance`). The squared form is
+    Systems", the distance constraint; as the planar `Distance`). The squared form is
     a polynomial in q, smooth everywhere (|d| - L has no derivative at d = 0) and needs no
     square root in any derivative; the force on body i is 2 lambda d_ij at P_i.
 

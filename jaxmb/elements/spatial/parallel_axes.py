@@ -17,7 +17,7 @@ class ParallelAxes(AbstractSpatialHolonomicPair):
     """axis_j of body j stays parallel to axis_i of body i (2 rows, 4 dof left).
 
     Phi = [dot-1(f_i, h_j); dot-1(g_i, h_j)] = 0 (Haug, "Computer-Aided Kinematics and Dynamics
-    of Mechanical Systems", sec. 9.2, parallel-1), f_i, g_i perpendicular to axis_i
+    of Mechanical Systems", parallel-1), f_i, g_i perpendicular to axis_i
     (`vectors.axis_frame`), h_j = axis_j / |axis_j|. Antiparallel axes satisfy it too.
 
     **Arguments:**

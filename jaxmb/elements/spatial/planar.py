@@ -17,7 +17,7 @@ class Planar(AbstractSpatialHolonomicPair):
     in body i's plane (3 rows, 3 dof left: two slides and a turn about the normal).
 
     Phi = [dot-1(f_i, h_j); dot-1(g_i, h_j); dot-2(h_i, d_ij)] = 0 (Haug, "Computer-Aided
-    Kinematics and Dynamics of Mechanical Systems", sec. 9.3), (f_i, g_i, h_i) the frame of
+    Kinematics and Dynamics of Mechanical Systems"), (f_i, g_i, h_i) the frame of
     axis_i (`vectors.axis_frame`), h_j = axis_j / |axis_j|.
 
     **Arguments:**

@@ -17,7 +17,7 @@ class PointDriver(AbstractSpatialHolonomicPair):
     """The global position of point s of `body` is f(t) (3 rows).
 
     Phi = r + A s - f(t) = 0 (Haug, "Computer-Aided Kinematics and Dynamics of Mechanical
-    Systems", sec. 9.4, absolute driving constraints); the multipliers are the driving force.
+    Systems", absolute driving constraints); the multipliers are the driving force.
 
     **Arguments:**
     - `name`: the element's name.

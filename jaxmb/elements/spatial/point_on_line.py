@@ -17,7 +17,7 @@ class PointOnLine(AbstractSpatialHolonomicPair):
     4 dof left).
 
     Phi = [dot-2(f_i, d_ij); dot-2(g_i, d_ij)] = 0 (Haug, "Computer-Aided Kinematics and
-    Dynamics of Mechanical Systems", sec. 9.2), f_i, g_i perpendicular to axis_i
+    Dynamics of Mechanical Systems"), f_i, g_i perpendicular to axis_i
     (`vectors.axis_frame`).
 
     **Arguments:**

@@ -17,7 +17,7 @@ class PointOnPlane(AbstractSpatialHolonomicPair):
     (1 row, 5 dof left).
 
     Phi = dot-2(h_i, d_ij) = 0, h_i = normal_i / |normal_i| (Haug, "Computer-Aided Kinematics
-    and Dynamics of Mechanical Systems", sec. 9.2); the multiplier is the normal force.
+    and Dynamics of Mechanical Systems"); the multiplier is the normal force.
 
     **Arguments:**
     - `name`: the element's name.

@@ -24,7 +24,7 @@ class Prismatic(AbstractSpatialHolonomicPair):
     """Body j slides along the axis of body i without turning (5 rows, 1 dof left).
 
     Phi = [cylindrical rows; dot-1(f_i, R0^T g_i)] = 0 (Haug, "Computer-Aided Kinematics and
-    Dynamics of Mechanical Systems", sec. 9.3, the translational joint: the cylindrical joint
+    Dynamics of Mechanical Systems", the translational joint: the cylindrical joint
     and one dot-1 row that stops the twist). R0 = A_i^T A_j at the build-time orientations
     (`reference`), so R0^T g_i is the body-j vector that coincides with g_i there and the last
     row is -sin of the twist about the axis since then. `Mechanism.add` binds R0 through

@@ -20,7 +20,7 @@ class PrismaticDriver(AbstractSpatialHolonomicPair):
 
     Phi = dot-2(h_i, d_ij) - f(t) = (A_i h_i) . (r_j + A_j s_j - r_i - A_i s_i) - f(t) = 0,
     h_i = axis_i / |axis_i| (Haug, "Computer-Aided Kinematics and Dynamics of Mechanical
-    Systems", sec. 9.4, driving constraints); the multiplier is the driving force.
+    Systems", driving constraints); the multiplier is the driving force.
 
     **Arguments:**
     - `name`: the element's name.

@@ -6,7 +6,7 @@ scale of p (the spatial note, section 2: no normalization rows). The velocity co
 body are (rdot global, omega' body frame); the quaternion rate is pdot = 1/2 p (x) (0, omega')
 and, back, omega' = 2 vec(conj(p) (x) pdot) / |p|^2 (Nikravesh, "Computer-Aided Analysis of
 Mechanical Systems", ch. 6; Haug, "Computer-Aided Kinematics and Dynamics of Mechanical
-Systems", sec. 6.3, with G(p) pdot for a unit p). Components are written out (no 3 x 3 or
+Systems", with G(p) pdot for a unit p). Components are written out (no 3 x 3 or
 4 x 4 products): under vmap a small matrix product is a batched kernel call of its own on CPU,
 the written-out form fuses (as the planar `geometry.rotate`).
 """
@@ -38,7 +38,7 @@ def normalize(p: Quaternion) -> Quaternion:
 
 
 def rotation_matrix(p: Quaternion) -> Matrix3:
-    """A(p / |p|) = [(p0^2 - e.e) I + 2 e e^T + 2 p0 e~] / |p|^2 (Haug, sec. 6.3, for
+    """A(p / |p|) = [(p0^2 - e.e) I + 2 e e^T + 2 p0 e~] / |p|^2 (Haug, for
     a unit p), body frame -> global frame; columns are the images of the body axes."""
     return rotate(p, jnp.eye(3, dtype=p.dtype))
 

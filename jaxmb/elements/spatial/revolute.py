@@ -16,7 +16,7 @@ class Revolute(AbstractSpatialHolonomicPair):
     """Points s_i and s_j coincide and the axes stay aligned (5 rows, 1 dof left).
 
     Phi = [d_ij; dot-1(f_i, h_j); dot-1(g_i, h_j)] = 0 (Haug, "Computer-Aided Kinematics and
-    Dynamics of Mechanical Systems", sec. 9.3, the revolute joint), with h_j = axis_j / |axis_j|
+    Dynamics of Mechanical Systems", the revolute joint), with h_j = axis_j / |axis_j|
     and f_i, g_i the unit vectors perpendicular to axis_i of `vectors.axis_frame`.
 
     **Arguments:**

@@ -15,7 +15,7 @@ class Spherical(AbstractSpatialHolonomicPair):
     """Point s_i of body i coincides with point s_j of body j (3 rows, 3 dof left).
 
     Phi = d_ij = r_j + A_j s_j - r_i - A_i s_i = 0 (Haug, "Computer-Aided Kinematics and
-    Dynamics of Mechanical Systems", sec. 9.3, the spherical joint). The multipliers are the
+    Dynamics of Mechanical Systems", the spherical joint). The multipliers are the
     force on body i at the joint, global (the force on body j is -lambda).
 
     **Arguments:**

@@ -21,7 +21,7 @@ class Universal(AbstractSpatialHolonomicPair):
     """Points s_i and s_j coincide and axis_i stays perpendicular to axis_j (4 rows, 2 dof).
 
     Phi = [d_ij; dot-1(h_i, h_j)] = 0 (Haug, "Computer-Aided Kinematics and Dynamics of
-    Mechanical Systems", sec. 9.3, the universal joint), h_i, h_j the unit axes. The axes must
+    Mechanical Systems", the universal joint), h_i, h_j the unit axes. The axes must
     be perpendicular at the build-time orientations: `bind_reference` checks it (the model calls
     it when the joint is added) and returns the joint unchanged.
 

@@ -39,7 +39,7 @@ def unit(a: Vector3) -> Vector3:
 def axis_frame(axis: Vector3) -> tuple[Vector3, Vector3, Vector3]:
     """A right-handed orthonormal frame (f, g, h) with h = axis / |axis|: the two unit vectors
     f, g perpendicular to the axis that Haug's dot-1 and dot-2 constraints use (Haug,
-    "Computer-Aided Kinematics and Dynamics of Mechanical Systems", sec. 9.2).
+    "Computer-Aided Kinematics and Dynamics of Mechanical Systems").
 
     Built by the branch-free construction of Duff et al. ("Building an orthonormal basis,
     revisited", JCGT 6(1), 2017): with sigma = sign(h_z) (+1 at 0) and a = -1 / (sigma + h_z),

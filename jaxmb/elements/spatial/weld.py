@@ -25,7 +25,7 @@ class Weld(AbstractSpatialHolonomicPair):
     Phi = [d_ij; dot-1(e_2, R0^T e_3); dot-1(e_3, R0^T e_1); dot-1(e_1, R0^T e_2)] = 0, e_k the
     axes of body i and R0 = A_i^T A_j at the build-time orientations (`reference`): R0^T e_k is
     the body-j vector that coincides with e_k there (Haug, "Computer-Aided Kinematics and
-    Dynamics of Mechanical Systems", sec. 9.3: a spherical joint and three dot-1 rows). For a
+    Dynamics of Mechanical Systems": a spherical joint and three dot-1 rows). For a
     small relative rotation theta (body i frame) since then, the last rows are -theta.
     `Mechanism.add` binds R0 through `bind_reference`; an unbound weld refuses to be evaluated.
 
