@@ -730,6 +730,8 @@ def test_constructor_refuses_bad_input(cls):
     for label in axes:
         with pytest.raises(ValueError, match=f"{named}: {label} has zero length"):
             construct(cls, two, b0, b1, **{**kwargs, label: (0.0, 0.0, 0.0)})
+    with pytest.raises(ValueError, match=f"{named}: .*must be a body handle"):
+        construct(cls, two, "b0", b1, **kwargs)
     if two:
         with pytest.raises(ValueError, match=f"{named}: joins body 'b0' to itself"):
             construct(cls, two, b0, b0, **kwargs)

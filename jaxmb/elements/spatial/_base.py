@@ -54,15 +54,21 @@ class AbstractSpatialElement(AbstractElement):
 class AbstractSpatialHolonomicPair(AbstractHolonomicPair, AbstractSpatialElement):
     """Holonomic spatial pair: Phi(q, t) = 0 with q the NQ-per-body coordinates."""
 
+    dim: ClassVar[int] = 3  # here too: first in the MRO, before a planar base's dim
+
 
 class AbstractSpatialPfaffianPair(AbstractNonholonomicPair, AbstractSpatialElement):
     """Pfaffian spatial pair: g(q, qdot, t) = Psi(q) qdot + b(t), linear in qdot (the time
     derivative of q: pdot, not omega)."""
 
+    dim: ClassVar[int] = 3  # here too: first in the MRO, before a planar base's dim
+
 
 class AbstractSpatialForceElement(AbstractForceElement, AbstractSpatialElement):
     """Spatial force element: its generalized force is in q-space (NQ entries per body), a VJP
     of a position or orientation; the model pulls it back to v-space with T(q)^T."""
+
+    dim: ClassVar[int] = 3  # here too: first in the MRO, before a planar base's dim
 
 
 def relative_rotation(A_i: Real[ArrayLike, "3 3"], A_j: Real[ArrayLike, "3 3"]) -> Matrix3:
