@@ -908,3 +908,27 @@ def test_parameter_gradient_matches_central_difference(kind):
         step[k] = h
         fd = (residual(flat + step) - residual(flat - step)) / (2 * h)
         np.testing.assert_allclose(J[:, k], fd, rtol=1e-6, atol=1e-7)
+
+
+def test_body_retraction_difference_and_log():
+    """retract_body(q, difference_body(q, q')) is q' (as a rotation), log inverts exp for
+    |theta| < pi, and a retraction moves along T(q) v to first order."""
+    rng = np.random.default_rng(7)
+    retract, difference = jax.jit(geometry.retract_body), jax.jit(geometry.difference_body)
+    log = jax.jit(quaternion.log)
+    for _ in range(4):
+        qa, qb = (jnp.asarray(random_q(rng, 1)) for _ in range(2))
+        back = np.asarray(retract(qa, difference(qa, qb)))
+        np.testing.assert_allclose(back[:3], qb[:3], atol=1e-14)
+        np.testing.assert_allclose(hand.rot(back[3:]), hand.rot(np.asarray(qb[3:])), atol=1e-13)
+        theta = hand.unit(rng.normal(size=3)) * rng.uniform(0.0, 3.1)
+        np.testing.assert_allclose(log(jnp.asarray(-1.7 * hand.qexp(theta))), theta, atol=1e-13)
+        v = rng.normal(size=6)
+        h = 1e-6
+        fd = (np.asarray(retract(qa, h * v)) - np.asarray(retract(qa, -h * v))) / (2 * h)
+        unit_q = np.concatenate([qa[:3], np.asarray(qa[3:]) / np.linalg.norm(qa[3:])])
+        np.testing.assert_allclose(fd, hand.T_body(unit_q[3:]) @ v, atol=1e-8)
+    np.testing.assert_allclose(log(jnp.asarray([2.0, 1e-9, 0.0, -3e-9])), [1e-9, 0.0, -3e-9])
+    np.testing.assert_allclose(
+        geometry.normalize_body(jnp.asarray([1.0, 2, 3, 0, 0, 0, 2])), [1, 2, 3, 0, 0, 0, 1]
+    )

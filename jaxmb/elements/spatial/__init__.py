@@ -1,8 +1,12 @@
 """Spatial (3D) elements: joints, drivers and force elements on bodies with NQ = 7 coordinates
 (r, p) each, p a quaternion of any non-zero length (A = A(p / |p|)); local vectors are
-3-vectors in the body frames (global for the ground). Helpers the body-kind layer reuses:
-`quaternion` (product, rotation, rates, exp and retraction), `geometry` (NQ, NV, pose, T(q)),
-`orientation` (checks of a given rotation).
+3-vectors in the body frames (global for the ground).
+
+Helpers the body-kind layer reuses: `geometry` (NQ, NV, pose, `coordinate_rate` = T(q) v,
+`body_velocity`, `retract_body`, `difference_body`, `normalize_body`), `quaternion` (product,
+rotation, rates, `exp`, `log`, `retract`, `from_matrix`), `orientation` (checks of a given
+rotation, naming the body) and `bind_reference` (the build-time orientations, for
+`Mechanism.add`).
 """
 
 from . import geometry as geometry, orientation as orientation, quaternion as quaternion

@@ -12,7 +12,16 @@ from jaxtyping import Array, Float
 
 from ..._custom_types import Coordinates
 from ..geometry import Body
-from .quaternion import body_rate, quaternion_rate, rotate
+from .quaternion import (
+    body_rate,
+    conjugate,
+    log,
+    multiply,
+    normalize,
+    quaternion_rate,
+    retract,
+    rotate,
+)
 from .vectors import Quaternion, Vector3
 
 NQ = 7
@@ -81,3 +90,21 @@ def body_velocity(q_body: BodyCoordinates, qdot_body: BodyCoordinates) -> BodyVe
     """v = (rdot, omega') of one body from qdot, omega' = 2 vec(conj(p) (x) pdot) / |p|^2: a left
     inverse of `coordinate_rate` (T(q)^+; it drops a change of |p|)."""
     return jnp.concatenate([qdot_body[:3], body_rate(q_body[3:], qdot_body[3:])])
+
+
+def retract_body(q_body: BodyCoordinates, delta: BodyVelocity) -> BodyCoordinates:
+    """q (+) delta: r + dr and p turned by the body-frame rotation vector dtheta,
+    normalize(p (x) exp(dtheta)) (the spatial note, section 2: the only way q changes)."""
+    return jnp.concatenate([q_body[:3] + delta[:3], retract(q_body[3:], delta[3:])])
+
+
+def difference_body(q_from: BodyCoordinates, q_to: BodyCoordinates) -> BodyVelocity:
+    """delta with retract_body(q_from, delta) = q_to: (r_to - r_from, the body-frame rotation
+    vector log(conj(p_from) (x) p_to)), |dtheta| <= pi."""
+    turn = multiply(conjugate(q_from[3:]), q_to[3:])
+    return jnp.concatenate([q_to[:3] - q_from[:3], log(turn)])
+
+
+def normalize_body(q_body: BodyCoordinates) -> BodyCoordinates:
+    """(r, p / |p|): the same pose with a unit quaternion."""
+    return jnp.concatenate([q_body[:3], normalize(q_body[3:])])

@@ -38,8 +38,8 @@ def normalize(p: Quaternion) -> Quaternion:
 
 
 def rotation_matrix(p: Quaternion) -> Matrix3:
-    """A(p / |p|) = [(p0^2 - e.e) I + 2 e e^T + 2 p0 e~] / |p|^2 (Haug, for
-    a unit p), body frame -> global frame; columns are the images of the body axes."""
+    """A(p / |p|) = [(p0^2 - e.e) I + 2 e e^T + 2 p0 e~] / |p|^2 (Haug; Nikravesh: for a unit
+    p), body frame -> global frame; its columns are the body axes in global components."""
     return rotate(p, jnp.eye(3, dtype=p.dtype))
 
 
@@ -123,6 +123,21 @@ def retract(p: Quaternion, rotation_vector: Vector3) -> Quaternion:
     """normalize(p (x) exp(theta)): p turned by the body-frame rotation vector theta (the only
     way an orientation changes in a step; the spatial note, section 2)."""
     return normalize(multiply(p, exp(rotation_vector)))
+
+
+def log(p: Quaternion) -> Vector3:
+    """The rotation vector theta of p's rotation, |theta| <= pi (the inverse of `exp` there):
+    2 atan2(|e|, p0) e / |e| after turning p to p0 >= 0 (p and -p are one rotation; the choice
+    jumps only at a half turn); any scale of p; a series below |e| / |p| = 1e-6."""
+    p = jnp.where(p[0] < 0.0, -p, p) / jnp.sqrt(dot(p, p))
+    e = p[1:]
+    n2 = dot(e, e)
+    small = n2 < 1e-12
+    n = jnp.sqrt(jnp.where(small, 1.0, n2))
+    factor = jnp.where(
+        small, 2.0 / p[0] * (1.0 - n2 / (3.0 * p[0] * p[0])), 2.0 * jnp.arctan2(n, p[0]) / n
+    )
+    return factor * e
 
 
 def from_matrix(matrix: Matrix3) -> Quaternion:
