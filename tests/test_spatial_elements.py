@@ -932,3 +932,82 @@ def test_body_retraction_difference_and_log():
     np.testing.assert_allclose(
         geometry.normalize_body(jnp.asarray([1.0, 2, 3, 0, 0, 0, 2])), [1, 2, 3, 0, 0, 0, 1]
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# redundancy facts of the spatial note (section 4), from the elements' rows
+# ------------------------------------------------------------------------------------------------
+def link(P, Q, hint=(0.0, 0.0, 1.0)):
+    """(q, A, half length) of a link from P to Q: centre at the midpoint, body x-axis along
+    PQ, body y-axis along hint x PQ (for a link in the plane z = 0: body z is global z)."""
+    u = hand.unit(np.subtract(Q, P))
+    v = hand.unit(np.cross(hint, u))
+    R = np.stack([u, v, np.cross(u, v)], axis=1)
+    p = orientation.check_rotation(R, "link")
+    centre = (np.asarray(P) + np.asarray(Q)) / 2
+    return np.concatenate([centre, p]), R, np.linalg.norm(np.subtract(Q, P)) / 2
+
+
+@eqx.filter_jit
+def _mechanism_C(elements, q):
+    def rows(q):
+        return jnp.concatenate([e.residual(q, 0.0) for e in elements])
+
+    return rows(q), jax.jacfwd(rows)(q)
+
+
+def loop_rank(elements, q):
+    phi, J = (np.asarray(x) for x in _mechanism_C(tuple(elements), jnp.asarray(q)))
+    np.testing.assert_allclose(phi, 0.0, atol=1e-12)  # the loop is closed
+    singular = np.linalg.svd(J @ hand.T(q), compute_uv=False)
+    return len(phi), int(np.sum(singular > 1e-9 * singular[0]))
+
+
+def four_bar():
+    """Ground O2 = 0, O4 = (4, 0, 0); crank 1, coupler 3.5, rocker 2.5, in the plane z = 0."""
+    O2, O4, phi = np.zeros(3), np.array([4.0, 0, 0]), 0.7
+    A_ = np.array([np.cos(phi), np.sin(phi), 0.0])
+    d = np.linalg.norm(O4 - A_)
+    along = (3.5**2 - 2.5**2 + d**2) / (2 * d)
+    e = (O4 - A_) / d
+    B_ = A_ + along * e + np.sqrt(3.5**2 - along**2) * np.array([-e[1], e[0], 0.0])
+    return [link(O2, A_), link(A_, B_), link(B_, O4)], (O2, A_, B_, O4)
+
+
+def test_planar_four_bar_of_spatial_revolutes_is_redundant_three_times():
+    """The note, section 4: four 3D revolutes, 20 rows, 18 velocity coordinates, rank 17
+    (p = 3); closing one joint with a spherical instead: rank 17 of 18 rows (p = 1)."""
+    links, points = four_bar()
+    q = np.concatenate([x[0] for x in links])
+    g, b = HANDLES[G], [Body(f"link{k}", k, 0) for k in range(3)]
+    z = np.array([0.0, 0, 1])
+    half = [x[2] for x in links]
+    ends = [(np.array([-h, 0, 0]), np.array([h, 0, 0])) for h in half]
+    hinges = [
+        sp.Revolute("O2", g, b[0], points[0], ends[0][0], z, z),
+        sp.Revolute("A", b[0], b[1], ends[0][1], ends[1][0], z, z),
+        sp.Revolute("B", b[1], b[2], ends[1][1], ends[2][0], z, z),
+        sp.Revolute("O4", b[2], g, ends[2][1], points[3], z, z),
+    ]
+    assert loop_rank(hinges, q) == (20, 17)
+    ball = sp.Spherical("B", b[1], b[2], ends[1][1], ends[2][0])
+    assert loop_rank([*hinges[:2], ball, hinges[3]], q) == (18, 17)
+
+
+def test_rssr_linkage_has_no_redundancy():
+    """The note, section 4: a spatial RSSR linkage: 16 rows of rank 16 (p = 0), 2 dof (the
+    crank and the coupler's idle spin about its own axis)."""
+    O2, O4 = np.zeros(3), np.array([0.5, 3.0, 1.5])
+    A_ = np.array([np.cos(0.4), np.sin(0.4), 0.0])
+    B_ = O4 + 1.2 * np.array([0.0, np.cos(2.0), np.sin(2.0)])
+    (q_c, R_c, h_c), (q_k, _, h_k), (q_r, R_r, h_r) = link(O2, A_), link(A_, B_), link(O4, B_)
+    q = np.concatenate([q_c, q_k, q_r])
+    g, b = HANDLES[G], [Body(f"link{k}", k, 0) for k in range(3)]
+    x, z = np.array([1.0, 0, 0]), np.array([0.0, 0, 1])
+    elements = [
+        sp.Revolute("crank", g, b[0], O2, [-h_c, 0, 0], z, R_c.T @ z),
+        sp.Spherical("A", b[0], b[1], [h_c, 0, 0], [-h_k, 0, 0]),
+        sp.Spherical("B", b[1], b[2], [h_k, 0, 0], [h_r, 0, 0]),
+        sp.Revolute("rocker", g, b[2], O4, [-h_r, 0, 0], x, R_r.T @ x),
+    ]
+    assert loop_rank(elements, q) == (16, 16)
