@@ -18,6 +18,7 @@ from . import batch as batch, drive as drive
 if _os.environ.get("JAXMB_CPU_DEVICES"):  # the one switch for batches on every CPU core
     _count = _os.environ["JAXMB_CPU_DEVICES"]
     batch.use_all_cores(None if _count == "all" else int(_count))
+from . import spatial as spatial  # noqa: E402  (after the elements it re-exports)
 from ._analyses.accelerations import accelerations as accelerations
 from ._analyses.assemble import assemble as assemble
 from ._analyses.friction import (

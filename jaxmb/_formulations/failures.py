@@ -88,8 +88,12 @@ def messages(model, when=TRACED_TIME) -> tuple[str, ...]:
 
 
 def _forces(model, q, qd, t):
-    """Generalized force of each force element, shape (elements, n)."""
-    return jnp.stack([f.generalized_force(model, q, qd, t) for f in model.force_elements])
+    """Generalized force of each force element over the velocity coordinates (its force over
+    q at qdot = T(q) qd, pulled back by T(q)^T), shape (elements, n)."""
+    qdot, pull = model.qdot(q, qd), model.kind.stacked_pull_back
+    return jnp.stack(
+        [pull(q, f.generalized_force(model, q, qdot, t)) for f in model.force_elements]
+    )
 
 
 def singular_share(model, q0, t0, q, t):

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Real
 
-from .._bodies import KINDS
+from .._bodies import KINDS, quaternion
 from .._custom_types import ScalarLike
 from .._runtime import errors as _errors
 from .._runtime.exceptions import JaxmbError
@@ -19,6 +19,7 @@ from ..elements._base import VALUE_PROBLEMS
 from ..elements.drive import AbstractDrive
 from ..elements.friction import AbstractFriction, check_friction
 from ..elements.geometry import GROUND_INDEX, Body, is_concrete, is_real
+from ..elements.spatial import bind_reference
 from .model import Model
 from .pair_stacks import PairStack, stacked_pairs
 from .spatial_bodies import check_spatial_bodies, spatial_q
@@ -193,9 +194,20 @@ class Mechanism:
             )
         for body in element.bodies():
             self._check_handle(body, element.fail)
+        if self.dim == 3:  # the elements that keep a build-time relative orientation
+            element = bind_reference(element, *(self._rotation(b) for b in _pair_of(element)))
         self._elements.append(element)
         self._names.add(element.name)
         return element
+
+    def _rotation(self, body: Body | None) -> Array:
+        """The build-time rotation matrix of `body` (the identity for the ground)."""
+        if body is None or body.is_ground:
+            return jnp.eye(3)
+        for handles, _, _, q in self._bodies:
+            if body in handles:
+                return quaternion.matrix(q[handles.index(body), 3:])
+        raise AssertionError(body)  # checked by _check_handle
 
     def add_stacked(
         self, kind: type[AbstractPair], names: Sequence[str], **fields: object
@@ -251,6 +263,11 @@ class Mechanism:
         )
         check_friction(model)
         return model
+
+
+def _pair_of(element) -> tuple[Body | None, Body | None]:
+    """(i, j) of an element with two bodies, else (None, None)."""
+    return getattr(element, "i", None), getattr(element, "j", None)
 
 
 def _checked_finite(x, labels):

@@ -2,14 +2,13 @@
 (r, p) each, p a quaternion of any non-zero length (A = A(p / |p|)); local vectors are
 3-vectors in the body frames (global for the ground).
 
-Helpers the body-kind layer reuses: `geometry` (NQ, NV, pose, `coordinate_rate` = T(q) v,
-`body_velocity`, `retract_body`, `difference_body`, `normalize_body`), `quaternion` (product,
-rotation, rates, `exp`, `log`, `retract`, `from_matrix`), `orientation` (checks of a given
-rotation, naming the body) and `bind_reference` (the build-time orientations, for
+Helpers: `geometry` (pose, point, direction of a spatial body), `quaternion` (the rotation
+with its custom JVP, angular rates; the quaternion algebra itself is the body kind's,
+`jaxmb._bodies.quaternion`) and `bind_reference` (the build-time orientations, for
 `Mechanism.add`).
 """
 
-from . import geometry as geometry, orientation as orientation, quaternion as quaternion
+from . import geometry as geometry, quaternion as quaternion
 from ._base import (
     AbstractSpatialElement as AbstractSpatialElement,
     AbstractSpatialForceElement as AbstractSpatialForceElement,

@@ -1,6 +1,6 @@
 """Applied force and torque on a spatial body (generalized forces in q-space)."""
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -9,13 +9,11 @@ from ..._custom_types import Coordinates, Scalar
 from .._base import drive_field
 from ..drive import AbstractDrive
 from ..geometry import Body, as_f64
+from ..model_view import ModelView
 from ._base import AbstractSpatialForceElement
 from .geometry import point, pose
 from .quaternion import global_rate
 from .vectors import Vector3
-
-if TYPE_CHECKING:
-    from ..._model.model import Model
 
 
 def point_force(q: Coordinates, body: Body, s: Vector3, f: Vector3) -> Coordinates:
@@ -71,7 +69,7 @@ class Force(AbstractSpatialForceElement):
         return (self.body,)
 
     def generalized_force(
-        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+        self, model: ModelView, q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
         return point_force(q, self.body, self.s, self.f(t))
 
@@ -105,6 +103,6 @@ class Torque(AbstractSpatialForceElement):
         return (self.body,)
 
     def generalized_force(
-        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+        self, model: ModelView, q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
         return torque_force(q, self.body, self.tau(t))

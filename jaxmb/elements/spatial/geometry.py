@@ -10,24 +10,16 @@ local vectors are global.
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from ..._bodies import SPATIAL
 from ..._custom_types import Coordinates
 from ..geometry import Body
-from .quaternion import (
-    body_rate,
-    conjugate,
-    log,
-    multiply,
-    normalize,
-    quaternion_rate,
-    retract,
-    rotate,
-)
+from .quaternion import rotate
 from .vectors import Quaternion, Vector3
 
-NQ = 7
-"""Coordinates per spatial body in q: (x, y, z, w, qx, qy, qz)."""
+NQ = SPATIAL.nq
+"""Coordinates per spatial body in q: (x, y, z, w, qx, qy, qz) (the body kind's)."""
 
-NV = 6
+NV = SPATIAL.nv
 """Velocity coordinates per spatial body: (vx, vy, vz) global, (wx, wy, wz) body frame."""
 
 BodyVelocity = Float[Array, "6"]
@@ -78,33 +70,3 @@ def point_and_directions(
     """(r + A s, A v_1, ..., A v_k): a body point and directions, with one rotation."""
     rotated = transform(q, body, s, *vectors)
     return (pose(q, body)[0] + rotated[0], *rotated[1:])
-
-
-def coordinate_rate(q_body: BodyCoordinates, v_body: BodyVelocity) -> BodyCoordinates:
-    """qdot = T(q) v of one body: rdot unchanged, pdot = 1/2 p (x) (0, omega') (the spatial
-    note, section 2); linear in v."""
-    return jnp.concatenate([v_body[:3], quaternion_rate(q_body[3:], v_body[3:])])
-
-
-def body_velocity(q_body: BodyCoordinates, qdot_body: BodyCoordinates) -> BodyVelocity:
-    """v = (rdot, omega') of one body from qdot, omega' = 2 vec(conj(p) (x) pdot) / |p|^2: a left
-    inverse of `coordinate_rate` (T(q)^+; it drops a change of |p|)."""
-    return jnp.concatenate([qdot_body[:3], body_rate(q_body[3:], qdot_body[3:])])
-
-
-def retract_body(q_body: BodyCoordinates, delta: BodyVelocity) -> BodyCoordinates:
-    """q (+) delta: r + dr and p turned by the body-frame rotation vector dtheta,
-    normalize(p (x) exp(dtheta)) (the spatial note, section 2: the only way q changes)."""
-    return jnp.concatenate([q_body[:3] + delta[:3], retract(q_body[3:], delta[3:])])
-
-
-def difference_body(q_from: BodyCoordinates, q_to: BodyCoordinates) -> BodyVelocity:
-    """delta with retract_body(q_from, delta) = q_to: (r_to - r_from, the body-frame rotation
-    vector log(conj(p_from) (x) p_to)), |dtheta| <= pi."""
-    turn = multiply(conjugate(q_from[3:]), q_to[3:])
-    return jnp.concatenate([q_to[:3] - q_from[:3], log(turn)])
-
-
-def normalize_body(q_body: BodyCoordinates) -> BodyCoordinates:
-    """(r, p / |p|): the same pose with a unit quaternion."""
-    return jnp.concatenate([q_body[:3], normalize(q_body[3:])])

@@ -15,26 +15,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array
 
+from ..._bodies.quaternion import product as multiply
 from ..._custom_types import Scalar
 from .vectors import Matrix3, Quaternion, Vector3, cross, dot
-
-
-def multiply(p: Quaternion, q: Quaternion) -> Quaternion:
-    """Hamilton product p (x) q = (p0 q0 - e.f, p0 f + q0 e + e x f) for p = (p0, e),
-    q = (q0, f)."""
-    e, f = p[1:], q[1:]
-    scalar = p[0] * q[0] - dot(e, f)
-    return jnp.concatenate([scalar[None], p[0] * f + q[0] * e + cross(e, f)])
-
-
-def conjugate(p: Quaternion) -> Quaternion:
-    """conj(p) = (p0, -e)."""
-    return p * jnp.array([1.0, -1.0, -1.0, -1.0], dtype=p.dtype)
-
-
-def normalize(p: Quaternion) -> Quaternion:
-    """p / |p|: the unit quaternion of the same rotation."""
-    return p / jnp.sqrt(dot(p, p))
 
 
 def rotation_matrix(p: Quaternion) -> Matrix3:
@@ -103,65 +86,6 @@ def quaternion_rate(p: Quaternion, omega_body: Vector3) -> Quaternion:
     omega' (keeps |p| constant; `body_rate` inverts it)."""
     zero = jnp.zeros((1,), dtype=omega_body.dtype)
     return 0.5 * multiply(p, jnp.concatenate([zero, omega_body]))
-
-
-def exp(rotation_vector: Vector3) -> Quaternion:
-    """The unit quaternion of the rotation by |theta| about theta / |theta|:
-    (cos(|theta| / 2), sin(|theta| / 2) theta / |theta|), i.e. exp of the pure quaternion
-    (0, theta / 2); smooth at theta = 0 (a series below |theta|^2 = 1e-8, where its error is
-    below the rounding)."""
-    theta = rotation_vector
-    angle2 = dot(theta, theta)
-    small = angle2 < 1e-8
-    angle = jnp.sqrt(jnp.where(small, 1.0, angle2))
-    half_sin = jnp.where(small, 0.5 - angle2 / 48.0, jnp.sin(0.5 * angle) / angle)
-    half_cos = jnp.where(small, 1.0 - angle2 / 8.0, jnp.cos(0.5 * angle))
-    return jnp.concatenate([half_cos[None], half_sin * theta])
-
-
-def retract(p: Quaternion, rotation_vector: Vector3) -> Quaternion:
-    """normalize(p (x) exp(theta)): p turned by the body-frame rotation vector theta (the only
-    way an orientation changes in a step; the spatial note, section 2)."""
-    return normalize(multiply(p, exp(rotation_vector)))
-
-
-def log(p: Quaternion) -> Vector3:
-    """The rotation vector theta of p's rotation, |theta| <= pi (the inverse of `exp` there):
-    2 atan2(|e|, p0) e / |e| after turning p to p0 >= 0 (p and -p are one rotation; the choice
-    jumps only at a half turn); any scale of p; a series below |e| / |p| = 1e-6."""
-    p = jnp.where(p[0] < 0.0, -p, p) / jnp.sqrt(dot(p, p))
-    e = p[1:]
-    n2 = dot(e, e)
-    small = n2 < 1e-12
-    n = jnp.sqrt(jnp.where(small, 1.0, n2))
-    factor = jnp.where(
-        small, 2.0 / p[0] * (1.0 - n2 / (3.0 * p[0] * p[0])), 2.0 * jnp.arctan2(n, p[0]) / n
-    )
-    return factor * e
-
-
-def from_matrix(matrix: Matrix3) -> Quaternion:
-    """The unit quaternion (w >= 0) of a rotation matrix, by Shepperd's method (J. Guidance and
-    Control 1(3), 1978): of the four forms 4 w^2 = 1 + tr A, 4 x^2 = 1 + 2 A_00 - tr A, ... the
-    one with the largest square is taken (at least 1/4, so its division is well conditioned
-    for every rotation), the other three components from the off-diagonal sums and
-    differences."""
-    a = matrix
-    trace = a[0, 0] + a[1, 1] + a[2, 2]
-    diff = jnp.stack([a[2, 1] - a[1, 2], a[0, 2] - a[2, 0], a[1, 0] - a[0, 1]])
-    xy, xz, yz = a[0, 1] + a[1, 0], a[0, 2] + a[2, 0], a[1, 2] + a[2, 1]
-    squares = jnp.stack([1.0 + trace, *(1.0 + 2.0 * a[k, k] - trace for k in range(3))])
-    roots = jnp.sqrt(jnp.maximum(squares, 1e-300))
-    candidates = jnp.stack(
-        [
-            jnp.stack([squares[0], *diff]) / roots[0],
-            jnp.stack([diff[0], squares[1], xy, xz]) / roots[1],
-            jnp.stack([diff[1], xy, squares[2], yz]) / roots[2],
-            jnp.stack([diff[2], xz, yz, squares[3]]) / roots[3],
-        ]
-    )
-    p = 0.5 * candidates[jnp.argmax(squares)]
-    return jnp.where(p[0] < 0.0, -p, p)
 
 
 def angle_between(p: Quaternion, q: Quaternion) -> Scalar:

@@ -16,6 +16,8 @@ def bind_reference(element: E, A_i: Real[ArrayLike, "3 3"], A_j: Real[ArrayLike,
     their build-time orientations, the identity for the ground. Elements that keep a relative
     orientation (`Prismatic`, `Weld`) or measure an angle from it (`RevoluteDriver`,
     `RotationalSpringDamper`) store A_i^T A_j; `Universal` checks its axes are perpendicular;
-    the others need nothing."""
+    the others need nothing. A reference given to the constructor is kept."""
     bind = getattr(element, "bind_reference", None)
-    return element if bind is None else bind(A_i, A_j)
+    if bind is None or getattr(element, "reference", None) is not None:
+        return element  # nothing to bind, or a reference given explicitly
+    return bind(A_i, A_j)

@@ -1,6 +1,6 @@
 """Torsional spring-damper about a revolute's axis."""
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -9,6 +9,7 @@ from jaxtyping import ArrayLike, Real
 
 from ..._custom_types import Coordinates, Scalar
 from ..geometry import Body, as_f64
+from ..model_view import ModelView
 from ._base import (
     AbstractSpatialForceElement,
     as_optional_f64,
@@ -18,9 +19,6 @@ from ._base import (
 )
 from .angle import check_zero_angle, cos_sin, zero_angle_vectors
 from .vectors import Matrix3, Vector3
-
-if TYPE_CHECKING:
-    from ..._model.model import Model
 
 
 class RotationalSpringDamper(AbstractSpatialForceElement):
@@ -95,7 +93,7 @@ class RotationalSpringDamper(AbstractSpatialForceElement):
         return 0.5 * self.stiffness * self.deflection(q) ** 2
 
     def generalized_force(
-        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+        self, model: ModelView, q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
         delta, rate = jax.jvp(self.deflection, (q,), (qd,))
         tau = self.stiffness * delta + self.damping * rate

@@ -1,6 +1,6 @@
 """Translational spring-damper between two body points."""
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -8,12 +8,10 @@ import jax.numpy as jnp
 
 from ..._custom_types import Coordinates, Scalar
 from ..geometry import Body, as_f64
+from ..model_view import ModelView
 from ._base import AbstractSpatialForceElement
 from .basic import joint_frames
 from .vectors import Vector3, dot
-
-if TYPE_CHECKING:
-    from ..._model.model import Model
 
 
 class SpringDamper(AbstractSpatialForceElement):
@@ -70,6 +68,6 @@ class SpringDamper(AbstractSpatialForceElement):
         return 0.5 * self.stiffness * (self.length(q) - self.free_length) ** 2
 
     def generalized_force(
-        self, model: "Model", q: Coordinates, qd: Coordinates, t: Scalar
+        self, model: ModelView, q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
         return -self.tension(q, qd) * jax.grad(self.length)(q)

@@ -1,0 +1,53 @@
+"""A conical pendulum: a thin rod (length L, mass m) on a spherical joint at one end, turning
+about the vertical at the steady rate that keeps it at the angle theta from the vertical.
+
+For a body of transverse moment J_t about its centre (at a = L / 2 from the pivot) and axial
+moment J_a, the steady precession about the vertical satisfies (Euler's equations about the
+pivot) Omega^2 (J_t + m a^2 - J_a) sin(theta) cos(theta) = m g a sin(theta), so
+
+    Omega^2 = m g a / ((J_t + m a^2 - J_a) cos theta)   (= 3 g / (2 L cos theta) for J_a = 0),
+
+and the pivot holds m g vertically and m Omega^2 a sin(theta) towards the axis. L = 1 m,
+m = 1 kg, theta = 30 degrees, g = 9.81: Omega = 4.122064825 rad/s, 4.247854606 N.
+"""
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._model.mechanism import Mechanism
+from .._model.model import Model
+from ..elements import Gravity
+from ..elements import spatial as sp
+
+AXIAL = 1e-9
+"""J_a (kg m^2) of the thin rod: small and positive (a mass matrix needs it), far below J_t."""
+
+
+def steady_rate(L=1.0, m=1.0, theta=np.pi / 6, g=9.81, axial=AXIAL) -> float:
+    """Omega of the module docstring."""
+    a, J_t = L / 2, m * L**2 / 12
+    return float(np.sqrt(m * g * a / ((J_t + m * a * a - axial) * np.cos(theta))))
+
+
+def _frame(theta):
+    axis = np.array([np.sin(theta), 0.0, -np.cos(theta)])  # pivot -> tip, down and out
+    y = np.array([0.0, 1.0, 0.0])
+    return np.column_stack([axis, y, np.cross(axis, y)])
+
+
+def build(L=1.0, m=1.0, theta=np.pi / 6, g=9.81) -> Model:
+    """The rod at angle theta in the x-z plane, pivot at the origin (body x along the rod)."""
+    R = _frame(theta)
+    mech = Mechanism(dim=3)
+    J = m * L**2 / 12
+    rod = mech.body("rod", m, (AXIAL, J, J), r=R[:, 0] * L / 2, rotation=R)
+    mech.add(sp.Spherical("pivot", mech.ground, rod, (0.0, 0.0, 0.0), (-L / 2, 0.0, 0.0)))
+    mech.add(Gravity((0.0, 0.0, -g)))
+    return mech.build()
+
+
+def initial_velocity(L=1.0, m=1.0, theta=np.pi / 6, g=9.81) -> jnp.ndarray:
+    """The steady motion: angular velocity Omega about the global z axis."""
+    R = _frame(theta)
+    w = np.array([0.0, 0.0, steady_rate(L, m, theta, g)])
+    return jnp.asarray(np.concatenate([np.cross(w, R[:, 0] * L / 2), R.T @ w]))
