@@ -13,7 +13,7 @@ counterpart about z:
 | `Distance` (1) | `spatial.Distance` (1) |
 | `RelativeAngleDriver`, `AbsoluteDriver` of phi | `spatial.RevoluteDriver` about z (1) |
 | `TranslationalDriver` with a constant | `spatial.PrismaticDriver` (1) |
-| `Gravity`, `Force`, `Torque`, `SpringDamper`, `RotationalSpringDamper` | their spatial forms in the plane |
+| `Gravity`, `Force`, `Torque`, (rotational) `SpringDamper` | their spatial forms in the plane |
 
 A closed planar loop of revolutes then holds each out-of-plane equation twice: the lifted model
 has the planar one's redundancy plus 3 per independent loop (the spatial note, section 4), and

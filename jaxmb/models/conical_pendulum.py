@@ -16,8 +16,7 @@ import numpy as np
 
 from .._model.mechanism import Mechanism
 from .._model.model import Model
-from ..elements import Gravity
-from ..elements import spatial as sp
+from ..elements import Gravity, spatial as sp
 
 AXIAL = 1e-9
 """J_a (kg m^2) of the thin rod: small and positive (a mass matrix needs it), far below J_t."""

@@ -14,8 +14,7 @@ import numpy as np
 
 from .._model.mechanism import Mechanism
 from .._model.model import Model
-from ..elements import Gravity
-from ..elements import spatial as sp
+from ..elements import Gravity, spatial as sp
 
 REFERENCE_EULER_PARAMETERS = {
     "RK4": (-0.70828, 0.43878, 0.54573, 0.0894),

@@ -20,8 +20,7 @@ import numpy as np
 
 from .._model.mechanism import Mechanism
 from .._model.model import Model
-from ..elements import Gravity
-from ..elements import spatial as sp
+from ..elements import Gravity, spatial as sp
 
 REFERENCE_SLIDER_X = {0.5: 0.184952803, 1.0: 0.211754668, 2.0: 0.289063554, 5.0: 0.240761815}
 """Gonzalez's solution (the benchmark's reference file
