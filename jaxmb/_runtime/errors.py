@@ -141,7 +141,36 @@ def _failure(text: str, cause: str) -> JaxmbRuntimeError:
 
 
 def _delegate(x, pred, index, msgs):
-    return eqx.branched_error_if(x, pred, index, tuple(msgs), on_error=_ON_ERROR)
+    return _checked(x, pred, index, msgs=tuple(msgs))
+
+
+@eqx.filter_custom_jvp
+def _checked(x, pred, index, *, msgs):
+    """`eqx.branched_error_if`, whose check also guards the tangents (`_checked_jvp`)."""
+    return eqx.branched_error_if(x, pred, index, msgs, on_error=_ON_ERROR)
+
+
+@_checked.def_jvp
+def _checked_jvp(primals, tangents, *, msgs):
+    """The check returns, besides x, a unit factor that multiplies x's tangents. equinox's
+    own rule passes the tangents through unchecked, so under jax.grad (and jit) only the
+    primal x carried the check, and the backward pass, which needs the tangents but often not
+    x (always not a function's output), dropped it as dead code: a refusal vanished under
+    grad. The factor is a residual of the backward pass, so the check stays; it is exactly 1,
+    so the derivatives are bit-identical."""
+    x, pred, index = primals
+    tx, _, _ = tangents
+    out, unit = eqx.branched_error_if(
+        (x, jnp.ones((), jnp.float64)), pred, index, msgs, on_error=_ON_ERROR
+    )
+    t_out = jax.tree.map(
+        lambda t: None if t is None else t * unit.astype(t.dtype), tx, is_leaf=_is_none
+    )
+    return out, t_out
+
+
+def _is_none(x):
+    return x is None
 
 
 def concrete(x):
