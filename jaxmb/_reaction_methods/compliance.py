@@ -291,8 +291,14 @@ class Compliance(AbstractReactionMethod):
         k = self._known_row_stiffness(rows)
         if rows and k is not None:  # else checked at run time
             self._check_ratio(k, model)
-            return eqx.tree_at(lambda c: c.row_values, self, jnp.asarray(k), is_leaf=_none)
+            if not self._differentiated():
+                return eqx.tree_at(lambda c: c.row_values, self, jnp.asarray(k), is_leaf=_none)
         return self
+
+    def _differentiated(self) -> bool:
+        """Whether a number is a tracer (of an eager jax.grad or jvp: its value is known, but
+        packing that value as a constant would drop its derivative)."""
+        return any(isinstance(v, jax.core.Tracer) for v in (*self.values, self.default))
 
     def _known_row_stiffness(self, rows):
         """The number of every row (numpy) when all numbers are concrete, else None; `rows`:
@@ -328,7 +334,8 @@ class Compliance(AbstractReactionMethod):
         if self.row_values is not None and self.row_values.shape == (model.num_rows,):
             return self.row_values  # packed by `bind` (checked there)
         known = self._known_row_stiffness({p.name: p.num_rows for p in model.pair_info})
-        if known is not None:  # one constant, not one operation per pair in a traced program
+        if known is not None and not self._differentiated():  # one constant, not one
+            # operation per pair in a traced program
             return jnp.asarray(known)
         given = self.stiffness
         parts = [
