@@ -1190,8 +1190,8 @@ def test_gradient_at_a_singular_configuration_is_nan_not_plausible():
 
 def test_extreme_stiffness_is_refused_with_its_reason():
     """Compliance stiffness ratios of 1e16 made the parallelogram's statics report "not an
-    equilibrium" where there is one; ratios above 1e12 (where float64 leaves errors of 1e-4
-    of the largest force) are now refused naming the ratio, the two pairs and the limit,
+    equilibrium" where there is one; ratios above 1e12 (where float64 leaves errors of 1e-5
+    of the largest force: MAX_STIFFNESS_RATIO) are now refused naming the ratio, the two pairs and the limit,
     eagerly and traced. A 1e12 ratio still gives the reactions of a 1e6 one's limit (the
     stiff pair rigid: 1e-5 relative). Bushings of 5e18 N/m "converged" in
     `static_equilibrium` to zero forces (Newton's steps below the resolution of q); now the
