@@ -593,23 +593,34 @@ ANALYSES = {  # (model, method) -> a non-unique reaction (the parallelogram's O3
         "O3", "crank3"
     )[1],
     "reactions": lambda model, method: mb.reactions(
-        model, model.q0, jnp.zeros(model.n), 0.0, method=method
+        model,
+        model.q0,
+        mb.consistent_velocity(model, model.q0, jnp.zeros(model.n)),  # the motor's rate
+        0.0,
+        method=method,
     ).on_body("O3", "crank3")[1],
+    "inverse_dynamics": lambda model, method: mb.inverse_dynamics(
+        model, jnp.asarray([0.0, 0.3]), method=method
+    )[1].on_body("O3", "crank3")[1][1],
 }
 K0 = 1e8
 
 
 @pytest.fixture(scope="module")
 def plain_para():
-    return parallelogram.build()
+    """The parallelogram, its motor driven (inverse dynamics needs a driven model)."""
+    return parallelogram.build(motor=drive.Harmonic(0.4, 3.0, -np.pi / 2, 0.7))
 
 
-@pytest.mark.parametrize("analysis", sorted(ANALYSES))
-@pytest.mark.parametrize("given", sorted(STIFFNESS_INPUTS))
+@pytest.mark.parametrize(
+    "given,analysis",
+    [(g, a) for g in sorted(STIFFNESS_INPUTS) for a in ("statics", "reactions")]
+    + [("pair", "inverse_dynamics")],  # (its other inputs: the same Compliance path)
+)
 def test_stiffness_derivatives_eager_and_jit(plain_para, analysis, given):
     """d(reaction)/d(stiffness) of a pair (one number, one per row) and of `default`, by
-    statics and reactions: eagerly it was exactly 0 (`bind` packed the numbers of an eager
-    jax.grad as a constant), under jit 1.58e-8 for the pair. Both now equal central
+    statics, reactions and inverse dynamics: eagerly it was exactly 0 (`bind` packed the numbers
+    of an eager jax.grad as a constant), under jit 1.58e-8 for the pair. Both now equal central
     differences (step 1e-5 relative; truncation ~1e-10, round-off ~1e-11 relative of a
     derivative of size |f| / k: GRAD_RTOL = 1e-6), and eager equals jit to 1e-12 (the same
     formula, compiled in other fusions: round-off only)."""
