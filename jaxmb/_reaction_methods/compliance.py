@@ -425,11 +425,16 @@ def _ratio_limits(model):
 
 
 def _ratio_reason(limit):
+    """Why numbers `limit` apart are refused, and what to do instead."""
+    cause = (
+        "the knife edges' rule takes round-off for a self-stress"
+        if limit == MAX_DAMPING_RATIO
+        else "float64 resolves the compliant reactions only to about 1e-17 times the ratio of "
+        "the largest reaction"
+    )
     return (
-        "float64 resolves the compliant reactions only to about 1e-17 times the ratio of the "
-        "largest reaction (and the knife edges' rule fails above 1e11). Only ratios matter: a "
-        f"pair this much stiffer than the others acts as rigid, so give it at most {limit:g} "
-        "times the softest, or leave the soft pairs out of the model"
+        f"{cause}. Only ratios matter: a pair this far above the others acts as rigid, so give "
+        f"it at most {limit:g} times the smallest number, or leave the soft pairs out of the model"
     )
 
 
