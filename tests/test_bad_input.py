@@ -567,9 +567,9 @@ def test_unknown_method_or_formulation(chain_model):
 def test_eliminate_requires_a_removable_set(chain_model, doubled_pin):
     """The chain is not redundant (4 independent rows, p = 0): eliminating rows 0 and 1 (pin
     O) used to drop a real constraint and return a wrong qdd silently. Now reactions refuse
-    it (naming rank 4, p = 0 and that no row is redundant; under jit the test of the doubled
-    pin above), and simulate refuses the formulation at q0. Control: a removable set of the doubled pin (p = 2,
-    one x and one y row) gives the null-space accelerations (an independent formulation,
+    it (naming rank 4, p = 0 and that no row is redundant; under jit the test of the doubled pin
+    above), and simulate refuses the formulation at q0. Control: a removable set of the doubled pin
+    (p = 2, one x and one y row) gives the null-space accelerations (an independent formulation,
     seed 001 eq. 13) to 1e-12 and zero multipliers on the eliminated rows."""
     q, qd = chain_model.q0, jnp.zeros(6)
     problem = (
@@ -1190,9 +1190,9 @@ def test_gradient_at_a_singular_configuration_is_nan_not_plausible():
 
 def test_extreme_stiffness_is_refused_with_its_reason():
     """Compliance stiffness ratios of 1e16 made the parallelogram's statics report "not an
-    equilibrium" where there is one; ratios above 1e12 (where float64 leaves errors of 1e-4
-    of the largest force) are now refused naming the ratio, the two pairs and the limit,
-    eagerly and traced. A 1e12 ratio still gives the reactions of a 1e6 one's limit (the
+    equilibrium" where there is one; ratios above 1e12 (where float64 leaves errors of 1e-5 of the
+    largest force: MAX_STIFFNESS_RATIO) are now refused naming the ratio, the two pairs and the
+    limit, eagerly and traced. A 1e12 ratio still gives the reactions of a 1e6 one's limit (the
     stiff pair rigid: 1e-5 relative). Bushings of 5e18 N/m "converged" in
     `static_equilibrium` to zero forces (Newton's steps below the resolution of q); now the
     unbalanced result is refused with that reason."""

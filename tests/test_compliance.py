@@ -578,3 +578,177 @@ def test_subnormal_stiffness_is_refused_eagerly_and_traced():
         lam(jnp.asarray(5e-324))
     tiny = float(np.finfo(np.float64).tiny)
     np.testing.assert_allclose(lam(jnp.asarray(tiny)), lam(jnp.asarray(1.0)), rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# derivatives with respect to the numbers of Compliance, eager and under jit
+# ------------------------------------------------------------------------------------------
+STIFFNESS_INPUTS = {  # k -> the method; k at K0 is the point of differentiation
+    "pair": lambda k: mb.Compliance({"O3": k, "A3": k}, default=1e8),
+    "pair rows": lambda k: mb.Compliance({"O3": jnp.stack([k, 2.0 * k]), "A3": 3e7}, default=1e8),
+    "default": lambda k: mb.Compliance({"O3": 2e7, "A3": 5e7}, default=k),
+}
+ANALYSES = {  # (model, method) -> a non-unique reaction (the parallelogram's O3 is not unique)
+    "statics": lambda model, method: mb.statics(model, model.q0, method=method).on_body(
+        "O3", "crank3"
+    )[1],
+    "reactions": lambda model, method: mb.reactions(
+        model,
+        model.q0,
+        mb.consistent_velocity(model, model.q0, jnp.zeros(model.n)),  # the motor's rate
+        0.0,
+        method=method,
+    ).on_body("O3", "crank3")[1],
+    "inverse_dynamics": lambda model, method: mb.inverse_dynamics(
+        model, jnp.asarray([0.0, 0.3]), method=method
+    )[1].on_body("O3", "crank3")[1][1],
+}
+K0 = 1e8
+
+
+@pytest.fixture(scope="module")
+def plain_para():
+    """The parallelogram, its motor driven (inverse dynamics needs a driven model)."""
+    return parallelogram.build(motor=drive.Harmonic(0.4, 3.0, -np.pi / 2, 0.7))
+
+
+@pytest.mark.parametrize(
+    "given,analysis",
+    [(g, a) for g in sorted(STIFFNESS_INPUTS) for a in ("statics", "reactions")]
+    + [("pair", "inverse_dynamics")],  # (its other inputs: the same Compliance path)
+)
+def test_stiffness_derivatives_eager_and_jit(plain_para, analysis, given):
+    """d(reaction)/d(stiffness) of a pair (one number, one per row) and of `default`, by
+    statics, reactions and inverse dynamics: eagerly it was exactly 0 (`bind` packed the numbers
+    of an eager jax.grad as a constant), under jit 1.58e-8 for the pair. Both now equal central
+    differences (step 1e-5 relative; truncation ~1e-10, round-off ~1e-11 relative of a
+    derivative of size |f| / k: GRAD_RTOL = 1e-6), and eager equals jit to 1e-12 (the same
+    formula, compiled in other fusions: round-off only)."""
+
+    def f(k):
+        return ANALYSES[analysis](plain_para, STIFFNESS_INPUTS[given](k))
+
+    eager = float(jax.grad(f)(K0))
+    jitted = float(jax.jit(jax.grad(f))(K0))
+    h = 1e-5 * K0
+    plus, minus = np.asarray(jax.jit(jax.vmap(f))(jnp.asarray([K0 + h, K0 - h])))
+    fd = (plus - minus) / (2 * h)
+    assert abs(fd) * K0 > 1e-3 * abs(float(f(K0)))  # the stiffness matters
+    np.testing.assert_allclose(jitted, fd, rtol=GRAD_RTOL)
+    np.testing.assert_allclose(eager, jitted, rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# the ratio limits, against an exact reference
+# ------------------------------------------------------------------------------------------
+def _exact_projection(lam, N, w, rows):
+    """lam - N a, a minimising sum_{i in rows} w_i (lam - N a)_i^2, in exact rational
+    arithmetic (Fractions): no round-off however far apart the weights are."""
+    from fractions import Fraction
+
+    p = N.shape[1]
+    Nf = [[Fraction(float(x)) for x in row] for row in N]
+    A = [[sum(w[i] * Nf[i][a] * Nf[i][b] for i in rows) for b in range(p)] for a in range(p)]
+    b = [sum(w[i] * Nf[i][a] * lam[i] for i in rows) for a in range(p)]
+    for c in range(p):  # Gauss-Jordan
+        r = next(r for r in range(c, p) if A[r][c] != 0)
+        A[c], A[r], b[c], b[r] = A[r], A[c], b[r], b[c]
+        for r in range(p):
+            if r != c and A[r][c] != 0:
+                m = A[r][c] / A[c][c]
+                A[r] = [x - m * y for x, y in zip(A[r], A[c])]
+                b[r] -= m * b[c]
+    a = [b[c] / A[c][c] for c in range(p)]
+    return [lam[i] - sum(Nf[i][j] * a[j] for j in range(p)) for i in range(len(lam))]
+
+
+def exact_reference(C, f, k, holonomic):
+    """`null_space_reference` with the p x p solves exact: lambda_p (lstsq) and N (scipy) in
+    float64, the weights 1 / k and everything after them as Fractions."""
+    from fractions import Fraction
+
+    lam = [Fraction(float(x)) for x in np.linalg.lstsq(C.T, f, rcond=None)[0]]
+    N = scipy.linalg.null_space(C.T)
+    w = [1 / Fraction(float(x)) for x in k]
+    knife = np.flatnonzero(~holonomic)
+    if len(knife):
+        _, s, Vt = np.linalg.svd(N[knife])
+        rank = int(np.sum(s > 1e-10 * s.max()))
+        lam = _exact_projection(lam, N @ Vt[:rank].T, w, knife)
+        N = N @ Vt[rank:].T
+    if N.shape[1]:
+        lam = _exact_projection(lam, N, w, np.flatnonzero(holonomic))
+    return np.array([float(x) for x in lam])
+
+
+def _one_pair_apart(model, pair, inside, outside):
+    """Every row `outside`, the rows of `pair` `inside`: (the method, the row numbers)."""
+    method = mb.Compliance({pair: inside}, default=outside)
+    rows = np.asarray(model.row_pair_index) == model.pair_names.index(pair)
+    return method, np.where(rows, inside, outside)
+
+
+def test_stiffness_ratio_limit(para):
+    """MAX_STIFFNESS_RATIO (1e12) where the error reaches 1e-5 of the largest reaction: the
+    parallelogram's worst case (its motor soft among stiff pairs) is 1.1e-6 at the limit
+    against the exact reference, 2.7e-5 at 3e12 (the measurement in the constant's docstring).
+    At the limit accepted (eagerly and traced), a hair above refused both ways."""
+    from jaxmb._reaction_methods.compliance import MAX_STIFFNESS_RATIO as LIMIT
+
+    C, f = _terms(para, para.q0, jnp.zeros(para.n), 0.0, jnp.zeros(para.n))
+    method, k = _one_pair_apart(para, "motor", 1.0, LIMIT)
+    ref = exact_reference(C, f, k, para.holonomic_rows)
+    lam = mb.statics(para, para.q0, method=method).lam
+    np.testing.assert_allclose(lam, ref, rtol=0, atol=1e-5 * np.max(np.abs(ref)))
+    traced = eqx.filter_jit(
+        lambda r: mb.statics(para, para.q0, method=mb.Compliance({"motor": 1.0}, default=r)).lam
+    )
+    np.testing.assert_allclose(traced(jnp.asarray(LIMIT)), lam, rtol=1e-12)
+    above = LIMIT * (1 + 1e-9)
+    with pytest.raises(ValueError, match=r"Compliance stiffness ratio 1e\+12 \(pair 'O1'.*exceeds"):
+        mb.statics(para, para.q0, method=mb.Compliance({"motor": 1.0}, default=above))
+    with pytest.raises(Exception, match=r"smallest stiffness exceeds 1e\+12 \(traced value\)"):
+        traced(jnp.asarray(above))
+
+
+def test_knife_edge_damping_ratio_limit(robot_state):
+    """MAX_DAMPING_RATIO (1e11): the robot's reactions with one knife edge's damping that much
+    above the others' equal the exact two-stage reference to 1e-9 of the largest reaction
+    (measured 3e-10; at 1e12 they were wrong by 4e3 times it); above it refused. The ratio of
+    a knife edge's damping to a pair's stiffness is not limited: 1e13 gives the reference."""
+    from jaxmb._reaction_methods.compliance import MAX_DAMPING_RATIO as LIMIT
+
+    model, q, qd = robot_state
+    qdd = mb.accelerations(model, q, qd)
+    C, f = _terms(model, q, qd, 0.0, qdd)
+    knives = [p.name for p in model.pairs if not p.holonomic]
+    hol = np.asarray(model.holonomic_rows)
+    cases = [
+        _one_pair_apart(model, "W5", LIMIT, 1.0),
+        (mb.Compliance(dict.fromkeys(knives, 1e-4), default=1e9), np.where(hol, 1e9, 1e-4)),
+    ]
+    for method, k in cases:
+        ref = exact_reference(C, f, k, hol)
+        lam = mb.reactions(model, q, qd, method=method).lam
+        np.testing.assert_allclose(lam, ref, rtol=0, atol=1e-9 * np.max(np.abs(ref)))
+    with pytest.raises(ValueError, match=r"knife-edge damping ratio 1e\+11 \(pair 'W5'.*exceeds"):
+        mb.reactions(model, q, qd, method=mb.Compliance({"W5": LIMIT * (1 + 1e-9)}, default=1.0))
+
+
+def test_robot_pairs_far_apart(robot_state):
+    """The robot's holonomic pairs one by one 1e6 stiffer than the rest: the reactions were
+    wrong by up to 15 times the largest (the quasi-static rule's first stage weighed the
+    knife edges in a space scaled by K, whose round-off it took for a self-stress); now the
+    exact two-stage reference to 1e-9 of the largest reaction (measured below 1e-11)."""
+    model, q, qd = robot_state
+    qdd = mb.accelerations(model, q, qd)
+    C, f = _terms(model, q, qd, 0.0, qdd)
+    names = model.pair_names
+    lam = jax.jit(
+        lambda ks: mb.reactions(model, q, qd, method=mb.Compliance(dict(zip(names, ks)))).lam
+    )  # one program for every draw
+    for pair in ("A", "C", "G", "driver"):
+        _, k = _one_pair_apart(model, pair, 1e6, 1.0)
+        ref = exact_reference(C, f, k, model.holonomic_rows)
+        ks = jnp.asarray([1e6 if n == pair else 1.0 for n in names])
+        np.testing.assert_allclose(lam(ks), ref, rtol=0, atol=1e-9 * np.max(np.abs(ref)))

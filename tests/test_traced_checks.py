@@ -24,7 +24,7 @@ import jaxmb.rigid_limit as rigid_limit
 from jaxmb import drive
 from jaxmb.elements import AbstractElement
 from jaxmb.elements.drive import AbstractDrive
-from jaxmb.models import mobile_robot, slider_crank
+from jaxmb.models import mobile_robot, parallelogram, slider_crank
 
 
 def _pair(m, a, b):
@@ -286,3 +286,127 @@ def test_analysis_tolerances_are_checked_both_ways(call, message):
     traced = eqx.filter_jit(lambda v: call(model, v))
     with pytest.raises(Exception, match=message + r".*\(traced value\)"):
         traced(jnp.asarray(-1.0))
+
+
+# ------------------------------------------------------------------------------------------
+# every traced refusal under jit, vmap, grad and jit(grad)
+# ------------------------------------------------------------------------------------------
+def _parallelogram_statics(method):
+    model = parallelogram.build()
+    return mb.statics(model, model.q0, method=method).lam[0]
+
+
+def _bushing_forces(value):
+    """The generalized force of a Bushing of stiffness (value, 1e3, 5): linear in the
+    stiffness, so its derivative needs no primal stiffness (the case jit(grad) dropped)."""
+    m, a, b = _mechanism()
+    m.add(mb.Bushing("E", a, b, (0.1, 0.0), (0.0, 0.2), stiffness=jnp.stack([value, 1e3, 5.0])))
+    model = m.build()
+    return jnp.sum(model.forces(model.q0, jnp.zeros(model.n), 0.0))
+
+
+def _distance_accelerations(length):
+    """The length enters Phi only (not C nor gamma): the derivative is exactly zero, which
+    jit(grad) computed without the check."""
+    m, a, b = _mechanism()
+    m.add(mb.Distance("E", a, b, (0.1, 0.0), (0.0, 0.2), length=length))
+    model = m.build()
+    return mb.accelerations(model, model.q0, jnp.zeros(model.n))[0]
+
+
+def _augmented_lagrangian(tol):
+    """A pendulum run with the AugmentedLagrangian formulation: the final angle does not
+    depend on `tol` (structurally zero derivative)."""
+    m = mb.Mechanism()
+    a = m.body("a", mass=1.0, inertia=0.1, q=(0.1, 0.0, 0.0))
+    m.add(mb.Revolute("O", m.ground, a, s_i=(0.0, 0.0), s_j=(-0.1, 0.0)))
+    m.add(mb.Gravity((0.0, -9.81)))
+    model = m.build()
+    run = mb.simulate(
+        model, model.q0, jnp.zeros(3), 0.01, formulation=mb.AugmentedLagrangian(tol=tol)
+    )
+    return run.q[-1, 2]
+
+
+TRACED_REFUSALS = {
+    # name: (f: scalar -> scalar, a good value, a bad value, the error (regex))
+    "Compliance ratio": (
+        lambda k: _parallelogram_statics(mb.Compliance({"O3": k}, default=1.0)),
+        1e6,
+        1e13,  # wrong beyond 3e15, where statics' own balance check may fire first
+        r"Compliance.*(stiffness ratio 1e\+13|ratio of the largest to the smallest stiffness)"
+        r" .*exceeds 1e\+12",
+    ),
+    "Compliance default sign": (
+        lambda k: _parallelogram_statics(mb.Compliance({"O3": 1e3}, default=k)),
+        1e2,
+        -1.0,
+        r"Compliance: the stiffness of pair 'O1' .*must be positive",
+    ),
+    "Bushing sign": (
+        _bushing_forces,
+        1e3,
+        -1.0,
+        r"Bushing 'E': stiffness must be non-negative \(traced value\)",
+    ),
+    "Distance nan": (
+        _distance_accelerations,
+        0.4,
+        np.nan,
+        r"Distance 'E': length is not finite \(traced value\)",
+    ),
+    "Distance sign": (
+        _distance_accelerations,
+        0.4,
+        -0.4,
+        r"Distance 'E': length must be positive \(traced value\)",
+    ),
+    "model builder nan": (
+        lambda L: _parallelogram_accelerations(parallelogram.build(L=L)),
+        0.2,
+        np.nan,
+        r"(Revolute|body) '\w+': .*not finite \(traced value\)",
+    ),
+    "model builder mass": (
+        lambda mass: _parallelogram_accelerations(
+            parallelogram.build(masses=(mass, 0.5, 0.5, 1.0))
+        ),
+        0.5,
+        -0.5,
+        r"body 'crank1': mass must be positive and finite \(traced value\)",
+    ),
+    "AugmentedLagrangian tol": (
+        _augmented_lagrangian,
+        1e-3,
+        -1.0,
+        r"AugmentedLagrangian: tol must be a positive finite number"
+        r"(, got -1.0| \(traced value\))",
+    ),
+}
+
+
+def _parallelogram_accelerations(model):
+    return mb.accelerations(model, model.q0, jnp.zeros(model.n))[2]
+
+
+TRANSFORMS = {  # f -> the transformed function of a value (vmap: of [good, value])
+    "jit": lambda f, good: jax.jit(f),
+    "vmap": lambda f, good: lambda v: jax.vmap(f)(jnp.stack([jnp.asarray(good), v])),
+    "grad": lambda f, good: jax.grad(f),
+    "jit(grad)": lambda f, good: jax.jit(jax.grad(f)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRACED_REFUSALS))
+def test_traced_refusals_hold_under_every_transform(case):
+    """Each traced check refuses its bad value under jit, vmap, grad and jit(grad), with the
+    message naming the element (or method) and the problem. Before, jit(grad) returned a
+    number (the parallelogram's d lam / d k at a 1e15 stiffness ratio: 5.6e-22): equinox's
+    check rides on the primal value only, which a backward pass need not compute. The good
+    value passes under each (no false refusal), with a finite result."""
+    f, good, bad, message = TRACED_REFUSALS[case]
+    for name, transform in TRANSFORMS.items():
+        g = transform(f, good)
+        with pytest.raises(Exception, match="(?s)" + message):
+            g(jnp.asarray(bad, jnp.float64))
+        assert np.all(np.isfinite(np.asarray(g(jnp.asarray(good, jnp.float64))))), name

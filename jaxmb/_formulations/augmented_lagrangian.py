@@ -140,7 +140,7 @@ class AugmentedLagrangian(AbstractProjectingFormulation, AbstractRatiosApart):
             if value is not None and not (np.ndim(value) == 0 and np.isfinite(value) and value > 0):
                 raise ValueError(
                     f"AugmentedLagrangian: {name} must be a positive finite "
-                    f"number, got {getattr(self, name)!r}"
+                    f"number, got {value.tolist()!r}"
                 )
 
     def accelerations(self, model: Model, terms: StateTerms) -> Coordinates:

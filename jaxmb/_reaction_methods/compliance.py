@@ -49,11 +49,12 @@ reactions are therefore the lexicographic minimiser:
    stiffness over speed: the classical steady-cornering rule of vehicle dynamics);
 2. among those, lambda_h minimises lambda_h^T K^-1 lambda_h.
 
-Only the ratios within each class matter, so one `default` can serve both classes. Stage 1 and
-2 are projections in mu-space: with Pi = I - C^ (C^)^+ the projector onto the scaled
-self-stresses, mu1 = mu - Pi (E_n Pi)^+ E_n mu, S = Pi (I - (E_n Pi)^+ E_n Pi) spanning the
-self-stresses without a knife-edge part, mu* = mu1 - S (E_h S)^+ E_h mu1 (E_n, E_h select the
-knife-edge and the holonomic rows); without knife edges (or without holonomic rows) mu* = mu.
+Only the ratios within each class matter, so one `default` can serve both classes. Stage 1 is
+a projection in mu-space, scaled by D alone (K does not enter it): with Pi = I - C^ (C^)^+ the
+projector onto the scaled self-stresses, mu1 = mu - Pi (E_n Pi)^+ E_n mu (E_n, E_h select the
+knife-edge and the holonomic rows) gives lambda_n. Stage 2 is the holonomic formula above for
+the rows C_h and the load they are left with, f - C_n^T lambda_n. Without knife edges (or
+without holonomic rows) lambda* = K^(1/2) mu.
 """
 
 import difflib
@@ -116,19 +117,23 @@ def compliance_multipliers(
         if mask.any():
             scale = jnp.where(mask, jax.lax.stop_gradient(jnp.max(k[mask])), scale)
     root = jnp.sqrt(k / scale)
-    Cs = C * root[:, None]  # C^ = K^(1/2) C
-    P = _pinv(Cs.T)  # (C^^T)^+, rows x n
-    mu = P @ f
     if holonomic.all() or not holonomic.any():
-        return root * mu
+        return root * (_pinv((C * root[:, None]).T) @ f)  # C^ = K^(1/2) C, (C^^T)^+ f
     knife, held = ~holonomic, holonomic
+    # stage 1 does not depend on K: the holonomic rows weighted 1, so that their stiffness
+    # ratios do not enter its rank decisions (with them, the round-off of Pi grew with
+    # cond(C^) until the robot's reactions were wrong from a ratio of 1e6 on)
+    root = jnp.where(held, 1.0, root)
+    Cs = C * root[:, None]
+    P = _pinv(Cs.T)
+    mu = P @ f
     Pi = jnp.eye(rows, dtype=C.dtype) - Cs @ P.T  # onto the scaled self-stresses
-    B = Pi[knife]  # E_n Pi
-    Bp = _pinv(B, floor=1.0)  # Pi has norm 1: round-off entries are zero
-    mu = mu - Pi @ (Bp @ mu[knife])
-    S = Pi - Pi @ (Bp @ B)  # the self-stresses without a knife-edge part
-    mu = mu - S @ (_pinv(S[held], floor=1.0) @ mu[held])
-    return root * mu
+    Bp = _pinv(Pi[knife], floor=1.0)  # (E_n Pi)^+; Pi has norm 1: round-off entries are zero
+    knife_part = root[knife] * (mu[knife] - Pi[knife] @ (Bp @ mu[knife]))
+    # stage 2: the holonomic rows carry the rest, f - C_n^T lambda_n, by K alone
+    rest = f - C[knife].T @ knife_part
+    held_part = compliance_multipliers(C[held], rest, k[held], np.ones(int(held.sum()), bool))
+    return jnp.zeros(rows, C.dtype).at[knife].set(knife_part).at[held].set(held_part)
 
 
 SMALLEST_STIFFNESS = float(np.finfo(np.float64).tiny)
@@ -290,9 +295,15 @@ class Compliance(AbstractReactionMethod):
             )
         k = self._known_row_stiffness(rows)
         if rows and k is not None:  # else checked at run time
-            self._check_ratio(k, model)
-            return eqx.tree_at(lambda c: c.row_values, self, jnp.asarray(k), is_leaf=_none)
+            self._check_known(k, model)
+            if not self._differentiated():
+                return eqx.tree_at(lambda c: c.row_values, self, jnp.asarray(k), is_leaf=_none)
         return self
+
+    def _differentiated(self) -> bool:
+        """Whether a number is a tracer (of an eager jax.grad or jvp: its value is known, but
+        packing that value as a constant would drop its derivative)."""
+        return any(isinstance(v, jax.core.Tracer) for v in (*self.values, self.default))
 
     def _known_row_stiffness(self, rows):
         """The number of every row (numpy) when all numbers are concrete, else None; `rows`:
@@ -311,16 +322,30 @@ class Compliance(AbstractReactionMethod):
         ).astype(np.float64)
 
     @staticmethod
-    def _check_ratio(k, model):
-        """Refuse concrete row stiffnesses `k` whose ratio exceeds MAX_STIFFNESS_RATIO."""
-        if k.size and k.max() > MAX_STIFFNESS_RATIO * k.min():
-            pair_of_row = np.asarray(model.row_pair_index)
-            stiff, soft = (model.pair_names[pair_of_row[i]] for i in (k.argmax(), k.argmin()))
+    def _check_known(k, model):
+        """Refuse known row numbers `k` (those of an eager jax.grad were not checked at
+        construction) that are not positive and finite, or whose ratio within a class
+        (`_ratio_limits`) exceeds its limit, naming the pairs."""
+        pair_of_row = np.asarray(model.row_pair_index)
+        bad = ~(k >= SMALLEST_STIFFNESS) | ~np.isfinite(k)
+        if bad.any():
+            name = model.pair_names[pair_of_row[int(np.argmax(bad))]]
             raise _errors.wrong_argument(
-                f"Compliance stiffness ratio {k.max() / k.min():.3g} (pair {stiff!r}: "
-                f"{k.max():g}, pair {soft!r}: {k.min():g}) exceeds {MAX_STIFFNESS_RATIO:g}: "
-                f"{RATIO_REASON}"
+                f"Compliance: the stiffness of pair {name!r} = {k[np.argmax(bad)]:g} must be "
+                "positive, finite and at least the smallest normal float64"
             )
+        for mask, limit, what in _ratio_limits(model):
+            rows = np.flatnonzero(mask)
+            kc = k[rows]
+            if kc.size and kc.max() > limit * kc.min():
+                stiff, soft = (
+                    model.pair_names[pair_of_row[rows[i]]] for i in (kc.argmax(), kc.argmin())
+                )
+                raise _errors.wrong_argument(
+                    f"Compliance {what} ratio {kc.max() / kc.min():.3g} (pair {stiff!r}: "
+                    f"{kc.max():g}, pair {soft!r}: {kc.min():g}) exceeds {limit:g}: "
+                    f"{_ratio_reason(limit)}"
+                )
 
     def row_stiffness(self, model: Model) -> RowVector:
         """The number of every row of C (row order), checked positive and finite at run time
@@ -328,7 +353,8 @@ class Compliance(AbstractReactionMethod):
         if self.row_values is not None and self.row_values.shape == (model.num_rows,):
             return self.row_values  # packed by `bind` (checked there)
         known = self._known_row_stiffness({p.name: p.num_rows for p in model.pair_info})
-        if known is not None:  # one constant, not one operation per pair in a traced program
+        if known is not None and not self._differentiated():  # one constant, not one
+            # operation per pair in a traced program
             return jnp.asarray(known)
         given = self.stiffness
         parts = [
@@ -346,12 +372,16 @@ class Compliance(AbstractReactionMethod):
             return k
         bad = ~(k >= SMALLEST_STIFFNESS) | ~jnp.isfinite(k)
         k = _errors.branched_error_if(k, jnp.any(bad), jnp.argmax(bad), messages)
-        return _errors.error_if(  # after the check above (checks under jit run in any order)
-            k,
-            ~jnp.any(bad) & (jnp.max(k) > MAX_STIFFNESS_RATIO * jnp.min(k)),
-            f"Compliance: the ratio of the largest to the smallest stiffness exceeds "
-            f"{MAX_STIFFNESS_RATIO:g} (traced value): {RATIO_REASON}",
-        )
+        for mask, limit, what in _ratio_limits(model):
+            if mask.any():
+                kc = k[np.flatnonzero(mask)]
+                k = _errors.error_if(  # after the check above (under jit in any order)
+                    k,
+                    ~jnp.any(bad) & (jnp.max(kc) > limit * jnp.min(kc)),
+                    f"Compliance: the ratio of the largest to the smallest {what} exceeds "
+                    f"{limit:g} (traced value): {_ratio_reason(limit)}",
+                )
+        return k
 
     def multipliers(self, model: Model, terms: EquationTerms, qdd: Coordinates | None) -> Solution:
         qdd = unique_accelerations(model, terms, qdd)
@@ -365,14 +395,47 @@ class Compliance(AbstractReactionMethod):
 
 
 MAX_STIFFNESS_RATIO = 1e12
-"""Largest ratio of two pairs' stiffness that `Compliance` accepts."""
+"""Largest ratio of two holonomic rows' stiffness that `Compliance` accepts. Measured against an
+exact null-space reference (lambda_p - N (N^T K^-1 N)^-1 N^T K^-1 lambda_p, the p x p solve in
+rational arithmetic) on the redundant built-in models, one pair stiffer or softer than all the
+others by the ratio r: the largest error relative to the largest reaction grows as about
+1e-17 r (the parallelogram with a soft motor: 1.1e-6 at 1e12, 2.7e-5 at 3e12, 8e-5 at 1e13,
+8e-4 at 1e14, 2e-2 at 1e15, wrong beyond 3e15; the N-four-bar with a rigid coupler (N = 3):
+4.4e-6, 1.4e-5, 4.2e-5, 5.8e-4, 3.5e-3, wrong beyond 3e16; the mobile robot's pairs: below 1e-8
+up to 1e12). It is the conditioning of the data: C is known to 1e-16, and a row that is soft
+among stiff ones takes an r times larger share of its round-off. The limit keeps that error
+below 1e-5 (tests/test_compliance.py::test_stiffness_ratio_limit)."""
 
-RATIO_REASON = (
-    "float64 resolves the compliant reactions only to about 1e-16 times this ratio of the "
-    "largest force (statics of the parallelogram stop balancing at 1e16). Only ratios matter: "
-    "a pair this much stiffer than the others acts as rigid, so give it a stiffness at most "
-    f"{MAX_STIFFNESS_RATIO:g} times the softest, or leave the soft pairs out of the model"
-)
+MAX_DAMPING_RATIO = 1e11
+"""Largest ratio of two knife edges' damping that `Compliance` accepts: on the mobile robot,
+one knife edge 3e11 times more damped than the others gives the reactions to 1e-9, 1e12 wrong
+ones (the quasi-static rule's rank decision takes round-off, which grows as the square root of
+the ratio, for a self-stress). The ratio of a knife edge's damping to a pair's stiffness does not
+matter (they are other units, and the rule weighs the classes separately)."""
+
+
+def _ratio_limits(model):
+    """(row mask, limit, what) of the rows whose ratios are limited: the holonomic rows'
+    stiffness and the knife edges' damping."""
+    holonomic = np.asarray(model.holonomic_rows, bool)
+    return (
+        (holonomic, MAX_STIFFNESS_RATIO, "stiffness"),
+        (~holonomic, MAX_DAMPING_RATIO, "knife-edge damping"),
+    )
+
+
+def _ratio_reason(limit):
+    """Why numbers `limit` apart are refused, and what to do instead."""
+    cause = (
+        "the knife edges' rule takes round-off for a self-stress"
+        if limit == MAX_DAMPING_RATIO
+        else "float64 resolves the compliant reactions only to about 1e-17 times the ratio of "
+        "the largest reaction"
+    )
+    return (
+        f"{cause}. Only ratios matter: a pair this far above the others acts as rigid, so give "
+        f"it at most {limit:g} times the smallest number, or leave the soft pairs out of the model"
+    )
 
 
 def _none(x):

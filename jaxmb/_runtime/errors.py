@@ -25,6 +25,12 @@ field, Newton loops) cannot leave that body as data; there these functions deleg
 (a callback stays in such programs). Prefer returning a status from the loop and checking it
 after the loop.
 
+Derivatives: a delegated check multiplies the tangents of x by a factor 1 that the check
+returns, and a checked_jit function's outputs carry a zero tangent term from every input's
+(`_tied`), so jit(grad) computes every check that guards an input or output of what it
+differentiates, even where the derivative is structurally zero (equinox's checks ride on the
+primal values, which a backward pass drops as dead code).
+
 A check may name its `RESULTS` code (`cause="not_removable"`), which the raised error carries
 as `cause`. Messages name the analysis being run through `named`, which reads the function an
 entry point set with `reporting(...)`; `checked_jit` makes that function part of the compiled
@@ -141,7 +147,70 @@ def _failure(text: str, cause: str) -> JaxmbRuntimeError:
 
 
 def _delegate(x, pred, index, msgs):
-    return eqx.branched_error_if(x, pred, index, tuple(msgs), on_error=_ON_ERROR)
+    return _checked(x, pred, index, msgs=tuple(msgs))
+
+
+@eqx.filter_custom_jvp
+def _checked(x, pred, index, *, msgs):
+    """`eqx.branched_error_if`, whose check also guards the tangents (`_checked_jvp`)."""
+    return eqx.branched_error_if(x, pred, index, msgs, on_error=_ON_ERROR)
+
+
+@_checked.def_jvp
+def _checked_jvp(primals, tangents, *, msgs):
+    """The check returns, besides x, a unit factor that multiplies x's tangents.
+    equinox's own rule passes the tangents through unchecked, so only the primal x carried
+    the check, and jit(grad), whose backward pass needs the tangents but often not x (never
+    a function's output), dropped it as dead code: a refusal vanished under grad. The factor
+    is needed by the backward pass, so the check stays; it is exactly 1."""
+    x, pred, index = primals
+    tx, _, _ = tangents
+    out, unit = eqx.branched_error_if(
+        (x, jnp.ones((), jnp.float64)), pred, index, msgs, on_error=_ON_ERROR
+    )
+    return out, _tie(x, tx, tx, unit)  # a model's leaves are checked together: tied
+
+
+def _tie(out, t_out, t_in, unit=None):
+    """out's tangents `t_out`, each plus 0 * sum(t_in) (a zero that depends on all of `t_in`),
+    times `unit` (None: 1)."""
+    sums = [jnp.sum(t) for t in jax.tree.leaves(t_in)]
+    nothing = 0.0 * sum(sums) if sums else None
+
+    def tie(o, t):
+        if not eqx.is_inexact_array(o) or (t is None and nothing is None):
+            return None
+        t = jnp.zeros_like(o) if t is None else t
+        t = t if nothing is None else t + nothing.astype(o.dtype)
+        return t if unit is None else t * unit.astype(o.dtype)
+
+    return jax.tree.map(tie, out, t_out, is_leaf=_is_none)
+
+
+def _is_none(x):
+    return x is None
+
+
+def _traced(leaf) -> bool:
+    """Whether `leaf` is a tracer whose value is not known now (jit, vmap)."""
+    return isinstance(leaf, jax.core.Tracer) and concrete(leaf) is None
+
+
+@eqx.filter_custom_jvp
+def _tied(out, inputs):
+    """out; its tangents depend on all of `inputs`' (by a term 0 * sum(t_in)). A check's
+    unit factor (`_checked_jvp`) guards the tangents it multiplies, which is not enough where
+    the derivative is structurally zero (a tolerance, a length that enters Phi only): nothing
+    of the check is then computed by jit(grad). Tied, a derivative of an analysis's output
+    with respect to any of its inputs passes the checks on out (the collected ones) and on
+    the inputs (a build's), so they hold whatever the derivative is."""
+    return out
+
+
+@_tied.def_jvp
+def _tied_jvp(primals, tangents):
+    (out, _), (t_out, t_in) = primals, tangents
+    return out, _tie(out, t_out, t_in)
 
 
 def concrete(x):
@@ -199,13 +268,13 @@ def error_if(x, pred, msg, cause: str = ""):
     return branched_error_if(x, pred, 0, (msg,), cause)
 
 
-def raise_collected(out, flags, indices, msgs):
+def raise_collected(out, flags, indices, msgs, inputs=()):
     """out, after raising the first failed check (eagerly), or with the checks re-issued
-    at the caller's trace level (inside an outer jit or vmap)."""
-    if not msgs:
-        return out
+    at the caller's trace level (inside an outer jit or vmap). `inputs`: the program's
+    arguments, whose tangents out's are tied to (`_tied`)."""
     failed, where = concrete(flags), concrete(indices)  # also under an eager jax.grad
-    if failed is None or where is None:
+    if failed is None or where is None or any(map(_traced, jax.tree.leaves(inputs))):
+        out = _tied(out, eqx.filter(inputs, eqx.is_inexact_array))
         for k, (cause, *texts) in enumerate(msgs):
             out = branched_error_if(out, flags[k], indices[k], texts, cause)
         return out
@@ -255,7 +324,7 @@ def checked_jit(fn: Callable | None = None, *, analysis: str | None = None) -> A
             # an eager call with the compilation cache on: the traced program from disk
             stored = _program_store.call(fn, collect, args, kwargs, name)
             out, flags, indices, msgs = program(*args, **kwargs) if stored is None else stored
-        return raise_collected(out, flags, indices, msgs)
+        return raise_collected(out, flags, indices, msgs, (args[1:], kwargs))
 
     return wrapper
 
