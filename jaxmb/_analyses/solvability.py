@@ -413,6 +413,11 @@ def solvability(
         raise ValueError(
             f"solvability: method must be 'qr', 'svd', 'rank' or 'sparse', got {method!r}"
         )
+    if method == "sparse" and model.dim != 2:
+        raise ValueError(
+            "solvability: method='sparse' serves planar models for now (its factorization's "
+            "nodes are planar bodies); use method='qr', 'svd' or 'rank' on a spatial model"
+        )
     named = tuple((name, tuple(members)) for name, members in dict(groups or {}).items())
     for name, members in named:
         if not members:

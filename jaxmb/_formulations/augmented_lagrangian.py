@@ -226,7 +226,10 @@ dense C, one Cholesky, `jaxmb._linalg.dense`), above it by the sparse level sche
 
 
 def is_dense(model: Model) -> bool:
-    return model.num_bodies <= DENSE_BODIES
+    """Whether S is dense: up to DENSE_BODIES bodies, and always for spatial bodies (the sparse
+    factorization's nodes are one 3 x 3 block per planar body; two per spatial body is the
+    scale issue's)."""
+    return model.num_bodies <= DENSE_BODIES or model.kind.nodes != (3,)
 
 
 def _row_scale(w, mass, active):
