@@ -90,9 +90,9 @@ def test_conical_pendulum_holds_its_steady_rate_and_pivot_force():
     """The steady precession rate (closed form, module docstring; 4.122064825 rad/s in the
     thin-rod limit) held over 10 s within 1e-6 rad/s, and the pivot force on the rod (m g up,
     m Omega^2 a sin(theta) towards the axis: 4.247854606 N in the limit) to 1e-8 relative."""
-    assert conical_pendulum.steady_rate(axial=0.0) == pytest.approx(4.122064825, abs=1e-9)
+    assert float(conical_pendulum.steady_rate(axial=0.0)) == pytest.approx(4.122064825, abs=1e-9)
     model, v0 = conical_pendulum.build(), conical_pendulum.initial_velocity()
-    rate = conical_pendulum.steady_rate()
+    rate = float(conical_pendulum.steady_rate())
     assert abs(rate - 4.122064825) <= 1e-8  # the rod's tiny axial moment shifts it by 6e-9
     traj = mb.simulate(model, model.q0, v0, 10.0, ts=jnp.linspace(0.0, 10.0, 21), rtol=1e-10)
     A = jax.vmap(quat.matrix)(traj.q[:, 3:])
@@ -172,3 +172,35 @@ def test_lifted_planar_models_move_and_react_as_the_planar_ones(name):
             force, moment = rb.on_body(pair, body)
             np.testing.assert_allclose(force[:2], [fx, fy], atol=1e-8 * scale)
             np.testing.assert_allclose(moment[2], torque, atol=1e-8 * scale)
+
+
+def test_gradients_through_spatial_reactions_and_simulate():
+    """d(pivot force)/d(theta) of the conical pendulum built from a traced angle (the closed
+    form's derivative: F_h = m Omega^2 a sin(theta) with Omega^2 ~ 1 / cos(theta), so
+    dF_h/dtheta = F_h (cot theta + tan theta)); the derivative of the heavy top's quaternion
+    after 0.02 s with respect to the spin's scale, against central differences (step 1e-5,
+    error O(h^2) ~ 1e-10 at rtol 1e-12): 1e-6 relative. Independent coordinates refuse a
+    spatial model by name."""
+
+    def horizontal(theta):
+        model = conical_pendulum.build(theta=theta)
+        v0 = conical_pendulum.initial_velocity(theta=theta)
+        return -mb.reactions(model, model.q0, v0, 0.0).on_body("pivot", "rod")[0][0]
+
+    theta = np.pi / 6
+    F = float(horizontal(theta))
+    dF = float(jax.grad(horizontal)(theta))
+    np.testing.assert_allclose(dF, F * (1 / np.tan(theta) + np.tan(theta)), rtol=1e-6)
+
+    model, v0 = heavy_top.build(), heavy_top.initial_velocity()
+
+    def w_end(scale):
+        ts = jnp.array([0.0, 0.02])
+        traj = mb.simulate(model, model.q0, scale * v0, 0.02, ts=ts, rtol=1e-12, atol=1e-14)
+        return traj.q[-1, 3]
+
+    h = 1e-5
+    central = (w_end(1.0 + h) - w_end(1.0 - h)) / (2 * h)
+    np.testing.assert_allclose(jax.grad(w_end)(1.0), central, rtol=1e-6)
+    with pytest.raises(ValueError, match="independent coordinates are planar only"):
+        mb.simulate(model, model.q0, v0, 0.01, formulation=mb.IndependentCoordinates())

@@ -73,6 +73,12 @@ class IndependentCoordinates(AbstractFormulation):
     def integrate(self, model: Model, problem: Problem) -> Trajectory:
         """Seed 002's minimal-order equations from `problem`'s initial state (forwards only;
         no stabilization is needed: the dependent coordinates are solved by Newton)."""
+        if model.dim != 2:
+            raise ValueError(
+                "simulate(formulation='independent'): independent coordinates are planar only "
+                "(they partition q, and a spatial body's quaternion is not a coordinate to pick); "
+                "use the default formulation, mb.NullSpace() or mb.Projection()"
+            )
         p = problem
         q0, qd0, start = checked_initial_state(model, p.q0, p.qd0, p.t0, p.throw)
         q0, qd0, t1, ts = refuse_start(model, start, q0, qd0, p.t0, p.t1, p.ts)

@@ -22,16 +22,18 @@ AXIAL = 1e-9
 """J_a (kg m^2) of the thin rod: small and positive (a mass matrix needs it), far below J_t."""
 
 
-def steady_rate(L=1.0, m=1.0, theta=np.pi / 6, g=9.81, axial=AXIAL) -> float:
-    """Omega of the module docstring."""
+def steady_rate(L=1.0, m=1.0, theta=np.pi / 6, g=9.81, axial=AXIAL):
+    """Omega of the module docstring (traceable in every argument)."""
     a, J_t = L / 2, m * L**2 / 12
-    return float(np.sqrt(m * g * a / ((J_t + m * a * a - axial) * np.cos(theta))))
+    return jnp.sqrt(m * g * a / ((J_t + m * a * a - axial) * jnp.cos(theta)))
 
 
 def _frame(theta):
-    axis = np.array([np.sin(theta), 0.0, -np.cos(theta)])  # pivot -> tip, down and out
-    y = np.array([0.0, 1.0, 0.0])
-    return np.column_stack([axis, y, np.cross(axis, y)])
+    """Body x along the rod (pivot -> tip, down and out), y horizontal, z = x cross y."""
+    c, s = jnp.cos(theta), jnp.sin(theta)
+    axis = jnp.stack([s, 0.0 * s, -c])
+    y = jnp.stack([0.0 * s, 1.0 + 0.0 * s, 0.0 * s])
+    return jnp.stack([axis, y, jnp.cross(axis, y)], axis=1)
 
 
 def build(L=1.0, m=1.0, theta=np.pi / 6, g=9.81) -> Model:
@@ -48,5 +50,6 @@ def build(L=1.0, m=1.0, theta=np.pi / 6, g=9.81) -> Model:
 def initial_velocity(L=1.0, m=1.0, theta=np.pi / 6, g=9.81) -> jnp.ndarray:
     """The steady motion: angular velocity Omega about the global z axis."""
     R = _frame(theta)
-    w = np.array([0.0, 0.0, steady_rate(L, m, theta, g)])
-    return jnp.asarray(np.concatenate([np.cross(w, R[:, 0] * L / 2), R.T @ w]))
+    rate = steady_rate(L, m, theta, g)
+    w = jnp.stack([0.0 * rate, 0.0 * rate, rate])
+    return jnp.concatenate([jnp.cross(w, R[:, 0] * L / 2), R.T @ w])
