@@ -8,7 +8,11 @@ from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._model.mechanism import Mechanism
 from .._model.model import Model
+from .._runtime import errors as _errors
+from .._runtime.exceptions import JaxmbError
 from ..elements import Gravity, RelativeAngleDriver, Revolute, drive
+from ..elements.geometry import is_concrete
+from . import _checks
 
 
 def configuration(
@@ -61,12 +65,19 @@ def build(
       theta0 + omega t), or None for a free crank (dof = 1).
     - `gravity`: (gx, gy) in m/s^2, or None for none.
 
-    Every argument is traceable.
+    Every argument is traceable and checked (lengths and masses positive, the links closing at
+    theta0; inside jit when the model is used).
     """
-    a, b, c = (jnp.asarray(x, jnp.float64) for x in (a, b, c))
+    B = "four_bar.build"
+    a, b, c, d = (_checks.real(B, k, x, "positive") for k, x in zip("abcd", (a, b, c, d)))
+    masses = _checks.reals(B, "masses", masses, 3, "positive")
+    theta0 = _checks.real(B, "theta0", theta0)
+    omega = None if omega is None else _checks.real(B, "omega", omega)
+    gravity = _checks.vector(B, "gravity", gravity)
     m = Mechanism()
     lengths = (a, b, c)
-    q_links = configuration(jnp.asarray(theta0, jnp.float64), a, b, c, d)
+    q_links = configuration(theta0, a, b, c, d)
+    q_links = _closing(B, q_links, theta0, a, b, c, d)
     names = ("crank", "coupler", "rocker")
     crank, coupler, rocker = (
         m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)
@@ -82,6 +93,25 @@ def build(
     if gravity is not None:
         m.add(Gravity(g=gravity))
     return m.build()
+
+
+def _closing(builder, q_links, theta, a, b, c, d):
+    """q_links, refused unless the links close at the crank angle theta (in the frame of the
+    ground link of length d): |b - c| <= |O4 - A| <= b + c, else `configuration` would give
+    poses that violate the constraints."""
+    L = jnp.sqrt((d - a * jnp.cos(theta)) ** 2 + (a * jnp.sin(theta)) ** 2)  # |O4 - A|
+    slack = 1e-12 * (b + c)
+    apart = (L > b + c + slack) | (L < jnp.abs(b - c) - slack)
+    text = (
+        f"{builder}: the links cannot close at theta0: the crank tip A is "
+        "{} from the rocker's pivot O4, outside [|b - c|, b + c] = [{}, {}]"
+    )
+    if is_concrete(apart):
+        if bool(apart):
+            raise JaxmbError(text.format(*(f"{float(x):.6g}" for x in (L, jnp.abs(b - c), b + c))))
+        return q_links
+    message = f"{builder}: the links cannot close at theta0 (traced value)"
+    return tuple(_errors.error_if(x, apart, message) for x in q_links)
 
 
 def _rotate(beta, v):
@@ -136,14 +166,23 @@ def build_pivots(
     - `omega`: the crank's constant speed (rad/s), or None for a free crank.
     - `gravity`: (gx, gy) in m/s^2, or None for none.
     """
-    o2 = jnp.asarray(o2, jnp.float64)
-    o4 = jnp.asarray(o4, jnp.float64)
-    a, b, c = (jnp.asarray(x, jnp.float64) for x in (a, b, c))
+    B = "four_bar.build_pivots"
+    a, b, c = (_checks.real(B, k, x, "positive") for k, x in zip("abc", (a, b, c)))
+    o2 = _checks.vector(B, "o2", o2)
+    o4 = _checks.vector(B, "o4", o4)
+    e = _checks.real(B, "o4 - o2", o4 - o2, "nonzero", (2,))  # the ground link
+    theta0 = _checks.real(B, "theta0", theta0)
+    omega = None if omega is None else _checks.real(B, "omega", omega)
+    gravity = _checks.vector(B, "gravity", gravity)
     lengths = (a, b, c)
     if density is not None:
+        density = _checks.real(B, "density", density, "positive")
         masses = tuple(density * ll for ll in lengths)
+    else:
+        masses = _checks.reals(B, "masses", masses, 3, "positive")
     m = Mechanism()
-    q_links = configuration_pivots(jnp.asarray(theta0, jnp.float64), a, b, c, o2, o4)
+    q_links = configuration_pivots(theta0, a, b, c, o2, o4)
+    q_links = _closing(B, q_links, theta0 - jnp.arctan2(e[1], e[0]), a, b, c, jnp.sqrt(e @ e))
     names = ("crank", "coupler", "rocker")
     crank, coupler, rocker = (
         m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)
