@@ -24,6 +24,7 @@ import difflib
 import functools
 import json
 import os
+import stat
 import typing
 from typing import NamedTuple
 
@@ -580,10 +581,41 @@ counted at every use: a few hundred bytes of nested aliases (an "alias bomb") wo
 expand to billions of values."""
 
 
+MAX_BYTES = 64 * 2**20
+"""The largest model file read (64 MiB; a 20,000-body model takes 2.4 MB)."""
+
+
+def _read_text(path) -> str:
+    """The text of the regular file `path` (a symbolic link is followed), UTF-8, at most
+    MAX_BYTES; else a ValueError naming the file (a device such as /dev/zero never ends)."""
+    info = os.stat(path)  # FileNotFoundError, PermissionError: as they are
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device, a pipe)"
+        raise ValueError(f"model file {path!r} is {kind}; expected a .json, .yaml or .yml file")
+    too_big = f"model file {path!r} is larger than {MAX_BYTES // 2**20} MiB; refusing to read it"
+    if info.st_size > MAX_BYTES:
+        raise ValueError(too_big)
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ValueError(too_big)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        found = (
+            "UTF-16 text (it starts with a UTF-16 byte order mark)"
+            if data[:2] in (b"\xff\xfe", b"\xfe\xff")
+            else f"UTF-8 text (byte {data[e.start]:#04x} at offset {e.start})"
+        )
+        raise ValueError(
+            f"model file {path!r} is {'not ' if 'UTF-8' in found else ''}{found}; model files "
+            "are UTF-8 JSON or YAML (save it as UTF-8)"
+        ) from None
+
+
 def _parse(path):
     suffix = _suffix(path)
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
+    text = _read_text(path)
     deep = (
         f"model file {path!r}: nested too deeply (lists or mappings more than "
         f"{MAX_DEPTH} levels deep); a model file needs at most 6"
