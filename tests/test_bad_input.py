@@ -583,9 +583,10 @@ def test_eliminate_requires_a_removable_set(chain_model, doubled_pin):
     """The chain is not redundant (4 independent rows, p = 0): eliminating rows 0 and 1 (pin
     O) used to drop a real constraint and return a wrong qdd silently. Now reactions refuse
     it (naming rank 4, p = 0 and that no row is redundant; under jit the test of the doubled
-    pin above), and simulate refuses the formulation at q0. Control: a removable set of the doubled pin (p = 2,
-    one x and one y row) gives the null-space accelerations (an independent formulation,
-    seed 001 eq. 13) to 1e-12 and zero multipliers on the eliminated rows."""
+    pin above), and simulate refuses the formulation at q0. Control: a removable set of the
+    doubled pin (p = 2, one x and one y row) gives the null-space accelerations (an
+    independent formulation, seed 001 eq. 13) to 1e-12 and zero multipliers on the
+    eliminated rows."""
     q, qd = chain_model.q0, jnp.zeros(6)
     problem = (
         r"(?s)Eliminate\(rows=\(0, 1\)\)\): the eliminated rows are not a removable set "
