@@ -34,10 +34,18 @@ def _failing(x, kind):
     return ~finite
 
 
-def real(builder: str, name: str, value, kind: str = "finite", shape: tuple | None = ()):
+def real(
+    builder: str,
+    name: str,
+    value,
+    kind: str = "finite",
+    shape: tuple | None = (),
+    traced: bool = True,
+):
     """`value` as a float64 array, refused (naming `builder` and `name`) unless it is real, of
     `shape` (None: any) and, entry by entry, `kind` ("finite", "positive", "nonnegative";
-    "nonzero": a finite vector of non-zero length)."""
+    "nonzero": a finite vector of non-zero length). `traced=False` leaves a traced value to
+    the checks of the elements it becomes (which name the element)."""
     if value is None or not is_real(value):
         raise JaxmbError.about(
             builder,
@@ -57,6 +65,8 @@ def real(builder: str, name: str, value, kind: str = "finite", shape: tuple | No
             k = np.unravel_index(int(np.argmax(bad.reshape(-1))), v.shape)
             where = ", ".join(map(str, k))
             raise JaxmbError.about(builder, f"{name}[{where}] = {v[k].tolist()} {PROBLEMS[kind]}")
+        return x
+    if not traced:
         return x
     return _errors.error_if(
         x, jnp.any(_failing(x, kind)), f"{builder}: {name} {PROBLEMS[kind]} (traced value)"

@@ -197,7 +197,8 @@ def build(
     if sizes is not None:
         sizes = _checks.real(BUILDER, "sizes", sizes, "positive", (n * m,))
     if offsets is not None:
-        offsets = _checks.real(BUILDER, "offsets", offsets, "finite", (len(hinges(n, m)), 2))
+        shape = (len(hinges(n, m)), 2)  # traced: the hinges' own checks name the hinge
+        offsets = _checks.real(BUILDER, "offsets", offsets, "finite", shape, traced=False)
     gravity = _checks.vector(BUILDER, "gravity", gravity)
     pull = None if pull is None else _checks.real(BUILDER, "pull", pull)
     q, local = hinge_points(n, m, theta, side, sizes, offsets, aspect)
