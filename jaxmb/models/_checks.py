@@ -73,6 +73,17 @@ def real(
     )
 
 
+def attached(x, builder: str, name: str, derived, kind: str = "finite"):
+    """x, refused unless `derived` (a quantity of the arguments, e.g. the vector between two
+    points) passes the check `kind` of `real`: concrete at once, traced by a runtime check
+    attached to x (x's value unchanged)."""
+    d = real(builder, name, derived, kind, shape=None, traced=False)
+    if is_concrete(d):
+        return x
+    message = f"{builder}: {name} {PROBLEMS[kind]} (traced value)"
+    return _errors.error_if(x, jnp.any(_failing(d, kind)), message)
+
+
 def reals(builder: str, name: str, values, count: int, kind: str = "finite"):
     """`count` numbers (a sequence or an array) as a tuple of float64 scalars, each checked as
     `real` (named `name[k]`)."""

@@ -8,10 +8,7 @@ from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._model.mechanism import Mechanism
 from .._model.model import Model
-from .._runtime import errors as _errors
-from .._runtime.exceptions import JaxmbError
 from ..elements import Gravity, RelativeAngleDriver, Revolute, drive
-from ..elements.geometry import is_concrete
 from . import _checks
 
 
@@ -65,8 +62,9 @@ def build(
       theta0 + omega t), or None for a free crank (dof = 1).
     - `gravity`: (gx, gy) in m/s^2, or None for none.
 
-    Every argument is traceable and checked (lengths and masses positive, the links closing at
-    theta0; inside jit when the model is used).
+    Every argument is traceable and checked (lengths and masses positive; inside jit when the
+    model is used). Links that cannot close at theta0 give a q0 off the constraints
+    (`configuration`), which `mb.assemble` or the analyses' checks refuse.
     """
     B = "four_bar.build"
     a, b, c, d = (_checks.real(B, k, x, "positive") for k, x in zip("abcd", (a, b, c, d)))
@@ -77,7 +75,6 @@ def build(
     m = Mechanism()
     lengths = (a, b, c)
     q_links = configuration(theta0, a, b, c, d)
-    q_links = _closing(B, q_links, theta0, a, b, c, d)
     names = ("crank", "coupler", "rocker")
     crank, coupler, rocker = (
         m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)
@@ -93,25 +90,6 @@ def build(
     if gravity is not None:
         m.add(Gravity(g=gravity))
     return m.build()
-
-
-def _closing(builder, q_links, theta, a, b, c, d):
-    """q_links, refused unless the links close at the crank angle theta (in the frame of the
-    ground link of length d): |b - c| <= |O4 - A| <= b + c, else `configuration` would give
-    poses that violate the constraints."""
-    L = jnp.sqrt((d - a * jnp.cos(theta)) ** 2 + (a * jnp.sin(theta)) ** 2)  # |O4 - A|
-    slack = 1e-12 * (b + c)
-    apart = (L > b + c + slack) | (L < jnp.abs(b - c) - slack)
-    text = (
-        f"{builder}: the links cannot close at theta0: the crank tip A is "
-        "{} from the rocker's pivot O4, outside [|b - c|, b + c] = [{}, {}]"
-    )
-    if is_concrete(apart):
-        if bool(apart):
-            raise JaxmbError(text.format(*(f"{float(x):.6g}" for x in (L, jnp.abs(b - c), b + c))))
-        return q_links
-    message = f"{builder}: the links cannot close at theta0 (traced value)"
-    return tuple(_errors.error_if(x, apart, message) for x in q_links)
 
 
 def _rotate(beta, v):
@@ -170,7 +148,7 @@ def build_pivots(
     a, b, c = (_checks.real(B, k, x, "positive") for k, x in zip("abc", (a, b, c)))
     o2 = _checks.vector(B, "o2", o2)
     o4 = _checks.vector(B, "o4", o4)
-    e = _checks.real(B, "o4 - o2", o4 - o2, "nonzero", (2,))  # the ground link
+    o4 = _checks.attached(o4, B, "o4 - o2", o4 - o2, "nonzero")  # the ground link's direction
     theta0 = _checks.real(B, "theta0", theta0)
     omega = None if omega is None else _checks.real(B, "omega", omega)
     gravity = _checks.vector(B, "gravity", gravity)
@@ -182,7 +160,6 @@ def build_pivots(
         masses = _checks.reals(B, "masses", masses, 3, "positive")
     m = Mechanism()
     q_links = configuration_pivots(theta0, a, b, c, o2, o4)
-    q_links = _closing(B, q_links, theta0 - jnp.arctan2(e[1], e[0]), a, b, c, jnp.sqrt(e @ e))
     names = ("crank", "coupler", "rocker")
     crank, coupler, rocker = (
         m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)
