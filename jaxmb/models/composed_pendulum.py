@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Real
 
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from ..elements import (
@@ -28,7 +29,6 @@ from ..elements import (
     drive,
 )
 from ..elements.geometry import Body
-from . import _checks
 
 L1, L2, M1, M2, G = 0.5, 0.75, 0.25, 1.0, 9.81
 AMP10, AMP21, OMEGA = np.pi / 12, np.pi / 6, np.pi / 6

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Real
 
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from ..elements import Gravity, RelativeAngleDriver, Revolute, drive
-from . import _checks
 
 
 def configuration(

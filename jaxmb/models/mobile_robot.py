@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Real
 
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from ..elements import KnifeEdge, Revolute, Translational, TranslationalDriver, drive
-from . import _checks
 
 if TYPE_CHECKING:
     from .._reaction_methods.compliance import Compliance

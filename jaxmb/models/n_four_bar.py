@@ -34,10 +34,10 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._custom_types import Coordinates, ScalarLike
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from ..elements import Gravity, Revolute
-from . import _checks
 
 BUILDER = "n_four_bar.build"
 """The name the argument errors of `build` give."""

@@ -19,12 +19,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._custom_types import Coordinates, ScalarLike, Vector2Like
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from .._runtime.exceptions import JaxmbError
 from ..elements import Force, Gravity, RelativeAngleDriver, Revolute, drive
 from ..elements.drive import AbstractDrive
-from . import _checks
 
 PIVOTS = {"1": 0.0, "2": 1.0, "3": 0.5}
 """Ground pivot of each crank as a fraction of d."""

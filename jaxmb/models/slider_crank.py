@@ -10,13 +10,13 @@ from collections.abc import Sequence
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Real
 
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from .._runtime import errors as _errors
 from .._runtime.exceptions import JaxmbError
 from ..elements import Gravity, RelativeAngleDriver, Revolute, Translational, drive
 from ..elements.geometry import is_concrete
-from . import _checks
 
 
 def configuration(

@@ -1,7 +1,8 @@
-"""The argument checks of the model builders: each names the builder, the argument and the
-problem. A concrete value is checked at the call (a `JaxmbError`, a ValueError); a traced one
-(inside jit or vmap) by a runtime check (`jaxmb._runtime.errors.error_if`) attached to the
-value the builder goes on with, so it fails when the model is used:
+"""The argument checks of the model builders (`jaxmb.models`): each names the builder, the
+argument and the problem. A concrete value is checked at the call (a `JaxmbError`, a
+ValueError); a traced one (inside jit or vmap) by a runtime check
+(`jaxmb._runtime.errors.error_if`) attached to the value the builder goes on with, so it fails
+when the model is used:
 
     side = real("rotating_squares", "side", side, "positive")   # side = -1: refused
 """
