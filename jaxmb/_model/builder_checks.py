@@ -9,6 +9,7 @@ when the model is used:
 
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array
 
 from .._runtime import errors as _errors
 from .._runtime.exceptions import JaxmbError
@@ -42,7 +43,7 @@ def real(
     kind: str = "finite",
     shape: tuple | None = (),
     traced: bool = True,
-):
+) -> Array:
     """`value` as a float64 array, refused (naming `builder` and `name`) unless it is real, of
     `shape` (None: any) and, entry by entry, `kind` ("finite", "positive", "nonnegative";
     "nonzero": a finite vector of non-zero length). `traced=False` leaves a traced value to
@@ -69,12 +70,11 @@ def real(
         return x
     if not traced:
         return x
-    return _errors.error_if(
-        x, jnp.any(_failing(x, kind)), f"{builder}: {name} {PROBLEMS[kind]} (traced value)"
-    )
+    message = f"{builder}: {name} {PROBLEMS[kind]} (traced value)"
+    return jnp.asarray(_errors.error_if(x, jnp.any(_failing(x, kind)), message))
 
 
-def attached(x, builder: str, name: str, derived, kind: str = "finite"):
+def attached(x: Array, builder: str, name: str, derived, kind: str = "finite") -> Array:
     """x, refused unless `derived` (a quantity of the arguments, e.g. the vector between two
     points) passes the check `kind` of `real`: concrete at once, traced by a runtime check
     attached to x (x's value unchanged)."""
@@ -82,7 +82,7 @@ def attached(x, builder: str, name: str, derived, kind: str = "finite"):
     if is_concrete(d):
         return x
     message = f"{builder}: {name} {PROBLEMS[kind]} (traced value)"
-    return _errors.error_if(x, jnp.any(_failing(d, kind)), message)
+    return jnp.asarray(_errors.error_if(x, jnp.any(_failing(d, kind)), message))
 
 
 def reals(builder: str, name: str, values, count: int, kind: str = "finite"):
@@ -103,7 +103,7 @@ def flag(builder: str, name: str, value) -> bool:
     return bool(value)
 
 
-def vector(builder: str, name: str, value, kind: str = "finite"):
+def vector(builder: str, name: str, value, kind: str = "finite") -> Array | None:
     """A 2-vector (x, y) checked as `real`, or None as it is."""
     return None if value is None else real(builder, name, value, kind, (2,))
 

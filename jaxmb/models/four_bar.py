@@ -146,8 +146,8 @@ def build_pivots(
     """
     B = "four_bar.build_pivots"
     a, b, c = (_checks.real(B, k, x, "positive") for k, x in zip("abc", (a, b, c)))
-    o2 = _checks.vector(B, "o2", o2)
-    o4 = _checks.vector(B, "o4", o4)
+    o2 = _checks.real(B, "o2", o2, "finite", (2,))
+    o4 = _checks.real(B, "o4", o4, "finite", (2,))
     o4 = _checks.attached(o4, B, "o4 - o2", o4 - o2, "nonzero")  # the ground link's direction
     theta0 = _checks.real(B, "theta0", theta0)
     omega = None if omega is None else _checks.real(B, "omega", omega)

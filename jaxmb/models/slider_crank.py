@@ -81,11 +81,8 @@ def build(
                 f"{float(r * jnp.sin(theta0)):g}"
             )
     else:
-        l = _errors.error_if(
-            l,
-            ~(reach >= 0.0),
-            f"{B}: the rod cannot reach the slider's axis at theta0 (traced value)",
-        )
+        message = f"{B}: the rod cannot reach the slider's axis at theta0 (traced value)"
+        l = jnp.asarray(_errors.error_if(l, ~(reach >= 0.0), message))
     m = Mechanism()
     q_crank, q_rod, q_slider = configuration(theta0, r, l)
     crank = m.body("crank", mass=m_crank, inertia=m_crank * r**2 / 12, q=q_crank)
