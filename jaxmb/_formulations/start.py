@@ -5,6 +5,8 @@ integrated for it."""
 
 import dataclasses
 
+import jax
+import jax.core
 import jax.numpy as jnp
 
 from .._model.input_checks import checked_finite
@@ -90,6 +92,8 @@ def refuse_start(model, start, q0, qd0, t0, t1, ts):
     an outer jit is after the integration: a bad start is refused here too, so that it does
     not integrate (a nan q0) until max_steps first."""
     if start is None:
+        if not any(isinstance(x, jax.core.Tracer) for x in (q0, qd0, t0)):
+            return q0, qd0, t1, ts  # known values: a bad start has raised already
         start = start_result(model, q0, qd0, t0)
     accepted = start == RESULTS.successful
     t1, ts = jnp.where(accepted, t1, t0), jnp.where(accepted, ts, t0)
