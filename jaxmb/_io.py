@@ -24,6 +24,7 @@ import difflib
 import functools
 import json
 import os
+import stat
 import typing
 from typing import NamedTuple
 
@@ -231,8 +232,7 @@ def _build(data):
     _check_top_level(data)
     m = Mechanism()
     handles = {"ground": m.ground}
-    for k, entry in enumerate(data["bodies"]):
-        body = _add_body(m, entry, f"bodies[{k}]")
+    for body in _add_bodies(m, data["bodies"]):
         handles[body.name] = body
     for k, entry in enumerate(data.get("elements", [])):
         where, element = _element(entry, f"elements[{k}]", handles)
@@ -293,7 +293,23 @@ def _check_keys(entry, allowed, required, where):
             raise ValueError(f"{where}: missing field {key!r}")
 
 
-def _add_body(m, entry, where):
+def _add_bodies(m, entries):
+    """The handles of the bodies of `entries` (the `bodies` list), added to `m` in one
+    `add_bodies` call: one call per body costs a millisecond each (a 20,000-body file). When
+    that call refuses them, they are added one at a time, so the error names the entry."""
+    values = [_body_values(entry, f"bodies[{k}]") for k, entry in enumerate(entries)]
+    names, masses, inertias, qs = zip(*values)
+    try:  # (add_bodies checks every body before it adds any)
+        return m.add_bodies(names, np.asarray(masses), np.asarray(inertias), np.stack(qs))
+    except ValueError:
+        one_by_one = Mechanism()
+        for k, entry in enumerate(entries):
+            _add_body(one_by_one, entry, f"bodies[{k}]")  # raises at the entry
+        raise
+
+
+def _body_values(entry, where):
+    """(name, mass, inertia, q) of a `bodies` entry, checked as file data."""
     _check_keys(entry, _BODY_KEYS, ("name", "mass", "inertia"), where)
     name = entry["name"]
     if not isinstance(name, str) or not name:
@@ -304,10 +320,15 @@ def _add_body(m, entry, where):
     q = _numbers(entry.get("q", [0.0, 0.0, 0.0]), where, "q")
     if q.shape != (3,):
         raise ValueError(f"{where}: q must be [x, y, phi] (3 numbers), got {entry['q']!r}")
+    return name, mass, inertia, q
+
+
+def _add_body(m, entry, where):
+    name, mass, inertia, q = _body_values(entry, where)
     try:
         return m.body(name, mass, inertia, q)
     except ValueError as e:
-        raise ValueError(f"{where}: {_detail(e, f'body {name!r}')}") from None
+        raise ValueError(f"{where} ({name!r}): {_detail(e, f'body {name!r}')}") from None
 
 
 def _element(entry, where, handles):
@@ -560,10 +581,41 @@ counted at every use: a few hundred bytes of nested aliases (an "alias bomb") wo
 expand to billions of values."""
 
 
+MAX_BYTES = 64 * 2**20
+"""The largest model file read (64 MiB; a 20,000-body model takes 2.4 MB)."""
+
+
+def _read_text(path) -> str:
+    """The text of the regular file `path` (a symbolic link is followed), UTF-8, at most
+    MAX_BYTES; else a ValueError naming the file (a device such as /dev/zero never ends)."""
+    info = os.stat(path)  # FileNotFoundError, PermissionError: as they are
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device, a pipe)"
+        raise ValueError(f"model file {path!r} is {kind}; expected a .json, .yaml or .yml file")
+    too_big = f"model file {path!r} is larger than {MAX_BYTES // 2**20} MiB; refusing to read it"
+    if info.st_size > MAX_BYTES:
+        raise ValueError(too_big)
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ValueError(too_big)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        found = (
+            "UTF-16 text (it starts with a UTF-16 byte order mark)"
+            if data[:2] in (b"\xff\xfe", b"\xfe\xff")
+            else f"UTF-8 text (byte {data[e.start]:#04x} at offset {e.start})"
+        )
+        raise ValueError(
+            f"model file {path!r} is {'not ' if 'UTF-8' in found else ''}{found}; model files "
+            "are UTF-8 JSON or YAML (save it as UTF-8)"
+        ) from None
+
+
 def _parse(path):
     suffix = _suffix(path)
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
+    text = _read_text(path)
     deep = (
         f"model file {path!r}: nested too deeply (lists or mappings more than "
         f"{MAX_DEPTH} levels deep); a model file needs at most 6"

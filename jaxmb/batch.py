@@ -113,8 +113,17 @@ def _program(fn, chunk, devices, keep):
         m = mesh(devices)
         spec = PartitionSpec(BATCH_AXIS)
 
+        def member(x):
+            y = fn(*x)
+            if not jax.tree.leaves(y):
+                raise ValueError(
+                    f"batch.map: fn returned {y!r}; it must return an array or a pytree of "
+                    "arrays (one result per member)"
+                )
+            return y
+
         def local(*xs):  # one device's shard, in vmapped chunks; its first `keep` results
-            ys = jax.lax.map(lambda x: fn(*x), xs, batch_size=chunk)
+            ys = jax.lax.map(member, xs, batch_size=chunk)
             return jax.tree.map(lambda y: y[:keep], ys)
 
         _programs[key] = jax.jit(
@@ -151,6 +160,7 @@ def map(  # noqa: A001 (mb.batch.map reads well)
     bench_solvability.py`, design measurement D8). Only a batch that is not a multiple of
     the device count, or a `cost` order, is put back in order across devices."""
     devices = jax.devices() if devices is None else list(devices)
+    _check_inputs(xs)
     leaves = jax.tree.leaves(xs)
     size = _batch_size(leaves, "batch.map")
     if size == 0:
@@ -164,6 +174,12 @@ def map(  # noqa: A001 (mb.batch.map reads well)
         raise ValueError(
             "batch.map: devices must be a non-empty sequence of jax devices "
             f"(e.g. jax.devices()), got {devices!r}"
+        )
+    twice = [d for k, d in enumerate(devices) if d in devices[:k]]
+    if twice:
+        raise ValueError(
+            f"batch.map: devices lists {twice[0]} more than once; each device takes one share "
+            "of the batch (pass distinct devices, e.g. jax.devices())"
         )
     num = len(devices)
     share = -(-size // num)  # members per device
@@ -181,6 +197,26 @@ def map(  # noqa: A001 (mb.batch.map reads well)
         return out if share * num == size else jax.tree.map(lambda y: y[:size], out)
     _, first = np.unique(order, return_index=True)  # each member's (first) slot
     return jax.tree.map(lambda y: y[first], out)
+
+
+def _check_inputs(xs):
+    """Refuse inputs that are not arrays with a batch axis, naming the input: a list (JAX
+    reads it as a pytree of scalars, not as an axis), text or objects."""
+    for k, x in enumerate(xs):
+        for path, leaf in jax.tree_util.tree_flatten_with_path(x)[0]:
+            where = f"input {k}{jax.tree_util.keystr(path)}"
+            if isinstance(x, (list, tuple)) and not isinstance(leaf, (jax.Array, np.ndarray)):
+                raise ValueError(
+                    f"batch.map: input {k} is a {type(x).__name__} of "
+                    f"{type(leaf).__name__}s; pass an array with the batch on its leading axis "
+                    "(e.g. np.asarray(...))"
+                )
+            dtype = leaf.dtype if isinstance(leaf, jax.Array) else np.asarray(leaf).dtype
+            if not (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_)):
+                raise ValueError(
+                    f"batch.map: {where} has dtype {dtype}; only numeric or boolean arrays "
+                    "can be mapped"
+                )
 
 
 def _fitted_chunk(chunk, share):

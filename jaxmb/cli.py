@@ -50,10 +50,39 @@ def load_model_module(spec: str):
     if module_spec is None or module_spec.loader is None:
         raise ValueError(f"{spec}: not a Python file that can be imported")
     module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
+    try:
+        _user_code(spec, "importing it", lambda: module_spec.loader.exec_module(module))  # pyright: ignore[reportOptionalMemberAccess]
+    except (SyntaxError, UnicodeDecodeError) as e:
+        reason = e.msg if isinstance(e, SyntaxError) else str(e)
+        raise SystemExit(f"jaxmb: model file {spec!r} cannot be read as Python: {reason}") from None
     if not callable(getattr(module, "build", None)):
         raise SystemExit(f"jaxmb: model file {spec!r} defines no function build() -> Model")
     return module
+
+
+def _user_code(spec, what, call):
+    """call(), which runs code of the Python model file `spec`; a sys.exit in it ends the
+    command with a line naming the file and `what` it was doing (not silently)."""
+    try:
+        return call()
+    except SystemExit as e:
+        raise SystemExit(
+            f"jaxmb: model file {spec!r}: {what} called sys.exit({e.code!r}); a model file "
+            "defines build() -> Model and does not exit"
+        ) from None
+
+
+def build_model(module, spec):
+    """`module.build()` (MODEL's), refused with a line naming MODEL unless it is a Model."""
+    from jaxmb import Model
+
+    model = _user_code(spec, "build()", module.build)
+    if not isinstance(model, Model):
+        raise SystemExit(
+            f"jaxmb: model {spec!r}: build() returned {model!r} of type "
+            f"{type(model).__name__}; it must return a jaxmb Model (mechanism.build())"
+        )
+    return model
 
 
 def _model_file(path: str):
@@ -171,7 +200,7 @@ def cmd_report(args):
 
     module = load_model_module(args.model)
     announce_compiles(os.path.basename(args.model))
-    model = module.build()
+    model = build_model(module, args.model)
     compliance = _compliance(args, module, model)  # a bad --stiffness fails before the work
     q = mb.assemble(model, model.q0, args.t) if model.m else jnp.asarray(model.q0)
     print(describe(model, q, args.t))
@@ -289,7 +318,7 @@ def _trajectory(spec, t1, num_saves, rtol=1e-8, progress=False):
 
     module = load_model_module(spec)
     announce_compiles(os.path.basename(spec))
-    model = module.build()
+    model = build_model(module, spec)
     _check_saved_size(model, num_saves)
     # eager calls: each runs one compiled program without host callbacks (cacheable)
     q0 = mb.assemble(model, model.q0, 0.0) if model.m else jnp.asarray(model.q0)

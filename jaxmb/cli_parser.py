@@ -419,7 +419,13 @@ def check(args):
         stiffness = args.stiffness
         if stiffness not in (None, MODEL_STIFFNESS):
             if not os.path.isfile(stiffness):
-                what = "is a folder" if os.path.isdir(stiffness) else "does not exist"
+                what = (
+                    "is a folder"
+                    if os.path.isdir(stiffness)
+                    else "is not a regular file (a device, a pipe)"
+                    if os.path.exists(stiffness)
+                    else "does not exist"
+                )
                 _fail(
                     f"--stiffness {stiffness!r} {what}; expected a stiffness file (.json, "
                     ".yaml, .yml)"

@@ -428,6 +428,21 @@ def test_step_size_collapse():
         _run_loudly(model)
 
 
+def test_nan_start_inside_jit_is_refused_before_integrating():
+    """Inside jit with throw=True a nan q0 used to be integrated until max_steps (200,000
+    rejected steps: 1.1 s for this disc, 253 s for the N = 30 four-bar) before its error came;
+    it is now refused at the start, as eagerly and with throw=False. The disc of
+    `_spun_disc` (torque 1 / (10 - t), finite on [0, 1]) shares `_run_loudly`'s program (the
+    model's q0 replaced: built, a nan q0 is refused at once)."""
+    model = _spun_disc(10.0, 0.0)
+    _run_loudly(model)  # compiled (or from the test above), and a control: it runs
+    bad = eqx.tree_at(lambda m: m.q0, model, jnp.array([np.nan, 0.0, 0.0]))
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match=re.escape("q0[0] (x of body 'disc') is not finite")):
+        _run_loudly(bad)
+    assert time.perf_counter() - start < 0.5  # 1.1 s before (max_steps reached)
+
+
 def test_non_finite_applied_forces():
     """A torque that turns nan at t = 0.3 s (finite before) is named when the run stops there;
     one that is nan already at t0 is named before integrating."""
@@ -567,10 +582,11 @@ def test_unknown_method_or_formulation(chain_model):
 def test_eliminate_requires_a_removable_set(chain_model, doubled_pin):
     """The chain is not redundant (4 independent rows, p = 0): eliminating rows 0 and 1 (pin
     O) used to drop a real constraint and return a wrong qdd silently. Now reactions refuse
-    it (naming rank 4, p = 0 and that no row is redundant; under jit the test of the doubled pin
-    above), and simulate refuses the formulation at q0. Control: a removable set of the doubled pin
-    (p = 2, one x and one y row) gives the null-space accelerations (an independent formulation,
-    seed 001 eq. 13) to 1e-12 and zero multipliers on the eliminated rows."""
+    it (naming rank 4, p = 0 and that no row is redundant; under jit the test of the doubled
+    pin above), and simulate refuses the formulation at q0. Control: a removable set of the
+    doubled pin (p = 2, one x and one y row) gives the null-space accelerations (an
+    independent formulation, seed 001 eq. 13) to 1e-12 and zero multipliers on the
+    eliminated rows."""
     q, qd = chain_model.q0, jnp.zeros(6)
     problem = (
         r"(?s)Eliminate\(rows=\(0, 1\)\)\): the eliminated rows are not a removable set "

@@ -30,7 +30,7 @@ from .._formulations import augmented_lagrangian as al
 from .._formulations.trajectory import Trajectory
 from .._model.input_checks import check_shapes
 from .._model.model import Model
-from .._model.state_checks import checked_state, checked_velocities
+from .._model.state_checks import checked_configuration, checked_state, checked_velocities
 from .._model.terms import state_terms
 from .._reaction_methods._base import AbstractReactionMethod
 from .._reaction_methods.spellings import as_method
@@ -140,6 +140,13 @@ class Reactions(eqx.Module):
             raise KeyError(f"no pair named {pair_name!r}; pairs: {list(self.pair_names)}")
         if body_name not in self.body_names:
             raise KeyError(f"no body named {body_name!r}; bodies: {list(self.body_names)}")
+        k = self.pair_names.index(pair_name)
+        if self.pair_bodies and body_name not in self.pair_bodies[k]:
+            joined = " and ".join(repr(b) for b in self.pair_bodies[k]) or "the ground only"
+            raise KeyError(
+                f"pair {pair_name!r} does not act on body {body_name!r}; it joins {joined}"
+                + (" (and the ground)" if len(self.pair_bodies[k]) < 2 else "")
+            )
         f = self.generalized[pair_name]
         b = self.body_names.index(body_name)
         if self.rotations is not None:
@@ -409,9 +416,14 @@ def statics(
     method: AbstractReactionMethod | Literal["min_norm", "auto"] = "min_norm",
     *,
     velocity: CoordinatesLike | None = None,
+    check: bool = True,
 ) -> Reactions:
     """Static reactions: qd = 0, qdd = 0, C^T lambda = F (seed 003, "Statics"); redundancy
     handled by `method` as in `reactions`.
+
+    `check`: refuse (also inside jit) a q with a non-finite entry or violating the position
+    constraints (|Phi| above `STATE_TOL` relative), naming the entry or the pair, as
+    `reactions` does; False computes at any q.
 
     `velocity`: a quasi-static motion, qdd = 0 at the velocity qd = `velocity` (consistent with
     the constraints): inertia is neglected but the velocity-dependent forces are kept, i.e. the
@@ -432,14 +444,18 @@ def statics(
             velocity = jnp.asarray(velocity, jnp.float64)
             check_shapes(model, velocity=velocity)
     with _errors.reporting(f"statics(method={method.name})"):
-        rx = _statics(model, q, t, bound, velocity)
+        rx = _statics(model, q, t, bound, velocity, check)
     rx = _named(rx, method)
     _warn_not_unique(method, rx, "statics")
     return rx
 
 
 @_errors.checked_jit  # one compiled program per model and bound-method structure, cacheable
-def _statics(model, q, t, bound, velocity=None):
+def _statics(model, q, t, bound, velocity=None, check=True):
+    if check:
+        with _errors.reporting("statics"):
+            check_shapes(model, q=q)
+            q = checked_configuration(model, q, t, STATE_TOL)
     zeros = jnp.zeros_like(q)
     qd = zeros if velocity is None else _consistent(model, q, velocity, t)
     rx = _reactions_at(model, q, qd, t, bound, qdd=zeros)

@@ -85,6 +85,7 @@ from .._model.terms import StateTerms, state_terms
 from .._runtime import errors as _errors
 from .._runtime.exceptions import JaxmbRuntimeError
 from .._runtime.results import RESULTS
+from ..elements.geometry import is_real
 from .base import AbstractRatiosApart
 from .projecting import AbstractProjectingFormulation
 
@@ -92,6 +93,12 @@ ABSOLUTE_FLOOR = 1e-10
 """Accelerations below this size (1e-10 m/s^2 or rad/s^2) count as zero in the tests of
 convergence and consistency: a mechanism at rest has no other scale, and there gamma is
 round-off (1e-14) that redundant rows need not agree on."""
+
+
+def _plain_int(value):
+    """A NumPy integer as a Python int (a static field, compared and hashed as one); any other
+    value as it is, for the check in `__check_init__` (a bool is refused there)."""
+    return int(value) if isinstance(value, np.integer) else value
 
 
 class AugmentedLagrangian(AbstractProjectingFormulation, AbstractRatiosApart):
@@ -117,9 +124,9 @@ class AugmentedLagrangian(AbstractProjectingFormulation, AbstractRatiosApart):
       (else the step is rejected and retried shorter)."""
 
     penalty: ScalarLike = 1e8
-    iterations: int = eqx.field(static=True, default=4)
+    iterations: int = eqx.field(static=True, default=4, converter=_plain_int)
     tol: ScalarLike = 1e-3
-    projection_iterations: int = eqx.field(static=True, default=2)
+    projection_iterations: int = eqx.field(static=True, default=2, converter=_plain_int)
     projection_tol: ScalarLike = 1e-10
     baumgarte: ClassVar[bool] = False  # the projections hold the constraints at round-off
     stabilizable: ClassVar[bool] = False  # its iteration reads the exact gamma: refused
@@ -131,11 +138,16 @@ class AugmentedLagrangian(AbstractProjectingFormulation, AbstractRatiosApart):
     def __check_init__(self):
         for name in ("iterations", "projection_iterations"):
             value = getattr(self, name)
-            if not (isinstance(value, int) and value >= 1):
+            if isinstance(value, bool) or not (isinstance(value, int) and value >= 1):
                 raise ValueError(
                     f"AugmentedLagrangian: {name} must be an integer >= 1, got {value!r}"
                 )
         for name in ("penalty", "tol", "projection_tol"):  # data: checked where concrete
+            if not is_real(getattr(self, name)):  # text, a bool, None
+                raise ValueError(
+                    f"AugmentedLagrangian: {name} must be a positive finite number, got "
+                    f"{getattr(self, name)!r} of type {type(getattr(self, name)).__name__}"
+                )
             value = _errors.concrete(jnp.asarray(getattr(self, name)))
             if value is not None and not (np.ndim(value) == 0 and np.isfinite(value) and value > 0):
                 raise ValueError(

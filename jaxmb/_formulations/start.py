@@ -5,6 +5,8 @@ integrated for it."""
 
 import dataclasses
 
+import jax
+import jax.core
 import jax.numpy as jnp
 
 from .._model.input_checks import checked_finite
@@ -84,10 +86,15 @@ checked_initial_state = _errors.checked_jit(check_initial_state, analysis="simul
 
 
 def refuse_start(model, start, q0, qd0, t0, t1, ts):
-    """With throw=False a refused start (`start` not successful) integrates nothing (per
-    member): t1 = t0, a consistent dummy state; `refused` marks the run failed afterwards."""
+    """A refused start (`start` not successful) integrates nothing (per member): t1 = t0, a
+    consistent dummy state; with throw=False `refused` marks the run failed afterwards. With
+    throw=True (`start` None) the start's checks raise after the program has run, which inside
+    an outer jit is after the integration: a bad start is refused here too, so that it does
+    not integrate (a nan q0) until max_steps first."""
     if start is None:
-        return q0, qd0, t1, ts
+        if not any(isinstance(x, jax.core.Tracer) for x in (q0, qd0, t0)):
+            return q0, qd0, t1, ts  # known values: a bad start has raised already
+        start = start_result(model, q0, qd0, t0)
     accepted = start == RESULTS.successful
     t1, ts = jnp.where(accepted, t1, t0), jnp.where(accepted, ts, t0)
     return jnp.where(accepted, q0, model.q0), jnp.where(accepted, qd0, 0.0), t1, ts

@@ -49,13 +49,14 @@ def checked_velocities(model, q, qd, t, tol, text):
     return worst_pair_error(model, qd, model.velocity_residual(q, qd, t), bound, text, False)
 
 
-def checked_state(model, q, qd, t, tol):
-    """(q, qd) with runtime checks: every entry finite, |Phi(q, t)| <= tol (1 + max |q|) and
-    |C qd + b| <= tol (1 + max |qd|); the messages name the function being reported, the entry
-    or the pair, and the opt-out `check=False`."""
-    q = checked_finite(model, q, "q")
-    qd = checked_finite(model, qd, "qd")
-    q = checked_positions(
+def checked_configuration(model, q, t, tol):
+    """q with the runtime checks of `checked_state` on q alone: every entry finite and
+    |Phi(q, t)| <= tol (1 + max |q|)."""
+    return _state_positions(model, checked_finite(model, q, "q"), t, tol)
+
+
+def _state_positions(model, q, t, tol):
+    return checked_positions(
         model,
         q,
         t,
@@ -67,6 +68,15 @@ def checked_state(model, q, qd, t, tol):
         ),
         relative=True,
     )
+
+
+def checked_state(model, q, qd, t, tol):
+    """(q, qd) with runtime checks: every entry finite, |Phi(q, t)| <= tol (1 + max |q|) and
+    |C qd + b| <= tol (1 + max |qd|); the messages name the function being reported, the entry
+    or the pair, and the opt-out `check=False`."""
+    q = checked_finite(model, q, "q")
+    qd = checked_finite(model, qd, "qd")
+    q = _state_positions(model, q, t, tol)
     qd = checked_velocities(
         model,
         q,

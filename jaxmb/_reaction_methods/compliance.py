@@ -248,6 +248,12 @@ class Compliance(AbstractReactionMethod):
         stiffness: Mapping[str, Real[ArrayLike, " *pair_rows"]] | None = None,
         default: ScalarLike | None = None,
     ):
+        if stiffness is not None and not isinstance(stiffness, Mapping):
+            raise JaxmbError.about(
+                "Compliance",
+                "stiffness must be a mapping pair name -> number (or one per row), e.g. "
+                f"{{'O1': 1e8}}, got {stiffness!r} of type {type(stiffness).__name__}",
+            )
         stiffness = {} if stiffness is None else dict(stiffness)
         for name in stiffness:
             if not isinstance(name, str):

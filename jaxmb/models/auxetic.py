@@ -25,9 +25,13 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._custom_types import Coordinates, ScalarLike
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from ..elements import AbsoluteDriver, Force, Gravity, RelativeAngleDriver, Revolute, Weld
+
+BUILDER = "rotating_squares"
+"""The name the argument errors of `build` give."""
 
 CORNERS = {"tr": (1.0, 1.0), "tl": (-1.0, 1.0), "bl": (-1.0, -1.0), "br": (1.0, -1.0)}
 
@@ -159,9 +163,9 @@ def build(
     - `pull`: a force in N on every plate of the left and right edges, at its centre,
       outwards (-x on column 0, +x on column n - 1: the grid pulled at two opposite edges,
       which drives the auxetic mode), or None for none.
-    - `lock_mode` (static): adds "mode", a relative angle driver that holds the angle between
-      plates (0, 0) and (1, 0) at 2 theta, so the linkage is a structure (dof 0) and any load
-      is an equilibrium (its reaction is the torque that holds the mode).
+    - `lock_mode` (static, True or False): adds "mode", a relative angle driver that holds the
+      angle between plates (0, 0) and (1, 0) at 2 theta, so the linkage is a structure (dof 0)
+      and any load is an equilibrium (its reaction is the torque that holds the mode).
     - `sizes`: one side per plate, n m of them in the order of the bodies (m), designing the
       pattern with `offsets` (`hinge_points`; a plate of side s has mass `mass` (s / side)^2),
       or None for `side` everywhere.
@@ -174,19 +178,33 @@ def build(
       centre of column 0 on x = 0, so it stays free (dof 1, and m - 2 more redundant rows than
       "plate").
 
-    All but n, m, lock_mode and hold are traceable. Bodies
+    All but n, m, lock_mode and hold are traceable. Each argument is checked (side, mass,
+    aspect and sizes positive, the others finite; inside jit when the model is used), and an
+    error names it. Bodies
     "P{i}_{j}"; pairs: "hold" (and the rollers), then "mode" if locked, then the hinges of
     `hinges(n, m)`; forces "pull_L{j}" and "pull_R{j}".
     """
     m = n if m is None else m
     if not (isinstance(n, int) and isinstance(m, int) and n >= 2 and m >= 2):
         raise ValueError(f"rotating_squares: n and m must be integers >= 2, got {n!r}, {m!r}")
-    side = jnp.asarray(side, jnp.float64)
-    mass = jnp.asarray(mass, jnp.float64)
+    if hold not in ("plate", "edge"):
+        raise ValueError(f"rotating_squares: hold must be 'plate' or 'edge', got {hold!r}")
+    lock_mode = _checks.flag(BUILDER, "lock_mode", lock_mode)
+    theta = _checks.real(BUILDER, "theta", theta)
+    side = _checks.real(BUILDER, "side", side, "positive")
+    mass = _checks.real(BUILDER, "mass", mass, "positive")
+    aspect = _checks.real(BUILDER, "aspect", aspect, "positive")
+    if sizes is not None:
+        sizes = _checks.real(BUILDER, "sizes", sizes, "positive", (n * m,))
+    if offsets is not None:
+        shape = (len(hinges(n, m)), 2)  # traced: the hinges' own checks name the hinge
+        offsets = _checks.real(BUILDER, "offsets", offsets, "finite", shape, traced=False)
+    gravity = _checks.vector(BUILDER, "gravity", gravity)
+    pull = None if pull is None else _checks.real(BUILDER, "pull", pull)
     q, local = hinge_points(n, m, theta, side, sizes, offsets, aspect)
-    sizes = jnp.full(n * m, side) if sizes is None else jnp.asarray(sizes, jnp.float64)
+    sizes = jnp.full(n * m, side) if sizes is None else sizes
     masses = mass * (sizes / side) ** 2
-    inertias = masses * sizes**2 * (1.0 + jnp.asarray(aspect, jnp.float64) ** 2) / 12
+    inertias = masses * sizes**2 * (1.0 + aspect**2) / 12
     mech = Mechanism()
     # bodies and hinges added as whole arrays: a traced build (the inverse design's gradient)
     # stays a few operations however many plates the grid has
@@ -197,12 +215,10 @@ def build(
         mech.add(
             Weld("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0), angle=q[0, 2])
         )
-    elif hold == "edge":
+    else:
         mech.add(Revolute("hold", mech.ground, plates[(0, 0)], s_i=q[0, :2], s_j=(0.0, 0.0)))
         for j in range(1, m):
             mech.add(AbsoluteDriver(f"roller{j}", plates[(0, j)], 0, f=q[n * j, 0]))
-    else:
-        raise ValueError(f"rotating_squares: hold must be 'plate' or 'edge', got {hold!r}")
     if lock_mode:
         mech.add(
             RelativeAngleDriver(
@@ -221,7 +237,6 @@ def build(
     if gravity is not None:
         mech.add(Gravity(g=gravity))
     if pull is not None:
-        pull = jnp.asarray(pull, jnp.float64)
         for j in range(m):
             for name, i, sign in ((f"pull_L{j}", 0, -1.0), (f"pull_R{j}", n - 1, 1.0)):
                 mech.add(

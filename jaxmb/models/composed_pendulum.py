@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Real
 
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from ..elements import (
@@ -57,9 +58,19 @@ def build(
       phi10(t) and phi21(t) (module docstring; dof 0); without them the pendulum swings
       freely (dof 2).
     """
+    B = "composed_pendulum.build"
+    l1, l2, m1, m2, g = _rods(B, l1, l2, m1, m2, g)
+    driven = _checks.flag(B, "driven", driven)
     m = Mechanism()
     _hang_rods(m, m.ground, l1, l2, m1, m2, g, driven=driven)
     return m.build()
+
+
+def _rods(builder, l1, l2, m1, m2, g):
+    """The rods' lengths and masses (positive) and g (finite), checked."""
+    lengths = (_checks.real(builder, k, x, "positive") for k, x in (("l1", l1), ("l2", l2)))
+    masses = (_checks.real(builder, k, x, "positive") for k, x in (("m1", m1), ("m2", m2)))
+    return (*lengths, *masses, _checks.real(builder, "g", g))
 
 
 def _hang_rods(m: Mechanism, support: Body, l1, l2, m1, m2, g, *, driven: bool) -> None:
@@ -116,7 +127,11 @@ def build_fictitious(
     the horizontal direction). The support's mass must be positive in jaxmb; the paper's
     fictitious support is massless, hence the correction.
     """
-    u = jnp.asarray(direction, jnp.float64)
+    B = "composed_pendulum.build_fictitious"
+    l1, l2, m1, m2, g = _rods(B, l1, l2, m1, m2, g)
+    u = _checks.real(B, "direction", direction, "nonzero", (2,))
+    support_mass = _checks.real(B, "support_mass", support_mass, "positive")
+    support_inertia = _checks.real(B, "support_inertia", support_inertia, "positive")
     u = u / jnp.linalg.norm(u)
     v = jnp.stack([-u[1], u[0]])  # perpendicular to the sliding axis
     m = Mechanism()

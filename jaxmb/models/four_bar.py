@@ -6,6 +6,7 @@ from collections.abc import Sequence
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Real
 
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from ..elements import Gravity, RelativeAngleDriver, Revolute, drive
@@ -61,12 +62,19 @@ def build(
       theta0 + omega t), or None for a free crank (dof = 1).
     - `gravity`: (gx, gy) in m/s^2, or None for none.
 
-    Every argument is traceable.
+    Every argument is traceable and checked (lengths and masses positive; inside jit when the
+    model is used). Links that cannot close at theta0 give a q0 off the constraints
+    (`configuration`), which `mb.assemble` or the analyses' checks refuse.
     """
-    a, b, c = (jnp.asarray(x, jnp.float64) for x in (a, b, c))
+    B = "four_bar.build"
+    a, b, c, d = (_checks.real(B, k, x, "positive") for k, x in zip("abcd", (a, b, c, d)))
+    masses = _checks.reals(B, "masses", masses, 3, "positive")
+    theta0 = _checks.real(B, "theta0", theta0)
+    omega = None if omega is None else _checks.real(B, "omega", omega)
+    gravity = _checks.vector(B, "gravity", gravity)
     m = Mechanism()
     lengths = (a, b, c)
-    q_links = configuration(jnp.asarray(theta0, jnp.float64), a, b, c, d)
+    q_links = configuration(theta0, a, b, c, d)
     names = ("crank", "coupler", "rocker")
     crank, coupler, rocker = (
         m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)
@@ -136,14 +144,22 @@ def build_pivots(
     - `omega`: the crank's constant speed (rad/s), or None for a free crank.
     - `gravity`: (gx, gy) in m/s^2, or None for none.
     """
-    o2 = jnp.asarray(o2, jnp.float64)
-    o4 = jnp.asarray(o4, jnp.float64)
-    a, b, c = (jnp.asarray(x, jnp.float64) for x in (a, b, c))
+    B = "four_bar.build_pivots"
+    a, b, c = (_checks.real(B, k, x, "positive") for k, x in zip("abc", (a, b, c)))
+    o2 = _checks.real(B, "o2", o2, "finite", (2,))
+    o4 = _checks.real(B, "o4", o4, "finite", (2,))
+    o4 = _checks.attached(o4, B, "o4 - o2", o4 - o2, "nonzero")  # the ground link's direction
+    theta0 = _checks.real(B, "theta0", theta0)
+    omega = None if omega is None else _checks.real(B, "omega", omega)
+    gravity = _checks.vector(B, "gravity", gravity)
     lengths = (a, b, c)
     if density is not None:
+        density = _checks.real(B, "density", density, "positive")
         masses = tuple(density * ll for ll in lengths)
+    else:
+        masses = _checks.reals(B, "masses", masses, 3, "positive")
     m = Mechanism()
-    q_links = configuration_pivots(jnp.asarray(theta0, jnp.float64), a, b, c, o2, o4)
+    q_links = configuration_pivots(theta0, a, b, c, o2, o4)
     names = ("crank", "coupler", "rocker")
     crank, coupler, rocker = (
         m.body(nm, mass=mm, inertia=mm * ll**2 / 12, q=qq)

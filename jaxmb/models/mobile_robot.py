@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Real
 
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from ..elements import KnifeEdge, Revolute, Translational, TranslationalDriver, drive
@@ -97,6 +98,14 @@ def build(
     - `amplitude`: the steering offset of the default manoeuvre (m; unused with `steering`).
     - `t_end`: the duration of the default manoeuvre (s; unused with `steering`).
     """
+    B = "mobile_robot.build"
+    a = _checks.real(B, "a", a, "positive")
+    masses = _checks.reals(B, "masses", masses, 7, "positive")
+    inertias = _checks.reals(B, "inertias", inertias, 7, "positive")
+    steering = _checks.drive_or_none(B, "steering", steering)
+    if steering is None:
+        amplitude = _checks.real(B, "amplitude", amplitude)
+        t_end = _checks.real(B, "t_end", t_end, "positive")
     bx, by, cx, cy = geometry(a)
     dx, dy = cx / 2, cy / 2 - by
     z = 0.0 * a

@@ -34,9 +34,13 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Real
 
 from .._custom_types import Coordinates, ScalarLike
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
 from ..elements import Gravity, Revolute
+
+BUILDER = "n_four_bar.build"
+"""The name the argument errors of `build` give."""
 
 SINGULAR_ANGLES = {
     "cranks horizontal, pointing +x (all bars collinear)": 0.0,
@@ -105,7 +109,7 @@ def build(
     **Arguments:**
     - `N`: the number of windows (static, >= 1).
     - `angle0`: the crank angle from +x (rad).
-    - `length`, `mass`: of every bar (m, kg; traceable).
+    - `length`, `mass`: of every bar (m, kg; traceable; positive: checked, also inside jit).
     - `gravity`: (gx, gy) in m/s^2, or None for no gravity.
     - `rigid_coupler`: one coupler bar of length N L instead of N bars (the redundant variant,
       p = N - 1).
@@ -116,8 +120,11 @@ def build(
     ```
     """
     N = _check_n(N)
-    L = jnp.asarray(length, jnp.float64)
-    mass = jnp.asarray(mass, jnp.float64)
+    angle0 = _checks.real(BUILDER, "angle0", angle0)
+    L = _checks.real(BUILDER, "length", length, "positive")
+    mass = _checks.real(BUILDER, "mass", mass, "positive")
+    gravity = _checks.vector(BUILDER, "gravity", gravity)
+    rigid_coupler = _checks.flag(BUILDER, "rigid_coupler", rigid_coupler)
     q = configuration(angle0, N, L, rigid_coupler).reshape(-1, 3)
     m = Mechanism()
     # bodies and joints added as whole arrays (`add_bodies`, `add_stacked`: the same model as

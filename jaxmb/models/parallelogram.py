@@ -16,10 +16,13 @@ rows), without it dof = 1.
 from collections.abc import Sequence
 
 import jax.numpy as jnp
+import numpy as np
 
 from .._custom_types import Coordinates, ScalarLike, Vector2Like
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
+from .._runtime.exceptions import JaxmbError
 from ..elements import Force, Gravity, RelativeAngleDriver, Revolute, drive
 from ..elements.drive import AbstractDrive
 
@@ -60,7 +63,17 @@ def build(
     - `load`: a constant global force (fx, fy) in N at the coupler's right end (the Force
       element "load"), or None.
     """
-    L, d = jnp.asarray(L, jnp.float64), jnp.asarray(d, jnp.float64)
+    B = "parallelogram.build"
+    L, d = _checks.real(B, "L", L, "positive"), _checks.real(B, "d", d, "positive")
+    theta = _checks.real(B, "theta", theta)
+    masses = _checks.reals(B, "masses", masses, 4, "positive")
+    gravity = _checks.vector(B, "gravity", gravity)
+    load = _checks.vector(B, "load", load)
+    if not isinstance(motor, (bool, np.bool_, AbstractDrive)):
+        raise JaxmbError.about(
+            B, f"motor must be True, False or a drive function (jaxmb.drive), got {motor!r}"
+        )
+    motor = bool(motor) if isinstance(motor, np.bool_) else motor
     m = Mechanism()
     q = configuration(theta, L, d).reshape(4, 3)
     lengths = (L, L, L, d)
@@ -89,7 +102,7 @@ def build(
             )
         )
     if motor is not False:
-        f = drive.Constant(jnp.asarray(theta, jnp.float64)) if motor is True else motor
+        f = motor if isinstance(motor, AbstractDrive) else drive.Constant(theta)
         m.add(RelativeAngleDriver("motor", m.ground, bodies["crank1"], f=f))
     if gravity is not None:
         m.add(Gravity(g=gravity))

@@ -10,9 +10,13 @@ from collections.abc import Sequence
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Real
 
+from .._model import builder_checks as _checks
 from .._model.mechanism import Mechanism
 from .._model.model import Model
+from .._runtime import errors as _errors
+from .._runtime.exceptions import JaxmbError
 from ..elements import Gravity, RelativeAngleDriver, Revolute, Translational, drive
+from ..elements.geometry import is_concrete
 
 
 def configuration(
@@ -56,11 +60,31 @@ def build(
     - `omega`: the crank's constant speed (rad/s; the motor "motor" turns it to
       theta0 + omega t), or None for a free crank.
 
-    Every argument is traceable.
+    Every argument is traceable and checked (lengths and masses positive, the rod reaching
+    the slider's axis at theta0; inside jit when the model is used).
     """
-    r, l = jnp.asarray(r, jnp.float64), jnp.asarray(l, jnp.float64)
+    B = "slider_crank.build"
+    r, l = _checks.real(B, "r", r, "positive"), _checks.real(B, "l", l, "positive")
+    m_crank, m_rod, m_slider = (
+        _checks.real(B, k, x, "positive")
+        for k, x in (("m_crank", m_crank), ("m_rod", m_rod), ("m_slider", m_slider))
+    )
+    theta0 = _checks.real(B, "theta0", theta0)
+    omega = None if omega is None else _checks.real(B, "omega", omega)
+    gravity = _checks.vector(B, "gravity", gravity)
+    reach = l**2 - (r * jnp.sin(theta0)) ** 2  # the rod reaches the slider's axis
+    if is_concrete(reach):
+        if not reach >= 0.0:
+            raise JaxmbError(
+                f"{B}: the rod cannot reach the slider's axis at theta0: l = {float(l):g} is "
+                f"shorter than the crank tip's height r sin(theta0) = "
+                f"{float(r * jnp.sin(theta0)):g}"
+            )
+    else:
+        message = f"{B}: the rod cannot reach the slider's axis at theta0 (traced value)"
+        l = jnp.asarray(_errors.error_if(l, ~(reach >= 0.0), message))
     m = Mechanism()
-    q_crank, q_rod, q_slider = configuration(jnp.asarray(theta0, jnp.float64), r, l)
+    q_crank, q_rod, q_slider = configuration(theta0, r, l)
     crank = m.body("crank", mass=m_crank, inertia=m_crank * r**2 / 12, q=q_crank)
     rod = m.body("rod", mass=m_rod, inertia=m_rod * l**2 / 12, q=q_rod)
     slider = m.body("slider", mass=m_slider, inertia=1e-3, q=q_slider)
