@@ -23,6 +23,7 @@ import equinox as eqx
 import jax
 import jax.core
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
 from .._custom_types import CoordinatesLike, ScalarLike
@@ -37,7 +38,13 @@ from .._reaction_methods.spellings import as_method
 from .._runtime import errors as _errors
 from .._runtime.results import RESULTS
 from . import friction as _friction
-from .solvability import solvability, suggesting_rows
+from .solvability import (
+    UndecidedSolvabilityWarning,
+    reaction_flags,
+    solvability,
+    suggesting_rows,
+    warn_undecided,
+)
 from .velocity import kinematics
 
 STATE_TOL = 1e-6
@@ -57,6 +64,8 @@ def _warn_not_unique(method, rx, where):
     if method.physical or _traced(rx.solvable_array):
         return
     flags = jnp.reshape(rx.solvable_array, (-1, len(rx.pair_names)))
+    if rx.undecided_array is not None:  # warned about as undecided (`warn_undecided`)
+        flags = flags | jnp.reshape(rx.undecided_array, flags.shape)
     names = [n for n, ok in zip(rx.pair_names, flags.all(axis=0).tolist()) if not ok]
     if names:
         warnings.warn(
@@ -85,7 +94,11 @@ class Reactions(eqx.Module):
     configuration, e.g. a four-bar's collinear position): the reactions have no derivative
     there, so their tangents and gradients are NaN (and an eager `jax.grad` warns,
     `SingularDerivativeWarning`), never a plausible wrong number. Models above
-    `DENSE_BODIES` bodies (the sparse path) leave it None.
+    `DENSE_BODIES` bodies (the sparse path) leave it None. `undecided_array` (dict view
+    `undecided`; the sparse path only, else None): pairs whose flag the sparse test cannot
+    decide (near a singular position), flagged not unique, with an
+    `UndecidedSolvabilityWarning` eagerly; `mb.solvability(model, q, t, method="qr")` decides
+    them.
 
     Shapes: `rows` = m + h rows of C, `n` coordinates, `pairs`, `k` friction elements;
     `*batch` is empty at one state and the time axis (T,) along a Trajectory or in
@@ -104,6 +117,7 @@ class Reactions(eqx.Module):
     friction_array: Float[Array, "*batch k n"] | None = None
     pair_bodies: tuple[tuple[str, ...], ...] = eqx.field(static=True, default=())
     singular: Bool[Array, " *batch"] | None = None
+    undecided_array: Bool[Array, "*batch pairs"] | None = None
 
     def __repr__(self) -> str:
         """The values: per pair the force and torque on each of its bodies and whether they
@@ -127,6 +141,13 @@ class Reactions(eqx.Module):
     @property
     def solvable(self) -> dict[str, Bool[Array, " *batch"]]:
         return {nm: self.solvable_array[..., k] for k, nm in enumerate(self.pair_names)}
+
+    @property
+    def undecided(self) -> dict[str, Bool[Array, " *batch"]]:
+        """Pair name -> its flag is undecided (the sparse path; empty for the dense one)."""
+        if self.undecided_array is None:
+            return {}
+        return {nm: self.undecided_array[..., k] for k, nm in enumerate(self.pair_names)}
 
     def on_body(
         self, pair_name: str, body_name: str
@@ -237,10 +258,11 @@ def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
     frozen = jax.tree.map(
         lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, model
     )
-    report = solvability(
-        frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t), method=flags_method(model)
+    report = reaction_flags(
+        frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t), flags_method(model)
     )
-    lam = _friction.check_unique(lam, model, report.solvable, method)
+    known = report.solvable if report.undecided is None else report.solvable | report.undecided
+    lam = _friction.check_unique(lam, model, known, method)  # undecided: not refused
     singular = None
     if flags_method(model) == "qr" and model.num_rows:
         singular = _rank_dropped(frozen, report.rank, jax.lax.stop_gradient(t))
@@ -266,6 +288,7 @@ def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
             tuple(b.name for b in p.bodies if not b.is_ground) for p in model.pair_info
         ),
         singular=singular,
+        undecided_array=report.undecided,
     )
 
 
@@ -317,9 +340,28 @@ def reactions(
                 check=check,
             )
     rx = _named(rx, method)
+    if not isinstance(q, Trajectory):
+        rx = _decided_eagerly(model, rx, q, t)
     _warn_not_unique(method, rx, "reactions")
+    if rx.undecided_array is not None and not _traced(rx.undecided_array):
+        warn_undecided(rx.undecided_array, rx.pair_names, "reactions")
     _warn_singular_derivative(rx, "reactions", model, q, qd, t)
     return rx
+
+
+def _decided_eagerly(model, rx, q, t):
+    """`rx` with the flags that its compiled sparse test left undecided (its block cannot
+    grow inside the compiled reactions) decided again by an eager `solvability(method=
+    "sparse")`, which widens its block until the modes are resolved: eager calls at one state
+    only, and models without friction (whose pairs' flags were checked inside)."""
+    if rx.undecided_array is None or model.friction or _traced(model, q, t, rx.undecided_array):
+        return rx
+    if not bool(np.any(np.asarray(rx.undecided_array))):
+        return rx
+    with warnings.catch_warnings():  # the caller warns about what stays undecided
+        warnings.simplefilter("ignore", UndecidedSolvabilityWarning)
+        report = solvability(model, q, t, method="sparse")
+    return dataclasses.replace(rx, solvable_array=report.solvable, undecided_array=report.undecided)
 
 
 def _named(rx, method):
@@ -374,6 +416,8 @@ def inverse_dynamics(
         rx = _reactions_along(model, (kin.q, kin.qd, kin.ts, kin.qdd), bound)
     rx = _named(rx, method)
     _warn_not_unique(method, rx, "inverse_dynamics")
+    if rx.undecided_array is not None and not _traced(rx.undecided_array):
+        warn_undecided(rx.undecided_array, rx.pair_names, "inverse_dynamics")
     return traj, rx
 
 
@@ -426,7 +470,10 @@ def statics(
     with _errors.reporting(f"statics(method={method.name})"):
         rx = _statics(model, q, t, bound, velocity)
     rx = _named(rx, method)
+    rx = _decided_eagerly(model, rx, q, t)
     _warn_not_unique(method, rx, "statics")
+    if rx.undecided_array is not None and not _traced(rx.undecided_array):
+        warn_undecided(rx.undecided_array, rx.pair_names, "statics")
     return rx
 
 
