@@ -90,8 +90,10 @@ class Reactions(eqx.Module):
     `friction`); the multipliers then balance M qdd - F minus the friction. `pair_bodies`:
     the bodies (ground left out) of each pair. Printed, it shows the values: each pair's
     force and torque on each of its bodies and its flag (min .. max along a trajectory).
-    `singular`: the rank of C at the state is below its rank at `model.q0` (a singular
-    configuration, e.g. a four-bar's collinear position): the reactions have no derivative
+    `singular`: the rank of C at the state is below the mechanism's generic rank (its rank at
+    a configuration near `model.q0` assembled onto the constraints, `generic_rank`, so also
+    for a model built at a singular position): a singular configuration, e.g. a four-bar's
+    collinear position: the reactions have no derivative
     there, so their tangents and gradients are NaN (and an eager `jax.grad` warns,
     `SingularDerivativeWarning`), never a plausible wrong number. Models above
     `DENSE_BODIES` bodies (the sparse path) leave it None. `undecided_array` (dict view
@@ -184,11 +186,42 @@ def _no_derivative_where_jvp(primals, tangents):
     return x, dx * jnp.where(flag, jnp.nan, 1.0)
 
 
-def _rank_dropped(model, rank, t):
-    """Whether `rank` (of C at the state) is below the rank of C at model.q0, at time t."""
-    from .._linalg.dense import numerical_rank
+GENERIC_DISPLACEMENT = 1e-3
+"""Size of the random displacement of q0, relative to 1 + max |q0|, from which `generic_rank`
+assembles a nearby configuration (far from round-off, well inside the branch of q0)."""
 
-    return rank < numerical_rank(jax.lax.stop_gradient(model.C(model.q0, t)))
+GENERIC_STEPS = 50
+"""Gauss-Newton steps of that assembly (quadratic where C is regular: a few)."""
+
+
+def generic_rank(model, t):
+    """The mechanism's rank of C near q0 at time t: max(rank C(q0), rank C(q_g)), q_g the
+    configuration assembled onto Phi(q, t) = 0 nearest q0 + d, d a fixed random displacement
+    of GENERIC_DISPLACEMENT (1 + max |q0|) (`assemble`'s iteration). A model built at a
+    singular position (q0 itself singular) then still has its generic rank. q_g counts only
+    when the assembly converged (max |Phi| <= 1e-12 (1 + max |q|)): off the constraints the
+    rank can exceed the generic one (a redundant row is independent there)."""
+    from .._linalg.dense import numerical_rank
+    from .assemble import _solve
+
+    q0 = jax.lax.stop_gradient(jnp.asarray(model.q0, jnp.float64))
+    rank0 = numerical_rank(jax.lax.stop_gradient(model.C(q0, t)))
+    if not model.m:
+        return rank0
+    scale = 1.0 + jnp.max(jnp.abs(q0))
+    direction = np.random.default_rng(20261207).standard_normal(model.n)
+    start = q0 + GENERIC_DISPLACEMENT * scale * jnp.asarray(direction / np.linalg.norm(direction))
+    q, residual = _solve(model, start, t, 1e-12 * scale, GENERIC_STEPS)
+    q, residual = jax.lax.stop_gradient((q, residual))
+    converged = residual <= 1e-12 * (1.0 + jnp.max(jnp.abs(q)))
+    rank = numerical_rank(jax.lax.stop_gradient(model.C(q, t)))
+    return jnp.where(converged, jnp.maximum(rank0, rank), rank0)
+
+
+def _rank_dropped(model, rank, t, reference=None):
+    """Whether `rank` (of C at the state) is below the mechanism's generic rank at time t
+    (`generic_rank`, or `reference` when given)."""
+    return rank < (generic_rank(model, t) if reference is None else reference)
 
 
 def _warn_singular_derivative(rx, where, *inputs):
@@ -200,8 +233,8 @@ def _warn_singular_derivative(rx, where, *inputs):
     if known is not None and bool(known.any()):
         warnings.warn(
             f"{where}: differentiated at a singular configuration (the rank of C is below its "
-            "rank at model.q0): the reactions have no derivative there, so their derivatives "
-            "are NaN (Reactions.singular marks the states)",
+            "generic rank near model.q0): the reactions have no derivative there, so their "
+            "derivatives are NaN (Reactions.singular marks the states)",
             SingularDerivativeWarning,
             stacklevel=3,
         )
@@ -233,10 +266,11 @@ def generalized_by_pair(
     )
 
 
-def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
+def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False, reference=None):
     """Reactions at one state by the bound `method`; `qdd` given (statics, inverse dynamics)
     or, when None, the model's unique accelerations; `check` refuses a state off the
-    constraints (see `reactions`)."""
+    constraints (see `reactions`); `reference`: the generic rank (`generic_rank`), computed
+    here when None."""
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
@@ -265,7 +299,7 @@ def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
     lam = _friction.check_unique(lam, model, known, method)  # undecided: not refused
     singular = None
     if flags_method(model) == "qr" and model.num_rows:
-        singular = _rank_dropped(frozen, report.rank, jax.lax.stop_gradient(t))
+        singular = _rank_dropped(frozen, report.rank, jax.lax.stop_gradient(t), reference)
         lam, qdd, gen = (_no_derivative_where(singular, x) for x in (lam, qdd, gen))
         if solution is not None:
             solution = dataclasses.replace(
@@ -381,9 +415,16 @@ _reactions_one = _errors.checked_jit(_reactions_at)
 def _reactions_along(model, xs, method, check=False):
     """Reactions along the time axis of xs = (q, qd, ts) or (q, qd, ts, qdd)."""
 
+    reference = None  # the generic rank once, at the first time, not once per state
+    if flags_method(model) == "qr" and model.num_rows:
+        frozen = jax.tree.map(
+            lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, model
+        )
+        reference = generic_rank(frozen, jax.lax.stop_gradient(jnp.reshape(xs[2], (-1,))[0]))
+
     def at(x):
         qdd = x[3] if len(x) > 3 else None
-        return _reactions_at(model, x[0], x[1], x[2], method, qdd, check=check)
+        return _reactions_at(model, x[0], x[1], x[2], method, qdd, check=check, reference=reference)
 
     return jax.vmap(at)(xs)
 
