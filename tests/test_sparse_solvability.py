@@ -151,8 +151,8 @@ def _near_collinear(N, angle):
 
 
 def test_near_a_singular_position_the_rank_and_verdicts_are_the_pivoted_qr_ones():
-    """The issue's case: the N = 30 N-four-bar 1e-4 rad from its collinear position (31
-    singular values of C within 5e-6 of zero, a cluster wider than the first block of 17).
+    """The issue's case: the N = 30 N-four-bar 1e-4 rad from its collinear position (the mode
+    and 30 singular values of C from 4.8e-6 to 1e-4: wider than the first block of 17).
     Reference: method "qr": rank 182 of 182 rows, every pair unique (margin 7.3e3). Before the
     fix the sparse report said rank 183 and no pair unique, without a warning."""
     model = _near_collinear(30, 1e-4)
