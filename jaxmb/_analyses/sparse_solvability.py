@@ -20,9 +20,9 @@ every direction left outside then has alpha sigma^2 >= GAP and keeps a share at 
 (1 + GAP)^-ITERATIONS in the block, so s equals C's small singular values to round-off. Near
 a singular position many singular values are small at once (the N = 30 N-four-bar 1e-4 rad
 from its collinear position: the mode and 30 values from 4.8e-6 to 1e-4, the next 0.66, of
-2.2); a block narrower than that cluster holds mixtures of it, whose Ritz values overstate the modes' (the rank came out above
-the number of rows). An unresolved block is repeated wider eagerly; traced, it is refused or
-(for the flags of `reactions`) left undecided.
+2.2); a block narrower than that cluster holds mixtures of it, whose Ritz values overstate
+the modes' (the rank came out above the number of rows). An unresolved block is repeated
+wider eagerly; traced, it is refused or (for the flags of `reactions`) left undecided.
 
 Verdicts, by probes. With P_N = Q~ Q~^T and G a fixed rows x k matrix of independent standard
 normal numbers (k = PROBES),
