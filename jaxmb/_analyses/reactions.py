@@ -211,11 +211,16 @@ def generic_rank(model, t):
     scale = 1.0 + jnp.max(jnp.abs(q0))
     direction = np.random.default_rng(20261207).standard_normal(model.n)
     start = q0 + GENERIC_DISPLACEMENT * scale * jnp.asarray(direction / np.linalg.norm(direction))
-    q, residual = _solve(model, start, t, 1e-12 * scale, GENERIC_STEPS)
-    q, residual = jax.lax.stop_gradient((q, residual))
-    converged = residual <= 1e-12 * (1.0 + jnp.max(jnp.abs(q)))
-    rank = numerical_rank(jax.lax.stop_gradient(model.C(q, t)))
-    return jnp.where(converged, jnp.maximum(rank0, rank), rank0)
+
+    def assembled():
+        q, residual = _solve(model, start, t, 1e-12 * scale, GENERIC_STEPS)
+        q, residual = jax.lax.stop_gradient((q, residual))
+        converged = residual <= 1e-12 * (1.0 + jnp.max(jnp.abs(q)))
+        rank = numerical_rank(jax.lax.stop_gradient(model.C(q, t)))
+        return jnp.where(converged, jnp.maximum(rank0, rank), rank0)
+
+    # a full rank at q0 is the generic one: no assembly
+    return jax.lax.cond(rank0 < min(model.num_rows, model.n), assembled, lambda: rank0)
 
 
 def _rank_dropped(model, rank, t, reference=None):
