@@ -1204,6 +1204,42 @@ def test_gradient_at_a_singular_configuration_is_nan_not_plausible():
         assert abs(float(jax.grad(a0_y)(angle)) - float(fd)) < 1e-6 * abs(float(fd))
 
 
+def test_gradient_of_a_model_built_at_its_singular_position_is_nan():
+    """The same reaction with the model built at the collinear position (angle0 = 0): the rank
+    of C was compared with its rank at model.q0, itself singular, so `singular` stayed False
+    and jax.grad gave -0.436 where central differences (the reference, +-1e-6 rad) give
+    -0.99997, also at 1e-9 from it and under jit. The reference rank is now the mechanism's
+    generic rank (at a configuration near q0 assembled onto the constraints): 8 of 8 rows, 7
+    at the collinear position. So `singular` is set there, the gradient is NaN with the
+    warning, and off the singular position (1e-3 rad) it still equals central differences
+    (1e-6 relative: their truncation error, O(h^2) times the third derivative, is far below)."""
+    from jaxmb._analyses.reactions import SingularDerivativeWarning
+    from jaxmb.models import n_four_bar
+
+    model = n_four_bar.build(1, angle0=0.0)
+    row = model.rows("A0")
+    assert int(mb.solvability(model, model.q0).rank) == 7  # q0 itself singular
+
+    def a0_y(angle):
+        q, qd = n_four_bar.configuration(angle, 1), n_four_bar.velocity(angle, -1.0, 1)
+        return mb.reactions(model, q, qd, method="min_norm").lam[row][1]
+
+    h = 1e-6
+    for angle in (0.0, 1e-9):
+        q, qd = n_four_bar.configuration(angle, 1), n_four_bar.velocity(angle, -1.0, 1)
+        assert bool(mb.reactions(model, q, qd).singular)
+        fd = (a0_y(angle + h) - a0_y(angle - h)) / (2 * h)
+        assert abs(float(fd) + 1.0) < 1e-3  # the plausible wrong value was -0.436
+        with pytest.warns(SingularDerivativeWarning, match="singular configuration"):
+            assert np.isnan(float(jax.grad(a0_y)(angle)))
+        assert np.isnan(float(jax.jit(jax.grad(a0_y))(angle)))
+    fd = (a0_y(1e-3 + h) - a0_y(1e-3 - h)) / (2 * h)
+    assert abs(float(jax.grad(a0_y)(1e-3)) - float(fd)) < 1e-6 * abs(float(fd))
+    from jaxmb._analyses.reactions import generic_rank
+
+    assert int(generic_rank(model, 0.0)) == 8 == model.num_rows
+
+
 def test_extreme_stiffness_is_refused_with_its_reason():
     """Compliance stiffness ratios of 1e16 made the parallelogram's statics report "not an
     equilibrium" where there is one; ratios above 1e12 (where float64 leaves errors of 1e-5 of the

@@ -23,6 +23,7 @@ import equinox as eqx
 import jax
 import jax.core
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Real
 
 from .._custom_types import CoordinatesLike, ScalarLike
@@ -37,7 +38,13 @@ from .._reaction_methods.spellings import as_method
 from .._runtime import errors as _errors
 from .._runtime.results import RESULTS
 from . import friction as _friction
-from .solvability import solvability, suggesting_rows
+from .solvability import (
+    UndecidedSolvabilityWarning,
+    reaction_flags,
+    solvability,
+    suggesting_rows,
+    warn_undecided,
+)
 from .velocity import kinematics
 
 STATE_TOL = 1e-6
@@ -57,6 +64,8 @@ def _warn_not_unique(method, rx, where):
     if method.physical or _traced(rx.solvable_array):
         return
     flags = jnp.reshape(rx.solvable_array, (-1, len(rx.pair_names)))
+    if rx.undecided_array is not None:  # warned about as undecided (`warn_undecided`)
+        flags = flags | jnp.reshape(rx.undecided_array, flags.shape)
     names = [n for n, ok in zip(rx.pair_names, flags.all(axis=0).tolist()) if not ok]
     if names:
         warnings.warn(
@@ -81,11 +90,17 @@ class Reactions(eqx.Module):
     `friction`); the multipliers then balance M qdd - F minus the friction. `pair_bodies`:
     the bodies (ground left out) of each pair. Printed, it shows the values: each pair's
     force and torque on each of its bodies and its flag (min .. max along a trajectory).
-    `singular`: the rank of C at the state is below its rank at `model.q0` (a singular
-    configuration, e.g. a four-bar's collinear position): the reactions have no derivative
+    `singular`: the rank of C at the state is below the mechanism's generic rank (its rank at
+    a configuration near `model.q0` assembled onto the constraints, `generic_rank`, so also
+    for a model built at a singular position): a singular configuration, e.g. a four-bar's
+    collinear position: the reactions have no derivative
     there, so their tangents and gradients are NaN (and an eager `jax.grad` warns,
     `SingularDerivativeWarning`), never a plausible wrong number. Models above
-    `DENSE_BODIES` bodies (the sparse path) leave it None.
+    `DENSE_BODIES` bodies (the sparse path) leave it None. `undecided_array` (dict view
+    `undecided`; the sparse path only, else None): pairs whose flag the sparse test cannot
+    decide (near a singular position), flagged not unique, with an
+    `UndecidedSolvabilityWarning` eagerly; `mb.solvability(model, q, t, method="qr")` decides
+    them.
 
     Shapes: `rows` = m + h rows of C, `n` coordinates, `pairs`, `k` friction elements;
     `*batch` is empty at one state and the time axis (T,) along a Trajectory or in
@@ -105,6 +120,7 @@ class Reactions(eqx.Module):
     pair_bodies: tuple[tuple[str, ...], ...] = eqx.field(static=True, default=())
     singular: Bool[Array, " *batch"] | None = None
     rotations: Float[Array, "*batch bodies 3 3"] | None = None  # spatial: A of each body
+    undecided_array: Bool[Array, "*batch pairs"] | None = None
 
     def __repr__(self) -> str:
         """The values: per pair the force and torque on each of its bodies and whether they
@@ -128,6 +144,13 @@ class Reactions(eqx.Module):
     @property
     def solvable(self) -> dict[str, Bool[Array, " *batch"]]:
         return {nm: self.solvable_array[..., k] for k, nm in enumerate(self.pair_names)}
+
+    @property
+    def undecided(self) -> dict[str, Bool[Array, " *batch"]]:
+        """Pair name -> its flag is undecided (the sparse path; empty for the dense one)."""
+        if self.undecided_array is None:
+            return {}
+        return {nm: self.undecided_array[..., k] for k, nm in enumerate(self.pair_names)}
 
     def on_body(
         self, pair_name: str, body_name: str
@@ -177,11 +200,47 @@ def _no_derivative_where_jvp(primals, tangents):
     return x, dx * jnp.where(flag, jnp.nan, 1.0)
 
 
-def _rank_dropped(model, rank, t):
-    """Whether `rank` (of C at the state) is below the rank of C at model.q0, at time t."""
-    from .._linalg.dense import numerical_rank
+GENERIC_DISPLACEMENT = 1e-3
+"""Size of the random displacement of q0, relative to 1 + max |q0|, from which `generic_rank`
+assembles a nearby configuration (far from round-off, well inside the branch of q0)."""
 
-    return rank < numerical_rank(jax.lax.stop_gradient(model.C(model.q0, t)))
+GENERIC_STEPS = 50
+"""Gauss-Newton steps of that assembly (quadratic where C is regular: a few)."""
+
+
+def generic_rank(model, t):
+    """The mechanism's rank of C near q0 at time t: max(rank C(q0), rank C(q_g)), q_g the
+    configuration assembled onto Phi(q, t) = 0 nearest q0 + d, d a fixed random displacement
+    of GENERIC_DISPLACEMENT (1 + max |q0|) (`assemble`'s iteration). A model built at a
+    singular position (q0 itself singular) then still has its generic rank. q_g counts only
+    when the assembly converged (max |Phi| <= 1e-12 (1 + max |q|)): off the constraints the
+    rank can exceed the generic one (a redundant row is independent there)."""
+    from .._linalg.dense import numerical_rank
+    from .assemble import _solve
+
+    q0 = jax.lax.stop_gradient(jnp.asarray(model.q0, jnp.float64))
+    rank0 = numerical_rank(jax.lax.stop_gradient(model.C(q0, t)))
+    if not model.m:
+        return rank0
+    scale = 1.0 + jnp.max(jnp.abs(q0))
+    direction = np.random.default_rng(20261207).standard_normal(model.n)
+    start = q0 + GENERIC_DISPLACEMENT * scale * jnp.asarray(direction / np.linalg.norm(direction))
+
+    def assembled():
+        q, residual = _solve(model, start, t, 1e-12 * scale, GENERIC_STEPS)
+        q, residual = jax.lax.stop_gradient((q, residual))
+        converged = residual <= 1e-12 * (1.0 + jnp.max(jnp.abs(q)))
+        rank = numerical_rank(jax.lax.stop_gradient(model.C(q, t)))
+        return jnp.where(converged, jnp.maximum(rank0, rank), rank0)
+
+    # a full rank at q0 is the generic one: no assembly
+    return jax.lax.cond(rank0 < min(model.num_rows, model.n), assembled, lambda: rank0)
+
+
+def _rank_dropped(model, rank, t, reference=None):
+    """Whether `rank` (of C at the state) is below the mechanism's generic rank at time t
+    (`generic_rank`, or `reference` when given)."""
+    return rank < (generic_rank(model, t) if reference is None else reference)
 
 
 def _warn_singular_derivative(rx, where, *inputs):
@@ -193,8 +252,8 @@ def _warn_singular_derivative(rx, where, *inputs):
     if known is not None and bool(known.any()):
         warnings.warn(
             f"{where}: differentiated at a singular configuration (the rank of C is below its "
-            "rank at model.q0): the reactions have no derivative there, so their derivatives "
-            "are NaN (Reactions.singular marks the states)",
+            "generic rank near model.q0): the reactions have no derivative there, so their "
+            "derivatives are NaN (Reactions.singular marks the states)",
             SingularDerivativeWarning,
             stacklevel=3,
         )
@@ -226,10 +285,11 @@ def generalized_by_pair(
     )
 
 
-def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
+def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False, reference=None):
     """Reactions at one state by the bound `method`; `qdd` given (statics, inverse dynamics)
     or, when None, the model's unique accelerations; `check` refuses a state off the
-    constraints (see `reactions`)."""
+    constraints (see `reactions`); `reference`: the generic rank (`generic_rank`), computed
+    here when None."""
     q = jnp.asarray(q, jnp.float64)
     qd = jnp.asarray(qd, jnp.float64)
     t = jnp.asarray(t, jnp.float64)
@@ -251,13 +311,14 @@ def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
     frozen = jax.tree.map(
         lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, model
     )
-    report = solvability(
-        frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t), method=flags_method(model)
+    report = reaction_flags(
+        frozen, jax.lax.stop_gradient(q), jax.lax.stop_gradient(t), flags_method(model)
     )
-    lam = _friction.check_unique(lam, model, report.solvable, method)
+    known = report.solvable if report.undecided is None else report.solvable | report.undecided
+    lam = _friction.check_unique(lam, model, known, method)  # undecided: not refused
     singular = None
     if flags_method(model) == "qr" and model.num_rows:
-        singular = _rank_dropped(frozen, report.rank, jax.lax.stop_gradient(t))
+        singular = _rank_dropped(frozen, report.rank, jax.lax.stop_gradient(t), reference)
         lam, qdd, gen = (_no_derivative_where(singular, x) for x in (lam, qdd, gen))
         if solution is not None:
             solution = dataclasses.replace(
@@ -281,6 +342,7 @@ def _reactions_at(model, q, qd, t, method, qdd=None, *, check=False):
         ),
         singular=singular,
         rotations=model.rotations(q) if model.dim == 3 else None,
+        undecided_array=report.undecided,
     )
 
 
@@ -332,9 +394,28 @@ def reactions(
                 check=check,
             )
     rx = _named(rx, method)
+    if not isinstance(q, Trajectory):
+        rx = _decided_eagerly(model, rx, q, t)
     _warn_not_unique(method, rx, "reactions")
+    if rx.undecided_array is not None and not _traced(rx.undecided_array):
+        warn_undecided(rx.undecided_array, rx.pair_names, "reactions")
     _warn_singular_derivative(rx, "reactions", model, q, qd, t)
     return rx
+
+
+def _decided_eagerly(model, rx, q, t):
+    """`rx` with the flags that its compiled sparse test left undecided (its block cannot
+    grow inside the compiled reactions) decided again by an eager `solvability(method=
+    "sparse")`, which widens its block until the modes are resolved: eager calls at one state
+    only, and models without friction (whose pairs' flags were checked inside)."""
+    if rx.undecided_array is None or model.friction or _traced(model, q, t, rx.undecided_array):
+        return rx
+    if not bool(np.any(np.asarray(rx.undecided_array))):
+        return rx
+    with warnings.catch_warnings():  # the caller warns about what stays undecided
+        warnings.simplefilter("ignore", UndecidedSolvabilityWarning)
+        report = solvability(model, q, t, method="sparse")
+    return dataclasses.replace(rx, solvable_array=report.solvable, undecided_array=report.undecided)
 
 
 def _named(rx, method):
@@ -354,9 +435,16 @@ _reactions_one = _errors.checked_jit(_reactions_at)
 def _reactions_along(model, xs, method, check=False):
     """Reactions along the time axis of xs = (q, qd, ts) or (q, qd, ts, qdd)."""
 
+    reference = None  # the generic rank once, at the first time, not once per state
+    if flags_method(model) == "qr" and model.num_rows:
+        frozen = jax.tree.map(
+            lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, model
+        )
+        reference = generic_rank(frozen, jax.lax.stop_gradient(jnp.reshape(xs[2], (-1,))[0]))
+
     def at(x):
         qdd = x[3] if len(x) > 3 else None
-        return _reactions_at(model, x[0], x[1], x[2], method, qdd, check=check)
+        return _reactions_at(model, x[0], x[1], x[2], method, qdd, check=check, reference=reference)
 
     return jax.vmap(at)(xs)
 
@@ -389,6 +477,8 @@ def inverse_dynamics(
         rx = _reactions_along(model, (kin.q, kin.qd, kin.ts, kin.qdd), bound)
     rx = _named(rx, method)
     _warn_not_unique(method, rx, "inverse_dynamics")
+    if rx.undecided_array is not None and not _traced(rx.undecided_array):
+        warn_undecided(rx.undecided_array, rx.pair_names, "inverse_dynamics")
     return traj, rx
 
 
@@ -446,7 +536,10 @@ def statics(
     with _errors.reporting(f"statics(method={method.name})"):
         rx = _statics(model, q, t, bound, velocity, check)
     rx = _named(rx, method)
+    rx = _decided_eagerly(model, rx, q, t)
     _warn_not_unique(method, rx, "statics")
+    if rx.undecided_array is not None and not _traced(rx.undecided_array):
+        warn_undecided(rx.undecided_array, rx.pair_names, "statics")
     return rx
 
 

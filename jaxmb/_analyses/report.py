@@ -22,6 +22,7 @@ def format_report(report) -> str:
     ]
     for name, info in d["pairs"].items():
         verdict = "unique" if info["solvable"] else "NOT unique"
+        verdict = "undecided" if info.get("undecided") else verdict
         lines.append(
             f"  {name:<12}{verdict:<14}{info['b_norm']:>12.4g}{info['unique_components']:>14d}"
         )
@@ -102,6 +103,8 @@ def format_reactions(rx) -> str:
     gen, flags, *friction = arrays
     batch = gen.shape[:-2]
     gen, flags = _states(gen, 2), _states(flags, 1)
+    undecided = _concrete(rx.undecided_array) if rx.undecided_array is not None else None
+    undecided = None if undecided is None else _states(undecided[0], 1)
     tiny = 1e-12 * float(np.max(np.abs(gen), initial=0.0))
     rows = []
     for k, pair in enumerate(rx.pair_names):
@@ -112,6 +115,8 @@ def format_reactions(rx) -> str:
                 b for i, b in enumerate(rx.body_names) if np.any(gen[:, k, 3 * i : 3 * i + 3])
             )
         verdict = _verdict(flags[:, k], "unique", "NOT unique")
+        if undecided is not None and undecided[:, k].any():
+            verdict = "undecided"
         for first, body in zip([True] + [False] * len(bodies), bodies):
             i = 3 * rx.body_names.index(body)
             rows.append(

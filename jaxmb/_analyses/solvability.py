@@ -29,6 +29,7 @@ B_X is judged zero when |B_X|_F <= `btol` |C_X|_F (default 1e-8).
 
 import contextlib
 import functools
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -266,8 +267,10 @@ class SolvabilityReport(eqx.Module):
     `unique_count` per pair (directions in generalized-force space along which an unsolvable
     pair's reaction is still unique); the
     same per group in `group_names`, `group_solvable`, `group_b_norm`, ... (None when no
-    groups were given); `block_saturated` (method "sparse": its block of modes was full, so
-    the rank is not resolved; eager calls repeat with a larger block, traced ones raise).
+    groups were given); `block_saturated` (method "sparse": its block of modes was not
+    resolved, so the rank is not; eager calls repeat with a larger block, traced ones raise);
+    `undecided` / `group_undecided` (method "sparse": verdicts it cannot decide, reported not
+    solvable, with an `UndecidedSolvabilityWarning` eagerly; None for the dense methods).
 
     Shapes: `pairs`, `groups`, `rows` = m + h rows of C, `n` coordinates, `width` = min(n,
     the most rows of a pair) (a pair has at most as many unique directions as rows;
@@ -295,6 +298,8 @@ class SolvabilityReport(eqx.Module):
     warning: Bool[Array, " *batch"]
     row_order: Int[Array, "*batch rows"] | None
     block_saturated: Bool[Array, " *batch"] | None = None
+    undecided: Bool[Array, "*batch pairs"] | None = None
+    group_undecided: Bool[Array, "*batch groups"] | None = None
 
     @property
     def redundancy(self) -> Int[Array, " *batch"]:
@@ -350,6 +355,9 @@ class SolvabilityReport(eqx.Module):
                 )
             },
         }
+        if self.undecided is not None:
+            for nm, u in zip(self.pair_names, np.asarray(self.undecided)):
+                out["pairs"][nm]["undecided"] = bool(u)  # pyright: ignore[reportIndexIssue]
         if self.group_names:
             out["groups"] = {
                 nm: {"members": list(mem), "solvable": bool(s), "b_norm": float(b)}
@@ -435,11 +443,14 @@ def solvability(
             return _solvability_compiled(model, q, t, method, named, rtol, btol)
         strict = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((model, q, t)))
         block = _sparse.block_size(model)
-        while True:  # eagerly, a full block of modes is repeated with a larger one
+        while True:  # eagerly, an unresolved block of modes is repeated with a larger one
             report = _solvability_compiled(model, q, t, method, named, rtol, btol, block, strict)
-            if strict or not bool(np.any(report.block_saturated)):
-                return report
+            if strict or not bool(np.any(report.block_saturated)) or block >= model.n:
+                break
             block = min(model.n, 4 * block)
+    if not strict:
+        warn_undecided(report.undecided, model.pair_names, "solvability(method='sparse')")
+    return report
 
 
 METHODS = ("qr", "svd", "rank", "sparse")
@@ -512,33 +523,46 @@ def _report(model, method, groups, ranks, pairs, group_results, margin, row_orde
 
 
 def _sparse_report(model, C, hol, groups, pair_sets, group_sets, rtol, btol, block, strict):
-    """The report of method "sparse" (`jaxmb._analyses.sparse_solvability`)."""
+    """The report of method "sparse" (`jaxmb._analyses.sparse_solvability`): verdicts that
+    the sparse path cannot decide are `undecided` (and not solvable) instead of guessed."""
     found = _sparse.modes(model, C, rtol, block=block)
-    rank = model.n - found.count
-    if strict:
-        rank = _errors.error_if(
-            rank,
-            found.saturated,
-            f"solvability(method='sparse'): the model has at least {found.sigma.shape[0]} "
-            "independent motions at this configuration, more than the sparse rank test "
-            "resolves inside jit; call it eagerly (it enlarges its block) or use method='qr'",
-        )
-    rank_h, rank_n = rank, jnp.asarray(0)
+    unresolved = found.saturated
+    rank_h, rank_n = None, jnp.asarray(0)
     if not hol.all():
         rank_n, _, _ = _rank_svd(C[~hol], rtol)  # h rows: a small dense SVD
-        rank_h = (
-            model.n - _sparse.modes(model, C, rtol, hol, found.sigma.shape[0] + model.h).count
-            if hol.any()
-            else jnp.asarray(0)
+        rank_h = jnp.asarray(0)
+        if hol.any():
+            held = _sparse.modes(model, C, rtol, hol, found.sigma.shape[0] + model.h)
+            rank_h = model.n - held.count
+            unresolved = unresolved | held.saturated
+    if strict:
+        unresolved = _errors.error_if(
+            unresolved,
+            unresolved,
+            f"solvability(method='sparse'): the model has at least {found.sigma.shape[0]} "
+            "independent motions, or nearly independent ones (a singular position is close), "
+            "at this configuration, more than the sparse rank test resolves inside jit; call "
+            "it eagerly (it enlarges its block) or use method='qr'",
         )
+    modes = model.n - found.count
+    rank = jnp.minimum(modes, model.num_rows)  # a resolved block never needs the cap
+    rank_h = rank if rank_h is None else rank_h
     values = jnp.concatenate([found.sigma, found.sigma_max[None]])
     kept = jnp.concatenate([found.sigma > rtol * found.sigma_max, jnp.ones(1, bool)])
     margin = _margin(values, kept, rtol)
-    Qt = _sparse.self_stress_probes(model, C)
-    pairs = _analyse_local_sets(model, C, Qt, pair_sets, rtol, btol)
-    g_ok = g_b = g_count = None
+    Qt, converged = _sparse.self_stress_probes(model, C, found, rtol)
+    unknown = (
+        unresolved | (margin < _sparse.MARGIN_UNDECIDED) | ~converged | (modes > model.num_rows)
+    )
+    pairs, undecided = _undecided_sets(
+        _analyse_local_sets(model, C, Qt, pair_sets, rtol, btol), unknown, btol
+    )
+    g_ok = g_b = g_count = g_undecided = None
     if groups:
-        g_ok, g_b, _, _, g_count = _analyse_local_sets(model, C, Qt, group_sets, rtol, btol)
+        g_sets, g_undecided = _undecided_sets(
+            _analyse_local_sets(model, C, Qt, group_sets, rtol, btol), unknown, btol
+        )
+        g_ok, g_b, _, _, g_count = g_sets
     ranks = (rank, rank_h, rank_n)
     return _report(
         model,
@@ -549,8 +573,50 @@ def _sparse_report(model, C, hol, groups, pair_sets, group_sets, rtol, btol, blo
         (g_ok, g_b, g_count),
         margin,
         None,
-        block_saturated=found.saturated,
+        block_saturated=unresolved,
+        undecided=undecided,
+        group_undecided=g_undecided,
     )
+
+
+def _undecided_sets(results, unknown, btol):
+    """(results with `solvable` False where undecided, undecided): a set is undecided where
+    the whole report is (`unknown`) or its estimate |B_X|_F / |C_X|_F is within the probes'
+    spread B_SPREAD of btol."""
+    ok, b_norm, b_rel, E, count = results
+    near = (b_rel > btol / _sparse.B_SPREAD) & (b_rel <= btol * _sparse.B_SPREAD)
+    undecided = unknown | near
+    return (ok & ~undecided, b_norm, b_rel, E, count), undecided
+
+
+class UndecidedSolvabilityWarning(UserWarning):
+    """Method "sparse" could not decide some verdicts (`SolvabilityReport.undecided`): they
+    are reported not solvable; method "qr" decides them."""
+
+
+def warn_undecided(undecided, names, where, stacklevel=3):
+    """Eagerly: warn when some of the per-pair flags `undecided` (any leading axes) are set."""
+    known = _errors.concrete(undecided)
+    if known is None or not np.any(known):
+        return
+    flags = np.reshape(np.asarray(known), (-1, len(names))).any(axis=0)
+    listed = [nm for nm, bad in zip(names, flags.tolist()) if bad]
+    shown = ", ".join(listed[:8]) + (f" and {len(listed) - 8} more" if len(listed) > 8 else "")
+    warnings.warn(
+        f"{where}: the sparse solvability test cannot decide whether the reactions of {shown} "
+        "are unique (a singular position is close, or a verdict is within the probes' spread "
+        "of btol); they are marked undecided, not unique. "
+        "mb.solvability(model, q, t, method='qr') decides them",
+        UndecidedSolvabilityWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def reaction_flags(model, q, t, method):
+    """The report behind `Reactions.solvable` (method "qr" or "sparse", the defaults' tolerances),
+    never refused: a sparse block that does not resolve the modes (traced, it cannot grow)
+    leaves every verdict undecided instead of raising."""
+    return _solvability_compiled(model, q, t, method, (), RANK_RTOL, B_RTOL, None, False)
 
 
 @contextlib.contextmanager
