@@ -14,7 +14,7 @@ frame -> global) and v = (vx, vy, vz, wx, wy, wz) (the angular velocity in the b
 docs' Spatial mechanisms page. `mb.Gravity` takes a 3-vector in a spatial mechanism.
 """
 
-from ._lift import lift as lift
+from ._model.lift import lift as lift
 from .elements.spatial import (
     AngularVelocityDriver as AngularVelocityDriver,
     Cylindrical as Cylindrical,

@@ -4,7 +4,7 @@ held twice in the loop: 20 rows on 18 velocity coordinates, rank 17, p = 3 (the 
 section 4); the in-plane forces of every joint are unique, the out-of-plane force and the two
 bending moments are not."""
 
-from .._lift import lift
+from .._model.lift import lift
 from .._model.model import Model
 from . import four_bar
 

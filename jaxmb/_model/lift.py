@@ -24,10 +24,8 @@ name.
 
 import jax.numpy as jnp
 
-from ._model.mechanism import Mechanism
-from ._model.model import Model
-from ._runtime.exceptions import JaxmbError
-from .elements import (
+from .._runtime.exceptions import JaxmbError
+from ..elements import (
     AbsoluteDriver,
     Distance,
     Force,
@@ -42,7 +40,9 @@ from .elements import (
     Weld,
     spatial as sp,
 )
-from .elements.drive import AbstractDrive, Constant
+from ..elements.drive import AbstractDrive, Constant
+from .mechanism import Mechanism
+from .model import Model
 
 Z = (0.0, 0.0, 1.0)
 
