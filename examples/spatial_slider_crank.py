@@ -27,7 +27,7 @@ def main():
 
     import jaxmb as mb
     from jaxmb._bodies import quaternion as quat
-    from jaxmb.models import spatial_four_bar, spatial_slider_crank as ssc
+    from jaxmb.models.spatial import four_bar as spatial_four_bar, slider_crank as ssc
     from jaxmb.plotting import save_figure
 
     os.makedirs(args.out, exist_ok=True)

@@ -29,11 +29,11 @@ import jaxtyping
 import numpy as np
 
 import jaxmb as mb
-from jaxmb import batch, elements
+from jaxmb import batch, elements, spatial
 from jaxmb.elements import drive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODULES = (batch, drive, elements)
+MODULES = (batch, drive, elements, spatial)
 """The public submodules whose own definitions are public API besides the namespace."""
 
 ARRAY_PARAMETERS = {
@@ -145,7 +145,10 @@ def is_bare_array(annotation) -> bool:
 
 
 def _is_model(annotation) -> bool:
-    return annotation is mb.Model or annotation == "Model"
+    """`Model`, or `ModelView` (the model as an element reads it, below the model layer)."""
+    from jaxmb.elements.model_view import ModelView
+
+    return annotation in (mb.Model, ModelView) or annotation in ("Model", "ModelView")
 
 
 def problems(label, fn, is_property=False):

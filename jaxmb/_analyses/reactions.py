@@ -152,9 +152,7 @@ class Reactions(eqx.Module):
             return {}
         return {nm: self.undecided_array[..., k] for k, nm in enumerate(self.pair_names)}
 
-    def on_body(
-        self, pair_name: str, body_name: str
-    ) -> tuple[Float[Array, " *batch"], Float[Array, " *batch"], Float[Array, " *batch"]]:
+    def on_body(self, pair_name: str, body_name: str) -> tuple[Float[Array, "..."], ...]:
         """(fx, fy, torque) that pair `pair_name` applies to body `body_name` (global force,
         counter-clockwise torque about the centre of mass); in a spatial model (force,
         moment): global 3-vectors, the moment about the body's centre of mass (the body-frame
@@ -224,7 +222,8 @@ def generic_rank(model, t):
         return rank0
     scale = 1.0 + jnp.max(jnp.abs(q0))
     direction = np.random.default_rng(20261207).standard_normal(model.n)
-    start = q0 + GENERIC_DISPLACEMENT * scale * jnp.asarray(direction / np.linalg.norm(direction))
+    step = GENERIC_DISPLACEMENT * scale * jnp.asarray(direction / np.linalg.norm(direction))
+    start = model.retract(q0, step)  # q0 + step for planar bodies
 
     def assembled():
         q, residual = _solve(model, start, t, 1e-12 * scale, GENERIC_STEPS)
@@ -549,7 +548,7 @@ def _statics(model, q, t, bound, velocity=None, check=True):
         with _errors.reporting("statics"):
             check_shapes(model, q=q)
             q = checked_configuration(model, q, t, STATE_TOL)
-    zeros = jnp.zeros_like(q)
+    zeros = jnp.zeros(model.n, q.dtype)  # over the velocity coordinates
     qd = zeros if velocity is None else _consistent(model, q, velocity, t)
     rx = _reactions_at(model, q, qd, t, bound, qdd=zeros)
     F = model.forces(q, qd, t)

@@ -600,7 +600,7 @@ def warn_undecided(undecided, names, where, stacklevel=3):
     if known is None or not np.any(known):
         return
     flags = np.reshape(np.asarray(known), (-1, len(names))).any(axis=0)
-    listed = [nm for nm, bad in zip(names, flags.tolist()) if bad]
+    listed = [nm for nm, bad in zip(names, np.asarray(flags, bool).tolist()) if bad]
     shown = ", ".join(listed[:8]) + (f" and {len(listed) - 8} more" if len(listed) > 8 else "")
     warnings.warn(
         f"{where}: the sparse solvability test cannot decide whether the reactions of {shown} "

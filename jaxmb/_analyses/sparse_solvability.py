@@ -49,6 +49,8 @@ Not computed: `row_order` (a redundant row set needs the pivoted QR of C^T), so
 `redundant_rows` refers to method "qr".
 """
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -117,7 +119,7 @@ class Modes(eqx.Module):
     saturated: jax.Array  # the block is not resolved (b < n and alpha s_b^2 < GAP)
     left: jax.Array  # (rows, b): C Z = left diag(sigma), zero columns for the padded values
     penalty: jax.Array  # alpha
-    S: object  # the factorization of S = I + alpha C^T C
+    S: Any  # the factorization of S = I + alpha C^T C (sparse or dense: `.solve`)
 
     @property
     def resolved(self) -> jax.Array:

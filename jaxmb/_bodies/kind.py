@@ -24,8 +24,9 @@ from jax import Array
 class AbstractBodyKind(abc.ABC):
     """A kind of rigid body: its coordinate widths, names and position arithmetic.
 
-    Kinds are stateless singletons: equal when of the same type, so a model's static structure
-    (and its compiled programs) does not depend on which instance it holds."""
+    Kinds are stateless, field-free frozen dataclasses: equal when of the same type, so a
+    model's static structure (and its compiled programs, and the program store's keys) does not
+    depend on which instance it holds."""
 
     dim: ClassVar[int]  # 2 (planar) or 3 (spatial)
     nq: ClassVar[int]  # position coordinates per body
@@ -34,15 +35,6 @@ class AbstractBodyKind(abc.ABC):
     position_names: ClassVar[tuple[str, ...]]  # the nq position coordinates, e.g. (x, y, phi)
     velocity_names: ClassVar[tuple[str, ...]]  # the nv velocity coordinates
     force_names: ClassVar[tuple[str, ...]]  # the nv generalized-force components
-
-    def __eq__(self, other):
-        return type(self) is type(other)
-
-    def __hash__(self):
-        return hash(type(self))
-
-    def __repr__(self):
-        return f"{type(self).__name__}()"
 
     @abc.abstractmethod
     def qdot(self, q, v) -> Array:

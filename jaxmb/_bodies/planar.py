@@ -1,5 +1,6 @@
 """The planar body: q = v = (x, y, phi), qdot = v, M = diag(m, m, J) (seed 003)."""
 
+import dataclasses
 from typing import ClassVar
 
 import jax.numpy as jnp
@@ -7,6 +8,7 @@ import jax.numpy as jnp
 from .kind import AbstractBodyKind
 
 
+@dataclasses.dataclass(frozen=True)  # no fields: every instance equal; pinned by its class
 class Planar(AbstractBodyKind):
     """A planar rigid body in absolute coordinates (x, y, phi) of its centre of mass (the API's
     conventions): the velocities are the time derivatives of the coordinates, so T = I and the

@@ -2,6 +2,7 @@
 angular velocity omega' in the body frame, M = diag(m, m, m, J1, J2, J3) in principal axes
 (the spatial note, sections 1-2; Chrono's ChBody, Nikravesh ch. 11)."""
 
+import dataclasses
 from typing import ClassVar
 
 import jax.numpy as jnp
@@ -10,6 +11,7 @@ from . import quaternion as quat
 from .kind import AbstractBodyKind
 
 
+@dataclasses.dataclass(frozen=True)  # no fields: every instance equal; pinned by its class
 class Spatial(AbstractBodyKind):
     """A rigid body in 3D: 7 position coordinates (x, y, z, w, qx, qy, qz) and 6 velocity
     coordinates (vx, vy, vz global, wx, wy, wz in the body frame).

@@ -145,13 +145,13 @@ def _pair(p, body, ground):
         u = _v3(p.u)
         minus = Constant(-p.d.value)
         return sp.PrismaticDriver(p.name, body(p.j), body(p.i), _v3(p.s_j), _v3(p.s_i), u, minus)
-    p.fail("has no spatial counterpart: spatial.lift cannot lift it (module docstring)")
+    return p.fail("has no spatial counterpart: spatial.lift cannot lift it (module docstring)")
 
 
 def _force(f, body):
     """The spatial counterpart of a planar force element."""
     if isinstance(f, Gravity):
-        return Gravity(_v3(f.g), name=f.name)
+        return Gravity(g=_v3(f.g), name=f.name)
     if isinstance(f, Force):
         return sp.Force(f.name, body(f.body), _v3(f.s), InPlane(f.f))
     if isinstance(f, Torque):
@@ -165,4 +165,4 @@ def _force(f, body):
         return sp.RotationalSpringDamper(
             f.name, i, j, Z, Z, f.stiffness, f.damping, f.free_angle, reference=_rz(0.0)
         )
-    f.fail("has no spatial counterpart: spatial.lift cannot lift it (module docstring)")
+    return f.fail("has no spatial counterpart: spatial.lift cannot lift it (module docstring)")

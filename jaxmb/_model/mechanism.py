@@ -37,7 +37,7 @@ class Mechanism:
     model = m.build()
     ```
     Building is traceable: masses, inertias, q and element parameters may be JAX tracers. Every
-    body and element of one mechanism is of its dimension (`jaxmb._bodies`: the body kind).
+    body and element of one mechanism is of its dimension.
     """
 
     def __init__(self, dim: int = 2) -> None:
@@ -185,10 +185,10 @@ class Mechanism:
             raise TypeError(f"can only add jaxmb elements, got {type(element).__name__}")
         if element.name in self._names:
             raise ValueError(f"an element named {element.name!r} was already added")
-        if element.dim != self.dim:
+        if element.dimension() != self.dim:
             kinds = {2: "planar", 3: "spatial"}
             element.fail(
-                f"is a {kinds.get(element.dim, element.dim)} element and this is a "
+                f"is a {kinds.get(element.dimension(), element.dimension())} element and this is a "
                 f"{kinds[self.dim]} mechanism (Mechanism(dim={self.dim})); planar and spatial "
                 "bodies and elements are never mixed"
                 + ("; spatial joints are in jaxmb.spatial" if self.dim == 3 else "")

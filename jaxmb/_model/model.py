@@ -85,7 +85,7 @@ def _kind(entry):
 class Model(eqx.Module):
     """A multibody model in absolute coordinates: per body, the positions of its kind (planar:
     q = (x_k, y_k, phi_k)) and its velocity coordinates (planar: their derivatives), which are
-    the columns of C (`jaxmb._bodies`).
+    the columns of C (the body kind of the model's `kind`).
 
     Rows of C are ordered pair by pair, in the order the pairs were added (seed 001 stacks
     C = [Phi_q; Psi], which is this order when holonomic pairs come first). The pairs are

@@ -175,7 +175,7 @@ def _tie(out, t_out, t_in, unit=None):
     """out's tangents `t_out`, each plus 0 * sum(t_in) (a zero that depends on all of `t_in`),
     times `unit` (None: 1)."""
     sums = [jnp.sum(t) for t in jax.tree.leaves(t_in)]
-    nothing = 0.0 * sum(sums) if sums else None
+    nothing = 0.0 * jnp.asarray(sum(sums)) if sums else None
 
     def tie(o, t):
         if not eqx.is_inexact_array(o) or (t is None and nothing is None):

@@ -87,6 +87,10 @@ class AbstractElement(eqx.Module):
                     shown = "" if kind == "nonzero" else f" = {np.asarray(value).tolist()}"
                     self.fail(f"{label}{shown} {VALUE_PROBLEMS[kind]}")
 
+    def dimension(self) -> int:
+        """2 (a planar element) or 3 (spatial): its class's `dim` (gravity: its vector's)."""
+        return self.dim
+
     @abc.abstractmethod
     def bodies(self) -> tuple[Body, ...]:
         """The bodies this element acts on (ground included where it takes part)."""

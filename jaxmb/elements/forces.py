@@ -34,10 +34,9 @@ class Gravity(AbstractForceElement):
                 f"g must be a 2-vector (planar) or a 3-vector (spatial), got shape "
                 f"{jnp.shape(self.g)}"
             )
-        self.check_vector(self.g, "g", size=self.dim)
+        self.check_vector(self.g, "g", size=self.dimension())
 
-    @property
-    def dim(self) -> int:  # pyright: ignore[reportIncompatibleVariableOverride]
+    def dimension(self) -> int:
         """2 or 3: the length of g."""
         return int(jnp.shape(self.g)[0])
 
@@ -47,7 +46,7 @@ class Gravity(AbstractForceElement):
     def generalized_force(
         self, model: ModelView, q: Coordinates, qd: Coordinates, t: Scalar
     ) -> Coordinates:
-        rest = model.kind.nq - self.dim  # the orientation's coordinates
+        rest = model.kind.nq - self.dimension()  # the orientation's coordinates
         per_body = jnp.concatenate(
             [model.masses[:, None] * self.g[None, :], jnp.zeros((model.num_bodies, rest))], axis=1
         )

@@ -23,7 +23,7 @@ class Body:
     **Fields:** `name`; `index` (the body's place in the model, 0, 1, ...; -1 for ground);
     `owner` (a token identifying the mechanism that issued the handle, so a foreign handle is
     caught at build time; left out of equality and hashing so that identical builds share one
-    jit compilation); `kind` (the body kind, `jaxmb._bodies`: where its coordinates lie).
+    jit compilation); `kind` (the body kind: where its coordinates lie in q and v).
     """
 
     name: str

@@ -17,10 +17,11 @@ Redundancy: 5 + 3 + 4 + 5 = 17 rows on 18 velocity coordinates, rank 17, one mot
 
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float
 
-from .._model.mechanism import Mechanism
-from .._model.model import Model
-from ..elements import Gravity, spatial as sp
+from ..._model.mechanism import Mechanism
+from ..._model.model import Model
+from ...elements import Gravity, spatial as sp
 
 REFERENCE_SLIDER_X = {0.5: 0.184952803, 1.0: 0.211754668, 2.0: 0.289063554, 5.0: 0.240761815}
 """Gonzalez's solution (the benchmark's reference file
@@ -31,7 +32,7 @@ B = np.array([0.0, 0.1, 0.2])
 C = np.array([0.2, 0.0, 0.0])
 
 
-def rod_frame() -> np.ndarray:
+def rod_frame() -> Float[np.ndarray, "3 3"]:
     """The rod's rotation matrix: x along B -> C, y = (0, 2, -1) / sqrt 5 (perpendicular to the
     rod and to the slider's axis), z = x cross y."""
     x = (C - B) / np.linalg.norm(C - B)
@@ -39,8 +40,8 @@ def rod_frame() -> np.ndarray:
     return np.column_stack([x, y, np.cross(x, y)])
 
 
-def build(omega0: float = 6.0) -> Model:
-    """The benchmark model (module docstring); `omega0` only scales `initial_velocity`."""
+def build() -> Model:
+    """The benchmark model (module docstring); its start's velocities: `initial_velocity`."""
     m = Mechanism(dim=3)
     crank = m.body("crank", 0.12, (1e-4, 1e-4, 1e-5), r=(A + B) / 2)
     rod = m.body("rod", 0.5, (4e-4, 4e-3, 4e-3), r=(B + C) / 2, rotation=rod_frame())
@@ -51,11 +52,11 @@ def build(omega0: float = 6.0) -> Model:
     m.add(sp.Spherical("B", crank, rod, (0.0, 0.0, 0.04), (-half, 0.0, 0.0)))
     m.add(sp.Universal("C", rod, slider, (half, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 1.0, 0.0), x))
     m.add(sp.Prismatic("P", slider, m.ground, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), x, x))
-    m.add(Gravity((0.0, 0.0, -9.81)))
+    m.add(Gravity(g=(0.0, 0.0, -9.81)))
     return m.build()
 
 
-def initial_velocity(omega0: float = 6.0) -> jnp.ndarray:
+def initial_velocity(omega0: float = 6.0) -> Float[Array, " 18"]:
     """The consistent velocity coordinates for the crank at `omega0` rad/s about x (per body:
     centre velocity, body-frame angular velocity), the benchmark's values scaled by
     omega0 / 6."""

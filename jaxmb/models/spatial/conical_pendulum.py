@@ -13,16 +13,24 @@ m = 1 kg, theta = 30 degrees, g = 9.81: Omega = 4.122064825 rad/s, 4.247854606 N
 
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float
 
-from .._model.mechanism import Mechanism
-from .._model.model import Model
-from ..elements import Gravity, spatial as sp
+from ..._custom_types import Scalar, ScalarLike
+from ..._model.mechanism import Mechanism
+from ..._model.model import Model
+from ...elements import Gravity, spatial as sp
 
 AXIAL = 1e-9
 """J_a (kg m^2) of the thin rod: small and positive (a mass matrix needs it), far below J_t."""
 
 
-def steady_rate(L=1.0, m=1.0, theta=np.pi / 6, g=9.81, axial=AXIAL):
+def steady_rate(
+    L: ScalarLike = 1.0,
+    m: ScalarLike = 1.0,
+    theta: ScalarLike = np.pi / 6,
+    g: ScalarLike = 9.81,
+    axial: ScalarLike = AXIAL,
+) -> Scalar:
     """Omega of the module docstring (traceable in every argument)."""
     a, J_t = L / 2, m * L**2 / 12
     return jnp.sqrt(m * g * a / ((J_t + m * a * a - axial) * jnp.cos(theta)))
@@ -36,18 +44,22 @@ def _frame(theta):
     return jnp.stack([axis, y, jnp.cross(axis, y)], axis=1)
 
 
-def build(L=1.0, m=1.0, theta=np.pi / 6, g=9.81) -> Model:
+def build(
+    L: ScalarLike = 1.0, m: ScalarLike = 1.0, theta: ScalarLike = np.pi / 6, g: ScalarLike = 9.81
+) -> Model:
     """The rod at angle theta in the x-z plane, pivot at the origin (body x along the rod)."""
     R = _frame(theta)
     mech = Mechanism(dim=3)
     J = m * L**2 / 12
     rod = mech.body("rod", m, (AXIAL, J, J), r=R[:, 0] * L / 2, rotation=R)
     mech.add(sp.Spherical("pivot", mech.ground, rod, (0.0, 0.0, 0.0), (-L / 2, 0.0, 0.0)))
-    mech.add(Gravity((0.0, 0.0, -g)))
+    mech.add(Gravity(g=(0.0, 0.0, -g)))
     return mech.build()
 
 
-def initial_velocity(L=1.0, m=1.0, theta=np.pi / 6, g=9.81) -> jnp.ndarray:
+def initial_velocity(
+    L: ScalarLike = 1.0, m: ScalarLike = 1.0, theta: ScalarLike = np.pi / 6, g: ScalarLike = 9.81
+) -> Float[Array, " 6"]:
     """The steady motion: angular velocity Omega about the global z axis."""
     R = _frame(theta)
     rate = steady_rate(L, m, theta, g)

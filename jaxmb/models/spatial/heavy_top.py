@@ -11,10 +11,11 @@ reference) and by Exudyn's index-2 solver; the quaternion sign is arbitrary.
 
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float
 
-from .._model.mechanism import Mechanism
-from .._model.model import Model
-from ..elements import Gravity, spatial as sp
+from ..._model.mechanism import Mechanism
+from ..._model.model import Model
+from ...elements import Gravity, spatial as sp
 
 REFERENCE_EULER_PARAMETERS = {
     "RK4": (-0.70828, 0.43878, 0.54573, 0.0894),
@@ -31,11 +32,11 @@ def build() -> Model:
     m = Mechanism(dim=3)
     top = m.body("top", 15.0, (0.234375, 0.46875, 0.234375), r=(0.0, 1.0, 0.0))
     m.add(sp.Spherical("O", m.ground, top, (0.0, 0.0, 0.0), (0.0, -1.0, 0.0)))
-    m.add(Gravity((0.0, 0.0, -9.81)))
+    m.add(Gravity(g=(0.0, 0.0, -9.81)))
     return m.build()
 
 
-def initial_velocity() -> jnp.ndarray:
+def initial_velocity() -> Float[Array, " 6"]:
     """(v_G, omega'): v_G = omega x r_G with the fixed point at rest."""
     w = np.asarray(OMEGA0)
     return jnp.asarray(np.concatenate([np.cross(w, [0.0, 1.0, 0.0]), w]))
