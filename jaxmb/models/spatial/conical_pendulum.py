@@ -48,12 +48,16 @@ def build(
     L: ScalarLike = 1.0, m: ScalarLike = 1.0, theta: ScalarLike = np.pi / 6, g: ScalarLike = 9.81
 ) -> Model:
     """The rod at angle theta in the x-z plane, pivot at the origin (body x along the rod)."""
+    L, m, g = (jnp.asarray(x, jnp.float64) for x in (L, m, g))
     R = _frame(theta)
     mech = Mechanism(dim=3)
     J = m * L**2 / 12
     rod = mech.body("rod", m, (AXIAL, J, J), r=R[:, 0] * L / 2, rotation=R)
-    mech.add(sp.Spherical("pivot", mech.ground, rod, (0.0, 0.0, 0.0), (-L / 2, 0.0, 0.0)))
-    mech.add(Gravity(g=(0.0, 0.0, -g)))
+    zero = 0.0 * L
+    mech.add(
+        sp.Spherical("pivot", mech.ground, rod, (0.0, 0.0, 0.0), jnp.stack([-L / 2, zero, zero]))
+    )
+    mech.add(Gravity(g=jnp.stack([zero, zero, -g])))
     return mech.build()
 
 
