@@ -13,7 +13,6 @@ import pytest
 import jaxmb as mb
 from jaxmb._bodies import SPATIAL, quaternion as quat
 
-pytestmark = pytest.mark.quick
 RNG = np.random.default_rng(20261207)
 
 
@@ -23,6 +22,7 @@ def _random_q(bodies=2, scale=1.0):
     return jnp.asarray(np.concatenate([RNG.standard_normal((bodies, 3)), p], axis=1).reshape(-1))
 
 
+@pytest.mark.quick
 def test_pull_back_is_the_transpose_of_qdot():
     """(T^T Q) . v = Q . (T v) for random q (also with |p| != 1), v, Q: 1e-14 (round-off of
     a few products)."""
@@ -137,6 +137,7 @@ def test_free_fall_and_gyroscopic_force():
     assert abs(float(traj.q[-1, 2]) - (1.0 - 9.81 / 2)) <= 1e-9
 
 
+@pytest.mark.quick
 def test_model_layout():
     """nq = 7 and n = 6 per body, dim 3, the body given by a rotation matrix stored as its
     quaternion (a quarter turn about z: (cos 45, 0, 0, sin 45))."""
@@ -150,6 +151,7 @@ def test_model_layout():
     np.testing.assert_allclose(model.qdot(model.q0, jnp.ones(12))[:3], 1.0)
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize(
     "kwargs, message",
     [
@@ -172,6 +174,7 @@ def test_bad_spatial_bodies_are_refused_naming_the_body(kwargs, message):
         m.body("crank", 1.0, **args)
 
 
+@pytest.mark.quick
 def test_dimensions_are_never_mixed():
     """A planar element in a spatial mechanism, planar gravity in a spatial one and the
     reverse, a bad dim: each refused naming the element."""
