@@ -7,6 +7,9 @@ Schema version 1 (documented, with every element's keys, in docs/model_files.md)
      "elements": [{"type": "Revolute", "name": "O", "i": "ground", "j": "crank",
                    "s_i": [0.0, 0.0], "s_j": [-0.05, 0.0]}, ...],
      "initial_velocity": [...],        # optional: n numbers, used by `jaxmb simulate`
+     "dim": 3,                         # optional: a spatial model (default 2, planar): bodies
+                                       # "inertia": [J1, J2, J3], "q": [x, y, z, w, qx, qy, qz],
+                                       # elements of jaxmb.spatial (and Gravity)
      "compliance": {"stiffness": {"B": 2e7, ...}, "default": 1e8}}   # optional: mb.Compliance
 
 An element entry holds the constructor arguments of its class (the dataclass fields of the
@@ -45,7 +48,7 @@ VERSION = 1
 """The schema version written to, and required in, the `jaxmb_model` key."""
 
 SUFFIXES = (".json", ".yaml", ".yml")
-_TOP_KEYS = ("jaxmb_model", "bodies", "elements", "initial_velocity", "compliance")
+_TOP_KEYS = ("jaxmb_model", "dim", "bodies", "elements", "initial_velocity", "compliance")
 _COMPLIANCE_KEYS = ("stiffness", "default")
 _BODY_KEYS = ("name", "mass", "inertia", "q")
 
@@ -59,7 +62,19 @@ def _concrete_types(module, base) -> dict:
 
 
 ELEMENT_TYPES = _concrete_types(_elements, _elements.AbstractElement)
-"""Element type name -> class: every type a model file may hold."""
+"""Element type name -> class: every type a planar model file may hold."""
+
+SPATIAL_ELEMENT_TYPES = {
+    "Gravity": _elements.Gravity,
+    **_concrete_types(_elements.spatial, _elements.AbstractElement),
+}
+"""Element type name -> class in a spatial model file (`"dim": 3`): jaxmb.spatial's and
+Gravity (a 3-vector)."""
+
+
+def _catalogue(dim: int) -> dict:
+    return SPATIAL_ELEMENT_TYPES if dim == 3 else ELEMENT_TYPES
+
 
 DRIVE_TYPES = _concrete_types(_drive, _drive.AbstractDrive)
 """Drive function type name -> class."""
@@ -100,20 +115,24 @@ def to_dict(
     masses = _plain(model.masses, "masses")
     inertias = _plain(model.inertias, "inertias")
     q0 = _plain(model.q0, "q0")
-    if np.shape(masses) != (model.num_bodies,) or np.shape(q0) != (model.n,):
+    if np.shape(masses) != (model.num_bodies,) or np.shape(q0) != (model.nq,):
         raise ValueError(
             "cannot save a batched model (masses of shape "
             f"{np.shape(masses)}); save one model at a time"
         )
+    w = model.kind.nq
     bodies = [
-        {"name": name, "mass": masses[k], "inertia": inertias[k], "q": q0[3 * k : 3 * k + 3]}
+        {"name": name, "mass": masses[k], "inertia": inertias[k], "q": q0[w * k : w * k + w]}
         for k, name in enumerate(model.body_names)
     ]
+    catalogue = _catalogue(model.dim)
     data = {
         "jaxmb_model": VERSION,
+        **({"dim": 3} if model.dim == 3 else {}),
         "bodies": bodies,
         "elements": [
-            _element_dict(e) for e in (*model.pairs, *model.force_elements, *model.friction)
+            _element_dict(e, catalogue)
+            for e in (*model.pairs, *model.force_elements, *model.friction)
         ],
     }
     if initial_velocity is not None:
@@ -178,13 +197,13 @@ def _plain(value, label):
     return np.asarray(value, dtype=np.float64).tolist()
 
 
-def _element_dict(element) -> dict:
+def _element_dict(element, catalogue) -> dict:
     cls = type(element)
     where = f"{cls.__name__} {element.name!r}"
-    if ELEMENT_TYPES.get(cls.__name__) is not cls:
+    if catalogue.get(cls.__name__) is not cls:
         raise ValueError(
             f"{where}: cannot be saved; model files hold the jaxmb element types "
-            f"only ({', '.join(ELEMENT_TYPES)})"
+            f"only ({', '.join(catalogue)})"
         )
     arguments = _arguments_dict(element, where)
     return {"type": cls.__name__, "name": arguments.pop("name"), **arguments}
@@ -200,6 +219,8 @@ def _arguments_dict(module, where) -> dict:
             out[field.name] = _drive_dict(value, label)
         elif isinstance(value, (str, int)) and not isinstance(value, bool):
             out[field.name] = value
+        elif value is None and not _required(field):
+            continue  # an optional field left at None (a spatial element's reference)
         else:
             out[field.name] = _plain(value, label)
     return out
@@ -230,12 +251,13 @@ def from_dict(data: dict) -> Model:
 def _build(data):
     """(Model, initial velocity or None) from the plain data."""
     _check_top_level(data)
-    m = Mechanism()
+    dim = data.get("dim", 2)
+    m = Mechanism(dim=dim)
     handles = {"ground": m.ground}
     for body in _add_bodies(m, data["bodies"]):
         handles[body.name] = body
     for k, entry in enumerate(data.get("elements", [])):
-        where, element = _element(entry, f"elements[{k}]", handles)
+        where, element = _element(entry, f"elements[{k}]", handles, _catalogue(dim))
         try:
             m.add(element)
         except ValueError as e:
@@ -268,6 +290,8 @@ def _check_top_level(data):
     _refuse_unknown_keys(data, _TOP_KEYS, "unknown top-level key")
     if not isinstance(data.get("bodies"), list) or not data["bodies"]:
         raise ValueError(f"bodies: expected a non-empty list of bodies, got {data.get('bodies')!r}")
+    if data.get("dim", 2) not in (2, 3) or isinstance(data.get("dim"), bool):
+        raise ValueError(f"dim: must be 2 (planar) or 3 (spatial), got {data['dim']!r}")
     if not isinstance(data.get("elements", []), list):
         raise ValueError(f"elements: expected a list of elements, got {data['elements']!r}")
 
@@ -297,7 +321,7 @@ def _add_bodies(m, entries):
     """The handles of the bodies of `entries` (the `bodies` list), added to `m` in one
     `add_bodies` call: one call per body costs a millisecond each (a 20,000-body file). When
     that call refuses them, they are added one at a time, so the error names the entry."""
-    values = [_body_values(entry, f"bodies[{k}]") for k, entry in enumerate(entries)]
+    values = [_body_values(entry, f"bodies[{k}]", m.dim) for k, entry in enumerate(entries)]
     names, masses, inertias, qs = zip(*values)
     try:  # (add_bodies checks every body before it adds any)
         return m.add_bodies(names, np.asarray(masses), np.asarray(inertias), np.stack(qs))
@@ -308,7 +332,7 @@ def _add_bodies(m, entries):
         raise
 
 
-def _body_values(entry, where):
+def _body_values(entry, where, dim=2):
     """(name, mass, inertia, q) of a `bodies` entry, checked as file data."""
     _check_keys(entry, _BODY_KEYS, ("name", "mass", "inertia"), where)
     name = entry["name"]
@@ -316,6 +340,16 @@ def _body_values(entry, where):
         raise ValueError(f"{where}: name must be a non-empty string, got {name!r}")
     where = f"{where} ({name!r})"
     mass = _number(entry["mass"], where, "mass")
+    if dim == 3:
+        inertia = _numbers(entry["inertia"], where, "inertia")
+        q = _numbers(entry.get("q", [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]), where, "q")
+        if inertia.shape != (3,):
+            raise ValueError(f"{where}: inertia must be [J1, J2, J3], got {entry['inertia']!r}")
+        if q.shape != (7,):
+            raise ValueError(
+                f"{where}: q must be [x, y, z, w, qx, qy, qz] (7 numbers), got {entry['q']!r}"
+            )
+        return name, mass, inertia, q
     inertia = _number(entry["inertia"], where, "inertia")
     q = _numbers(entry.get("q", [0.0, 0.0, 0.0]), where, "q")
     if q.shape != (3,):
@@ -324,28 +358,28 @@ def _body_values(entry, where):
 
 
 def _add_body(m, entry, where):
-    name, mass, inertia, q = _body_values(entry, where)
+    name, mass, inertia, q = _body_values(entry, where, m.dim)
     try:
         return m.body(name, mass, inertia, q)
     except ValueError as e:
         raise ValueError(f"{where} ({name!r}): {_detail(e, f'body {name!r}')}") from None
 
 
-def _element(entry, where, handles):
+def _element(entry, where, handles, catalogue=ELEMENT_TYPES):
     """(where, element) for one entry of `elements`."""
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: expected a mapping with 'type', 'name', ..., got {entry!r}")
     if "type" not in entry:
-        raise ValueError(f"{where}: missing field 'type' (one of {', '.join(ELEMENT_TYPES)})")
+        raise ValueError(f"{where}: missing field 'type' (one of {', '.join(catalogue)})")
     kind, name = entry["type"], entry.get("name")
-    if ELEMENT_TYPES.get(kind) is None:
+    if catalogue.get(kind) is None:
         raise ValueError(
             f"{where}: unknown element type {kind!r}"
-            f"{_suggest(kind, ELEMENT_TYPES)}; known types: "
-            f"{', '.join(ELEMENT_TYPES)}"
+            f"{_suggest(kind, catalogue)}; known types: "
+            f"{', '.join(catalogue)}"
         )
     where = f"{where} ({kind} {name!r})" if isinstance(name, str) else f"{where} ({kind})"
-    return where, _construct(ELEMENT_TYPES[kind], entry, where, handles, f"{kind} {name!r}")
+    return where, _construct(catalogue[kind], entry, where, handles, f"{kind} {name!r}")
 
 
 def _construct(cls, entry, where, handles, subject):
