@@ -41,7 +41,7 @@ from ._model.model import Model
 from ._reaction_methods.compliance import Compliance
 from ._runtime import errors as _errors
 from ._runtime.exceptions import JaxmbError
-from .elements import drive as _drive
+from .elements import drive as _drive, spatial as _spatial_elements
 from .elements.geometry import Body, is_concrete
 
 VERSION = 1
@@ -66,7 +66,7 @@ ELEMENT_TYPES = _concrete_types(_elements, _elements.AbstractElement)
 
 SPATIAL_ELEMENT_TYPES = {
     "Gravity": _elements.Gravity,
-    **_concrete_types(_elements.spatial, _elements.AbstractElement),
+    **_concrete_types(_spatial_elements, _elements.AbstractElement),
 }
 """Element type name -> class in a spatial model file (`"dim": 3`): jaxmb.spatial's and
 Gravity (a 3-vector)."""
