@@ -195,7 +195,7 @@ class Mechanism:
             )
         for body in element.bodies():
             self._check_handle(body, element.fail)
-        if self.dim == 3:  # the elements that keep a build-time relative orientation
+        if hasattr(element, "bind_reference"):  # it keeps a build-time relative orientation
             element = bind_reference(element, *(self._rotation(b) for b in _pair_of(element)))
         self._elements.append(element)
         self._names.add(element.name)
